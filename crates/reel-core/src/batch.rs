@@ -1,0 +1,104 @@
+//! Batches of records sharing one reusable buffer.
+
+use crate::Result;
+use crate::record::{Arena, Field, RecordOut, RecordRef};
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Slot {
+    pub(crate) index: u64,
+    pub(crate) first_field: usize,
+    pub(crate) end_field: usize,
+}
+
+/// The result of a batch read: the records in the order they were asked for.
+///
+/// All records share one byte buffer and one field list. Reusing a `RecordBatch` across
+/// calls to [`RecordSource::read_batch_into`](crate::RecordSource::read_batch_into) costs no
+/// allocation once the buffers have grown to the largest batch.
+#[derive(Default, Debug)]
+pub struct RecordBatch {
+    pub(crate) arena: Arena,
+    pub(crate) fields: Vec<Field>,
+    pub(crate) scratch: crate::layout::Scratch,
+    pub(crate) slots: Vec<Slot>,
+}
+
+impl RecordBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        RecordBatch::default()
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the batch holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Record `k` of the batch (the `k`-th index asked for).
+    pub fn get(&self, k: usize) -> Option<RecordRef<'_>> {
+        let s = self.slots.get(k)?;
+        Some(RecordRef::new(
+            s.index,
+            self.arena.as_slice(),
+            &self.fields[s.first_field..s.end_field],
+        ))
+    }
+
+    /// The records in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = RecordRef<'_>> + '_ {
+        self.slots.iter().map(|s| {
+            RecordRef::new(s.index, self.arena.as_slice(), &self.fields[s.first_field..s.end_field])
+        })
+    }
+
+    /// Bytes held by the batch (raw reads plus decoded values).
+    pub fn buffer_len(&self) -> usize {
+        self.arena.used()
+    }
+
+    /// Removes every record, keeping the allocated capacity.
+    pub fn clear(&mut self) {
+        self.arena.clear();
+        self.fields.clear();
+        self.slots.clear();
+    }
+
+    /// Adds one record built by `fill`. If `fill` fails, the batch is left as it was.
+    ///
+    /// This is how a [`RecordSource`](crate::RecordSource) that does not go through
+    /// [`LayoutSource`](crate::LayoutSource) fills a batch.
+    pub fn push_with(
+        &mut self,
+        index: u64,
+        fill: impl FnOnce(&mut RecordOut<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let first_field = self.fields.len();
+        let used = self.arena.used();
+        let mut out = RecordOut::new(&mut self.arena, &mut self.fields);
+        if let Err(e) = fill(&mut out) {
+            self.fields.truncate(first_field);
+            self.arena.truncate(used);
+            return Err(e);
+        }
+        self.slots.push(Slot { index, first_field, end_field: self.fields.len() });
+        Ok(())
+    }
+
+    /// Adds a copy of `record`.
+    pub fn push_copy(&mut self, record: RecordRef<'_>) {
+        let first_field = self.fields.len();
+        let mut out = RecordOut::new(&mut self.arena, &mut self.fields);
+        for (name, value) in
+            record.raw_fields().iter().map(|f| (&f.name, f.value.view(record.raw_buffer())))
+        {
+            let v = out.copy_value(value);
+            out.push(name.clone(), v);
+        }
+        self.slots.push(Slot { index: record.index(), first_field, end_field: self.fields.len() });
+    }
+}

@@ -1,0 +1,262 @@
+//! Reading bytes from a set of files: the one place reel does I/O on the read path.
+//!
+//! Formats that span several files (multi-part FFRecord, Granular columns, Gulp chunks) see
+//! them as one [`ReadAt`] addressed by file number. The backends differ only in how bytes
+//! get from the file into the caller's buffer.
+
+mod mem;
+mod mmap;
+mod pread;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use mem::MemFiles;
+pub use mmap::MmapFiles;
+pub use pread::PreadFiles;
+
+use crate::limits::{check_within, to_usize};
+use crate::{Error, Result};
+
+/// One read of a batch: `len` bytes of file `file` at `offset`, into `dest..dest + len` of
+/// the destination buffer passed to [`ReadAt::read_many`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadReq {
+    /// File number within the set.
+    pub file: u32,
+    /// Byte offset in the file.
+    pub offset: u64,
+    /// Number of bytes.
+    pub len: usize,
+    /// Where the bytes go in the destination buffer.
+    pub dest: usize,
+}
+
+/// Random-access reads over a fixed set of files, shared by many threads.
+///
+/// File lengths are taken when the set is opened; a file that shrinks afterwards makes
+/// reads fail with an error (or, for [`MmapFiles`], is the caller's responsibility).
+pub trait ReadAt: Send + Sync {
+    /// A short name for reports (`"pread"`, `"mmap"`, `"memory"`, `"io_uring"`).
+    fn backend_name(&self) -> &'static str;
+
+    /// Number of files in the set.
+    fn file_count(&self) -> usize;
+
+    /// Length in bytes of file `file` (0 for a file number outside the set).
+    fn file_len(&self, file: u32) -> u64;
+
+    /// The path of file `file`, for messages.
+    fn file_path(&self, file: u32) -> &Path;
+
+    /// Fills `buf` from file `file` starting at `offset`; fails on a short read.
+    fn read_exact_at(&self, file: u32, offset: u64, buf: &mut [u8]) -> Result<()>;
+
+    /// Performs every request of a batch. The default performs them one after another,
+    /// merging requests that are adjacent both in the file and in `dest`.
+    fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
+        for r in coalesce(reqs) {
+            let buf = dest_slice(dest, &r)?;
+            self.read_exact_at(r.file, r.offset, buf)?;
+        }
+        Ok(())
+    }
+
+    /// The whole content of file `file`, when the backend holds it in memory (mmap, memory).
+    fn bytes(&self, _file: u32) -> Option<&[u8]> {
+        None
+    }
+
+    /// Reads `len` bytes at `offset` into a new vector, after checking that the range lies
+    /// within the file, so a bogus length read from a header cannot cause a huge allocation.
+    fn read_to_vec(&self, file: u32, offset: u64, len: u64) -> Result<Vec<u8>> {
+        check_within(offset, len, self.file_len(file), "read")
+            .map_err(|e| e.with_path(self.file_path(file)))?;
+        let mut buf = vec![0; to_usize(len, "read")?];
+        self.read_exact_at(file, offset, &mut buf)?;
+        Ok(buf)
+    }
+}
+
+/// The part of `dest` a request writes, or an error if it lies outside.
+pub fn dest_slice<'a>(dest: &'a mut [u8], r: &ReadReq) -> Result<&'a mut [u8]> {
+    let dest_len = dest.len();
+    match r.dest.checked_add(r.len).and_then(|end| dest.get_mut(r.dest..end)) {
+        Some(s) => Ok(s),
+        None => Err(Error::invalid_input(format!(
+            "read request for {} bytes at destination {} exceeds the buffer of {dest_len} bytes",
+            r.len, r.dest
+        ))),
+    }
+}
+
+/// Merges runs of requests that continue each other both in the file and in the destination
+/// buffer, so a batch of neighbouring records costs one system call.
+pub fn coalesce(reqs: &[ReadReq]) -> impl Iterator<Item = ReadReq> + '_ {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        let mut cur = *reqs.get(i)?;
+        i += 1;
+        while let Some(next) = reqs.get(i) {
+            let adjacent = next.file == cur.file
+                && Some(next.offset) == cur.offset.checked_add(cur.len as u64)
+                && Some(next.dest) == cur.dest.checked_add(cur.len);
+            if !adjacent {
+                break;
+            }
+            cur.len += next.len;
+            i += 1;
+        }
+        Some(cur)
+    })
+}
+
+impl<T: ReadAt + ?Sized> ReadAt for Box<T> {
+    fn backend_name(&self) -> &'static str {
+        (**self).backend_name()
+    }
+    fn file_count(&self) -> usize {
+        (**self).file_count()
+    }
+    fn file_len(&self, file: u32) -> u64 {
+        (**self).file_len(file)
+    }
+    fn file_path(&self, file: u32) -> &Path {
+        (**self).file_path(file)
+    }
+    fn read_exact_at(&self, file: u32, offset: u64, buf: &mut [u8]) -> Result<()> {
+        (**self).read_exact_at(file, offset, buf)
+    }
+    fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
+        (**self).read_many(reqs, dest)
+    }
+    fn bytes(&self, file: u32) -> Option<&[u8]> {
+        (**self).bytes(file)
+    }
+}
+
+impl<T: ReadAt + ?Sized> ReadAt for Arc<T> {
+    fn backend_name(&self) -> &'static str {
+        (**self).backend_name()
+    }
+    fn file_count(&self) -> usize {
+        (**self).file_count()
+    }
+    fn file_len(&self, file: u32) -> u64 {
+        (**self).file_len(file)
+    }
+    fn file_path(&self, file: u32) -> &Path {
+        (**self).file_path(file)
+    }
+    fn read_exact_at(&self, file: u32, offset: u64, buf: &mut [u8]) -> Result<()> {
+        (**self).read_exact_at(file, offset, buf)
+    }
+    fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
+        (**self).read_many(reqs, dest)
+    }
+    fn bytes(&self, file: u32) -> Option<&[u8]> {
+        (**self).bytes(file)
+    }
+}
+
+/// Opens a set of paths as a [`ReadAt`]; how backends outside core (io_uring, object
+/// storage) plug into every format's `open`.
+pub trait OpenFiles: Send + Sync {
+    /// A short name for reports.
+    fn name(&self) -> &'static str;
+    /// Opens `paths` as file numbers `0..paths.len()`.
+    fn open_files(&self, paths: &[PathBuf]) -> Result<Box<dyn ReadAt>>;
+}
+
+/// Which I/O backend a reader uses.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub enum Backend {
+    /// `pread` per request: safe against files changing underneath, no setup cost.
+    #[default]
+    Pread,
+    /// Memory-mapped files: fastest when the data is in the page cache. A file truncated
+    /// by another process while mapped makes the process crash with SIGBUS on access.
+    Mmap,
+    /// Whole files read into memory at open (small datasets, tests).
+    Memory,
+    /// A backend provided by another crate (the facade's io_uring backend, for example).
+    Custom(Arc<dyn OpenFiles>),
+}
+
+impl Backend {
+    /// A short name for reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Pread => "pread",
+            Backend::Mmap => "mmap",
+            Backend::Memory => "memory",
+            Backend::Custom(c) => c.name(),
+        }
+    }
+
+    /// Opens `paths` with this backend.
+    pub fn open(&self, paths: &[PathBuf]) -> Result<Box<dyn ReadAt>> {
+        Ok(match self {
+            Backend::Pread => Box::new(PreadFiles::open(paths)?),
+            Backend::Mmap => Box::new(MmapFiles::open(paths)?),
+            Backend::Memory => Box::new(MemFiles::load(paths)?),
+            Backend::Custom(c) => c.open_files(paths)?,
+        })
+    }
+
+    /// The backends core provides, for tests that run on each.
+    pub fn core_backends() -> [Backend; 3] {
+        [Backend::Pread, Backend::Mmap, Backend::Memory]
+    }
+}
+
+impl fmt::Debug for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Stats `path` and fails with context if it is not a readable regular file.
+pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, u64)> {
+    let file =
+        std::fs::File::open(path).map_err(|e| Error::io(e, "cannot open").with_path(path))?;
+    let meta = file.metadata().map_err(|e| Error::io(e, "cannot stat").with_path(path))?;
+    if !meta.is_file() {
+        return Err(Error::invalid_input("not a regular file").with_path(path));
+    }
+    Ok((file, meta.len()))
+}
+
+/// The error for a read past the end of a file.
+pub(crate) fn short_read(path: &Path, offset: u64, wanted: usize, file_len: u64) -> Error {
+    Error::corrupt(format!(
+        "unexpected end of file: wanted {wanted} bytes at offset {offset}, the file has {file_len} bytes \
+         (was it truncated while open?)"
+    ))
+    .with_path(path)
+    .with_offset(offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(file: u32, offset: u64, len: usize, dest: usize) -> ReadReq {
+        ReadReq { file, offset, len, dest }
+    }
+
+    #[test]
+    fn coalesce_merges_only_double_adjacency() {
+        let reqs = [
+            req(0, 0, 4, 0),
+            req(0, 4, 4, 4),   // merges
+            req(0, 8, 4, 12),  // dest gap
+            req(1, 12, 4, 16), // other file
+            req(1, 16, 0, 20), // empty, adjacent
+        ];
+        let out: Vec<_> = coalesce(&reqs).collect();
+        assert_eq!(out, vec![req(0, 0, 8, 0), req(0, 8, 4, 12), req(1, 12, 4, 16)]);
+    }
+}

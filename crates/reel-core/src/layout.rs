@@ -1,0 +1,291 @@
+//! The generic reader: a format's plan + decode turned into a [`RecordSource`].
+//!
+//! A format crate describes *where* record `i` lives ([`Layout::plan`]: byte ranges of
+//! files) and *what it is* given those bytes ([`Layout::decode`]: a pure function).
+//! [`LayoutSource`] does the rest: bounds and limit checks, one batched
+//! [`ReadAt::read_many`] for the whole batch, decoding, and error context. That way every
+//! format gets the same batch path and every backend, and every parser can be fuzzed on
+//! plain byte slices.
+
+use crate::batch::Slot;
+use crate::io::{ReadAt, ReadReq};
+use crate::limits::{check_within, to_usize};
+use crate::record::{Arena, Field, RecordOut};
+use crate::value::Span;
+use crate::{Error, Limits, Record, RecordBatch, RecordSource, Result, SourceInfo};
+
+/// A byte range of one file of the set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadRange {
+    /// File number within the set.
+    pub file: u32,
+    /// Byte offset.
+    pub offset: u64,
+    /// Number of bytes.
+    pub len: u64,
+}
+
+/// The ranges a record is read from, filled by [`Layout::plan`].
+#[derive(Debug)]
+pub struct Plan<'a> {
+    ranges: &'a mut Vec<ReadRange>,
+}
+
+impl Plan<'_> {
+    /// Adds a range. The decoder receives the ranges' bytes as spans in the same order.
+    pub fn push(&mut self, file: u32, offset: u64, len: u64) {
+        self.ranges.push(ReadRange { file, offset, len });
+    }
+}
+
+/// Reused buffers of the planning step, kept inside [`Record`] and [`RecordBatch`] so that
+/// steady-state reads allocate nothing.
+#[derive(Clone, Default, Debug)]
+pub(crate) struct Scratch {
+    ranges: Vec<ReadRange>,
+    counts: Vec<usize>,
+    reqs: Vec<ReadReq>,
+    parts: Vec<Span>,
+}
+
+/// A format's description of its records: where they are and how to decode them.
+///
+/// Implementations are built at open time from the metadata (header, index tables,
+/// JSON/BSON documents), which they validate against the file sizes once; afterwards
+/// `plan` and `decode` do no I/O.
+pub trait Layout: Send + Sync {
+    /// Format, version, schema, files and warnings.
+    fn info(&self) -> &SourceInfo;
+
+    /// Number of records.
+    fn len(&self) -> u64;
+
+    /// Whether there are no records.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Pushes the byte ranges that hold record `index` (`index < len()` is guaranteed).
+    fn plan(&self, index: u64, plan: &mut Plan<'_>) -> Result<()>;
+
+    /// Decodes record `index` from `raw` (one span per planned range, in plan order) into
+    /// `out`. Must not panic on any bytes.
+    fn decode(&self, index: u64, raw: &[Span], out: &mut RecordOut<'_>) -> Result<()>;
+}
+
+/// A [`RecordSource`] over any [`Layout`] and any [`ReadAt`] backend.
+pub struct LayoutSource<L, F = Box<dyn ReadAt>> {
+    layout: L,
+    files: F,
+    limits: Limits,
+}
+
+impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
+    /// Combines a layout with the files it describes.
+    pub fn new(layout: L, files: F, limits: Limits) -> Self {
+        LayoutSource { layout, files, limits }
+    }
+
+    /// The format's layout (its index tables and typed accessors).
+    pub fn layout(&self) -> &L {
+        &self.layout
+    }
+
+    /// The files read through.
+    pub fn files(&self) -> &F {
+        &self.files
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Reads one record with a custom plan and decode, for format-specific partial reads
+    /// (one array of an item, some frames of a video, some keys of a datapoint).
+    pub fn read_with(
+        &self,
+        index: u64,
+        out: &mut Record,
+        mut plan: impl FnMut(u64, &mut Plan<'_>) -> Result<()>,
+        mut decode: impl FnMut(u64, &[Span], &mut RecordOut<'_>) -> Result<()>,
+    ) -> Result<()> {
+        out.clear();
+        let Record { index: out_index, arena, fields, scratch } = out;
+        let result = fill(
+            &self.files,
+            &self.limits,
+            self.layout.info().format,
+            self.layout.len(),
+            &[index],
+            Buffers { arena, fields, scratch },
+            &mut plan,
+            &mut decode,
+            |_, _, _| {},
+        );
+        if result.is_err() {
+            out.clear();
+        } else {
+            *out_index = index;
+        }
+        result
+    }
+
+    /// Reads a batch with a custom plan and decode (see [`read_with`](Self::read_with)).
+    pub fn read_batch_with(
+        &self,
+        indices: &[u64],
+        out: &mut RecordBatch,
+        mut plan: impl FnMut(u64, &mut Plan<'_>) -> Result<()>,
+        mut decode: impl FnMut(u64, &[Span], &mut RecordOut<'_>) -> Result<()>,
+    ) -> Result<()> {
+        out.clear();
+        let RecordBatch { arena, fields, scratch, slots } = out;
+        let result = fill(
+            &self.files,
+            &self.limits,
+            self.layout.info().format,
+            self.layout.len(),
+            indices,
+            Buffers { arena, fields, scratch },
+            &mut plan,
+            &mut decode,
+            |index, first_field, end_field| slots.push(Slot { index, first_field, end_field }),
+        );
+        if result.is_err() {
+            out.clear();
+        }
+        result
+    }
+}
+
+type PlanFn<'f> = dyn FnMut(u64, &mut Plan<'_>) -> Result<()> + 'f;
+type DecodeFn<'f> = dyn FnMut(u64, &[Span], &mut RecordOut<'_>) -> Result<()> + 'f;
+
+struct Buffers<'a> {
+    arena: &'a mut Arena,
+    fields: &'a mut Vec<Field>,
+    scratch: &'a mut Scratch,
+}
+
+/// Plans, reads and decodes `indices` into the buffers. The heart of every reader.
+#[allow(clippy::too_many_arguments)]
+fn fill<F: ReadAt + ?Sized>(
+    files: &F,
+    limits: &Limits,
+    format: &'static str,
+    len: u64,
+    indices: &[u64],
+    buffers: Buffers<'_>,
+    plan: &mut PlanFn<'_>,
+    decode: &mut DecodeFn<'_>,
+    mut on_record: impl FnMut(u64, usize, usize),
+) -> Result<()> {
+    let Buffers { arena, fields, scratch } = buffers;
+    scratch.ranges.clear();
+    scratch.counts.clear();
+    scratch.reqs.clear();
+    scratch.parts.clear();
+
+    let mut total: u64 = 0;
+    for &index in indices {
+        if index >= len {
+            return Err(Error::out_of_range(index, len).with_format(format));
+        }
+        let before = scratch.ranges.len();
+        plan(index, &mut Plan { ranges: &mut scratch.ranges })
+            .map_err(|e| e.with_record(index).with_format(format))?;
+        let mut record_bytes: u64 = 0;
+        for r in &scratch.ranges[before..] {
+            check_within(r.offset, r.len, files.file_len(r.file), "record").map_err(|e| {
+                e.with_path(files.file_path(r.file)).with_record(index).with_format(format)
+            })?;
+            record_bytes = record_bytes.saturating_add(r.len);
+        }
+        limits.check_record(record_bytes).map_err(|e| e.with_record(index).with_format(format))?;
+        total = total.saturating_add(record_bytes);
+        scratch.counts.push(scratch.ranges.len() - before);
+    }
+    Limits::check(total, limits.max_batch_bytes, "batch size")
+        .map_err(|e| e.with_format(format))?;
+
+    let base = arena.grow(to_usize(total, "batch")?).start;
+    let mut dest = base;
+    for r in &scratch.ranges {
+        // Each range is within a file whose length fits in memory-addressable batch size.
+        let len = r.len as usize;
+        scratch.reqs.push(ReadReq { file: r.file, offset: r.offset, len, dest });
+        scratch.parts.push(Span::new(dest, len));
+        dest += len;
+    }
+    if let Err(e) = files.read_many(&scratch.reqs, arena.as_mut_slice()) {
+        let e = match locate(indices, scratch, e.offset()) {
+            Some(index) => e.with_record(index),
+            None => e,
+        };
+        return Err(e.with_format(format));
+    }
+
+    let mut first_part = 0;
+    for (k, &index) in indices.iter().enumerate() {
+        let count = scratch.counts[k];
+        let parts = &scratch.parts[first_part..first_part + count];
+        let first_file = scratch.ranges.get(first_part).map(|r| r.file);
+        first_part += count;
+        let first_field = fields.len();
+        decode(index, parts, &mut RecordOut::new(arena, fields)).map_err(|e| {
+            let e = e.with_record(index).with_format(format);
+            match first_file {
+                Some(f) => e.with_path(files.file_path(f)),
+                None => e,
+            }
+        })?;
+        on_record(index, first_field, fields.len());
+    }
+    Ok(())
+}
+
+/// The record whose planned ranges contain the failing file offset, for error context.
+fn locate(indices: &[u64], scratch: &Scratch, offset: Option<u64>) -> Option<u64> {
+    let offset = offset?;
+    let mut first = 0;
+    for (k, &count) in scratch.counts.iter().enumerate() {
+        let hit = scratch.ranges[first..first + count]
+            .iter()
+            .any(|r| offset >= r.offset && offset < r.offset.saturating_add(r.len.max(1)));
+        if hit {
+            return indices.get(k).copied();
+        }
+        first += count;
+    }
+    None
+}
+
+impl<L: Layout, F: ReadAt> RecordSource for LayoutSource<L, F> {
+    fn info(&self) -> &SourceInfo {
+        self.layout.info()
+    }
+
+    fn len(&self) -> u64 {
+        self.layout.len()
+    }
+
+    fn read_into(&self, index: u64, out: &mut Record) -> Result<()> {
+        let layout = &self.layout;
+        self.read_with(index, out, |i, p| layout.plan(i, p), |i, raw, o| layout.decode(i, raw, o))
+    }
+
+    fn read_batch_into(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()> {
+        let layout = &self.layout;
+        self.read_batch_with(
+            indices,
+            out,
+            |i, p| layout.plan(i, p),
+            |i, raw, o| layout.decode(i, raw, o),
+        )
+    }
+
+    fn backend_name(&self) -> &'static str {
+        self.files.backend_name()
+    }
+}

@@ -1,0 +1,66 @@
+//! The core of reel: the traits every format implements, the record model, errors, limits
+//! and the I/O backends.
+//!
+//! # Shape
+//!
+//! A format crate does no I/O on the read path. For record `i` it says which byte ranges of
+//! which files hold it ([`Layout::plan`]) and, given those bytes, what the record is
+//! ([`Layout::decode`]). [`LayoutSource`] turns any layout into a [`RecordSource`] over any
+//! [`ReadAt`] backend ([`PreadFiles`], [`MmapFiles`], [`MemFiles`], or one from another
+//! crate through [`Backend::Custom`]):
+//!
+//! ```text
+//! indices ──plan──▶ [(file, offset, len), …] ──ReadAt::read_many──▶ bytes ──decode──▶ records
+//! ```
+//!
+//! Records ([`Record`], [`RecordBatch`]) keep their bytes in one reusable buffer and fields
+//! point into it ([`Value`] holds [`Span`]s; read through [`ValueRef`]), so the raw bytes of
+//! a record are handed out without copying and a reused batch allocates nothing.
+//!
+//! Writers implement [`RecordSink`] and publish their output atomically with
+//! [`StagedFile`]/[`StagedDir`].
+//!
+//! # Example
+//!
+//! ```
+//! use reel_core::{Record, RecordSourceExt};
+//! # fn demo(source: &dyn reel_core::RecordSource) -> reel_core::Result<()> {
+//! let mut batch = reel_core::RecordBatch::new();
+//! source.read_batch_into(&[3, 1, 4], &mut batch)?;
+//! for record in batch.iter() {
+//!     for (name, value) in record.iter() {
+//!         println!("{} {name}: {}", record.index(), value.kind_name());
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+
+#![forbid(unsafe_op_in_unsafe_fn)]
+#![deny(unsafe_code)] // allowed only in io::mmap, with a SAFETY comment per block
+
+mod batch;
+mod error;
+pub mod io;
+mod layout;
+mod limits;
+mod record;
+mod sink;
+mod source;
+pub mod staged;
+mod value;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use batch::RecordBatch;
+pub use error::{Error, ErrorKind, Result, ResultExt};
+pub use io::{Backend, MemFiles, MmapFiles, OpenFiles, PreadFiles, ReadAt, ReadReq};
+pub use layout::{Layout, LayoutSource, Plan, ReadRange};
+pub use limits::{Limits, check_within, to_usize};
+pub use record::{Field, FieldName, RAW_FIELD, Record, RecordOut, RecordRef, check_array_len};
+pub use sink::{RecordSink, SinkSummary};
+pub use source::{
+    Batches, FieldSpec, Iter, RecordSource, RecordSourceExt, SourceInfo, Warning, WarningKind,
+};
+pub use staged::{StagedDir, StagedFile};
+pub use value::{ArrayRef, ArrayValue, DType, ListRef, MapRef, Shape, Span, Value, ValueRef};

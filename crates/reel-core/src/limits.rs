@@ -1,0 +1,121 @@
+//! Bounds on what a reader will believe a file about sizes and counts.
+//!
+//! Every length a reader takes from a file is first checked against the size of the file it
+//! claims to describe, and then against these limits, before anything is allocated. The
+//! file-size check alone already means no input can make reel allocate more than the input
+//! is large; `Limits` lets a caller go further, e.g. refuse a 40 GiB record in a service
+//! that only expects thumbnails.
+
+use crate::{Error, ErrorKind, Result};
+
+/// Upper bounds that readers and writers enforce. Exceeding one is an
+/// [`ErrorKind::Limit`] error naming the limit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Largest record a reader returns, in bytes (all planned ranges of the record together).
+    pub max_record_bytes: u64,
+    /// Largest batch a reader reads in one call, in bytes.
+    pub max_batch_bytes: u64,
+    /// Most records a dataset may claim to hold.
+    pub max_records: u64,
+    /// Largest metadata block (header tables, index, BSON/JSON documents) read at open.
+    pub max_metadata_bytes: u64,
+    /// Deepest nesting of lists and maps a decoder follows.
+    pub max_nesting: u32,
+    /// Largest decoded form of one value (e.g. JPEG pixels), in bytes.
+    pub max_decoded_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_record_bytes: 1 << 40,
+            max_batch_bytes: 1 << 40,
+            max_records: 1 << 40,
+            max_metadata_bytes: 16 << 30,
+            max_nesting: 128,
+            max_decoded_bytes: 4 << 30,
+        }
+    }
+}
+
+impl Limits {
+    /// Limits for untrusted input in tests and fuzzing: small enough to fail fast.
+    pub fn strict() -> Self {
+        Limits {
+            max_record_bytes: 256 << 20,
+            max_batch_bytes: 1 << 30,
+            max_records: 1 << 32,
+            max_metadata_bytes: 256 << 20,
+            max_nesting: 64,
+            max_decoded_bytes: 256 << 20,
+        }
+    }
+
+    /// Fails with [`ErrorKind::Limit`] when `value` exceeds `limit`; `what` names the quantity.
+    pub fn check(value: u64, limit: u64, what: &str) -> Result<()> {
+        if value > limit {
+            return Err(Error::new(
+                ErrorKind::Limit,
+                format!("{what} is {value}, above the configured limit of {limit}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks a record size against [`max_record_bytes`](Self::max_record_bytes).
+    pub fn check_record(&self, bytes: u64) -> Result<()> {
+        Self::check(bytes, self.max_record_bytes, "record size")
+    }
+
+    /// Checks a record count against [`max_records`](Self::max_records).
+    pub fn check_records(&self, count: u64) -> Result<()> {
+        Self::check(count, self.max_records, "record count")
+    }
+
+    /// Checks a metadata size against [`max_metadata_bytes`](Self::max_metadata_bytes).
+    pub fn check_metadata(&self, bytes: u64) -> Result<()> {
+        Self::check(bytes, self.max_metadata_bytes, "metadata size")
+    }
+}
+
+/// Fails with [`ErrorKind::Corrupt`] unless `offset + len` lies within a file of `file_len`
+/// bytes. `what` names the region for the message.
+pub fn check_within(offset: u64, len: u64, file_len: u64, what: &str) -> Result<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= file_len => Ok(()),
+        _ => Err(Error::corrupt(format!(
+            "{what} claims bytes {offset}..{} but the file has only {file_len} bytes",
+            offset as u128 + len as u128
+        ))
+        .with_offset(offset)),
+    }
+}
+
+/// Converts a length read from a file to `usize`, failing (instead of truncating) on
+/// targets where it does not fit.
+pub fn to_usize(len: u64, what: &str) -> Result<usize> {
+    usize::try_from(len).map_err(|_| {
+        Error::new(ErrorKind::Limit, format!("{what} of {len} bytes does not fit in memory"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_within_rejects_overflow_and_past_end() {
+        assert!(check_within(0, 10, 10, "x").is_ok());
+        assert_eq!(check_within(5, 6, 10, "x").unwrap_err().kind(), ErrorKind::Corrupt);
+        assert_eq!(check_within(u64::MAX, 2, 10, "x").unwrap_err().kind(), ErrorKind::Corrupt);
+    }
+
+    #[test]
+    fn limit_errors_name_the_quantity() {
+        let e = Limits::strict().check_record(1 << 40).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Limit);
+        assert!(e.message().contains("record size"));
+    }
+}

@@ -1,0 +1,196 @@
+//! Reading records: the [`RecordSource`] trait and its helpers.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::{Record, RecordBatch, Result};
+
+/// A field of a dataset's schema, as the format names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldSpec {
+    /// The field name.
+    pub name: String,
+    /// The format's own type name (`"utf8"`, `"int16"`, `"bytes_list"`, `"array"` …).
+    pub kind: String,
+}
+
+/// Something a reader noticed that is not an error but that the user should know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// What kind of thing it is.
+    pub kind: WarningKind,
+    /// The file concerned, if any.
+    pub path: Option<PathBuf>,
+    /// Plain-words description.
+    pub message: String,
+}
+
+/// The kinds of [`Warning`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WarningKind {
+    /// The file stores no metadata checksum (an FFRecord file from before the checksum was
+    /// introduced, marked by a stored value of 0), so its header could not be verified.
+    MetadataChecksumAbsent,
+    /// The data follows an older generation of the format.
+    LegacyLayout,
+    /// The file has bytes the format does not account for (ignored by readers).
+    TrailingBytes,
+    /// Something the reference implementation does is reproduced here although it looks
+    /// like a bug (see the format crate's documentation).
+    ReferenceQuirk,
+}
+
+/// What a source is: format, version, schema, files and warnings from opening it.
+#[derive(Clone, Debug, Default)]
+pub struct SourceInfo {
+    /// The format's name (`"ffrecord"`, `"syrah"`, …).
+    pub format: &'static str,
+    /// The format version or generation the files follow, when it can be told.
+    pub version: Option<String>,
+    /// The fields every record has, when the format declares them.
+    pub schema: Option<Vec<FieldSpec>>,
+    /// The files the source reads.
+    pub paths: Vec<PathBuf>,
+    /// What the reader noticed while opening.
+    pub warnings: Vec<Warning>,
+}
+
+impl SourceInfo {
+    /// Info for `format` with nothing else filled in.
+    pub fn new(format: &'static str) -> Self {
+        SourceInfo { format, ..Default::default() }
+    }
+}
+
+/// A dataset that can be read record by record and in batches, by many threads at once.
+///
+/// The trait is object-safe: `Box<dyn RecordSource>` is what
+/// [`reel::open`](https://docs.rs/reel) returns. Reads take `&self`; the per-read state
+/// lives in the [`Record`] or [`RecordBatch`] the caller passes in, so sharing one source
+/// between threads needs no locking.
+pub trait RecordSource: Send + Sync {
+    /// Format, version, schema, files and warnings.
+    fn info(&self) -> &SourceInfo;
+
+    /// Number of records.
+    fn len(&self) -> u64;
+
+    /// Whether the source has no records.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Reads record `index` into `out`, replacing its content.
+    fn read_into(&self, index: u64, out: &mut Record) -> Result<()>;
+
+    /// Reads the records at `indices` (any order, duplicates allowed) into `out`, in the order
+    /// asked. On error `out` is left empty.
+    fn read_batch_into(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()>;
+
+    /// The I/O backend the source reads through.
+    fn backend_name(&self) -> &'static str {
+        "none"
+    }
+}
+
+/// Convenience methods for every [`RecordSource`].
+pub trait RecordSourceExt: RecordSource {
+    /// Reads record `index` into a new [`Record`].
+    fn read(&self, index: u64) -> Result<Record> {
+        let mut r = Record::new();
+        self.read_into(index, &mut r)?;
+        Ok(r)
+    }
+
+    /// Reads the records at `indices` into a new batch.
+    fn read_batch(&self, indices: &[u64]) -> Result<RecordBatch> {
+        let mut b = RecordBatch::new();
+        self.read_batch_into(indices, &mut b)?;
+        Ok(b)
+    }
+
+    /// Every record in order.
+    fn iter(&self) -> Iter<'_, Self> {
+        Iter { source: self, next: 0, len: self.len() }
+    }
+
+    /// Consecutive batches of `size` records (the last may be shorter), each in a new batch.
+    /// For a loop that reuses one batch, call `read_batch_into` with index ranges instead.
+    fn batches(&self, size: usize) -> Batches<'_, Self> {
+        Batches { source: self, next: 0, len: self.len(), size: size.max(1) as u64 }
+    }
+}
+
+impl<T: RecordSource + ?Sized> RecordSourceExt for T {}
+
+/// Iterator over every record of a source; see [`RecordSourceExt::iter`].
+pub struct Iter<'a, S: ?Sized> {
+    source: &'a S,
+    next: u64,
+    len: u64,
+}
+
+impl<S: RecordSource + ?Sized> Iterator for Iter<'_, S> {
+    type Item = Result<Record>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.len {
+            return None;
+        }
+        let i = self.next;
+        self.next += 1;
+        Some(self.source.read(i))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = usize::try_from(self.len - self.next).unwrap_or(usize::MAX);
+        (n, Some(n))
+    }
+}
+
+/// Iterator over consecutive batches; see [`RecordSourceExt::batches`].
+pub struct Batches<'a, S: ?Sized> {
+    source: &'a S,
+    next: u64,
+    len: u64,
+    size: u64,
+}
+
+impl<S: RecordSource + ?Sized> Iterator for Batches<'_, S> {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.len {
+            return None;
+        }
+        let end = self.len.min(self.next.saturating_add(self.size));
+        let indices: Vec<u64> = (self.next..end).collect();
+        self.next = end;
+        Some(self.source.read_batch(&indices))
+    }
+}
+
+macro_rules! forward_source {
+    ($($ty:ty),*) => {$(
+        impl<T: RecordSource + ?Sized> RecordSource for $ty {
+            fn info(&self) -> &SourceInfo {
+                (**self).info()
+            }
+            fn len(&self) -> u64 {
+                (**self).len()
+            }
+            fn read_into(&self, index: u64, out: &mut Record) -> Result<()> {
+                (**self).read_into(index, out)
+            }
+            fn read_batch_into(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()> {
+                (**self).read_batch_into(indices, out)
+            }
+            fn backend_name(&self) -> &'static str {
+                (**self).backend_name()
+            }
+        }
+    )*};
+}
+
+forward_source!(Box<T>, Arc<T>, &T);

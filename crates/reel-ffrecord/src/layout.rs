@@ -1,0 +1,166 @@
+//! Plan and decode for FFRecord: where record `i` lives and how to check it.
+
+use std::sync::Arc;
+
+use reel_core::{
+    Error, ErrorKind, FieldName, Layout, Limits, Plan, RAW_FIELD, ReadAt, RecordOut, Result,
+    SourceInfo, Span, Value, Warning, WarningKind,
+};
+
+use crate::FORMAT;
+use crate::header::{FIXED_HEADER_LEN, FileTables, FixedHeader};
+
+/// The index of an FFRecord dataset (one or more files) as read at open.
+#[derive(Debug)]
+pub struct FfrecordLayout {
+    files: Vec<FileTables>,
+    /// Global index of each file's first record, then the total.
+    starts: Vec<u64>,
+    verify_records: bool,
+    field: FieldName,
+    info: SourceInfo,
+}
+
+impl FfrecordLayout {
+    /// Reads and validates the header of every file in `files`.
+    ///
+    /// With `verify_metadata`, a stored metadata checksum that does not match is a
+    /// [`ErrorKind::Checksum`] error; a stored 0 (legacy file) gives a
+    /// [`WarningKind::MetadataChecksumAbsent`] warning. The structure of the tables (record
+    /// count, offsets within the file and in order) is checked either way.
+    pub fn open(
+        files: &dyn ReadAt,
+        limits: &Limits,
+        verify_metadata: bool,
+        verify_records: bool,
+    ) -> Result<Self> {
+        let mut tables = Vec::with_capacity(files.file_count());
+        let mut starts = Vec::with_capacity(files.file_count() + 1);
+        let mut info = SourceInfo::new(FORMAT);
+        let mut total: u64 = 0;
+        for k in 0..files.file_count() as u32 {
+            let path = files.file_path(k);
+            let t =
+                read_tables(files, k, limits).map_err(|e| e.with_path(path).with_format(FORMAT))?;
+            if verify_metadata {
+                let checked =
+                    t.verify_meta_crc().map_err(|e| e.with_path(path).with_format(FORMAT))?;
+                if !checked {
+                    info.warnings.push(Warning {
+                        kind: WarningKind::MetadataChecksumAbsent,
+                        path: Some(path.to_path_buf()),
+                        message: "old-version FFRecord file (stored metadata checksum is 0): the \
+                                  header could not be verified; record checksums still are"
+                            .into(),
+                    });
+                }
+            }
+            starts.push(total);
+            total = total
+                .checked_add(t.len())
+                .ok_or_else(|| Error::corrupt("record counts overflow"))?;
+            limits.check_records(total)?;
+            info.paths.push(path.to_path_buf());
+            tables.push(t);
+        }
+        starts.push(total);
+        info.version = Some(if tables.iter().any(|t| t.meta_crc == 0) {
+            "legacy (no metadata checksum)".into()
+        } else {
+            "1 (metadata checksum)".into()
+        });
+        info.schema =
+            Some(vec![reel_core::FieldSpec { name: RAW_FIELD.into(), kind: "bytes".into() }]);
+        Ok(FfrecordLayout {
+            files: tables,
+            starts,
+            verify_records,
+            field: Arc::from(RAW_FIELD),
+            info,
+        })
+    }
+
+    /// The tables of file `file`.
+    pub fn file_tables(&self, file: usize) -> Option<&FileTables> {
+        self.files.get(file)
+    }
+
+    /// Number of files.
+    pub fn file_count(&self) -> usize {
+        self.files.len()
+    }
+
+    /// The file holding global record `index` and the record's index within it.
+    pub fn locate(&self, index: u64) -> Option<(usize, usize)> {
+        if index >= *self.starts.last()? {
+            return None;
+        }
+        // starts is sorted; the owning file is the last one starting at or before index.
+        // Empty files share their start with the next file, so skip to the last match.
+        let file = self.starts.partition_point(|&s| s <= index) - 1;
+        Some((file, (index - self.starts[file]) as usize))
+    }
+
+    /// Whether record checksums are verified on read.
+    pub fn verifies_records(&self) -> bool {
+        self.verify_records
+    }
+}
+
+fn read_tables(files: &dyn ReadAt, k: u32, limits: &Limits) -> Result<FileTables> {
+    let file_len = files.file_len(k);
+    if file_len < FIXED_HEADER_LEN {
+        return Err(Error::corrupt(format!(
+            "file is {file_len} bytes, shorter than the {FIXED_HEADER_LEN}-byte FFRecord header"
+        )));
+    }
+    let mut fixed = [0u8; 12];
+    files.read_exact_at(k, 0, &mut fixed)?;
+    let fixed = FixedHeader::parse(&fixed, file_len, limits)?;
+    let tables = files.read_to_vec(k, FIXED_HEADER_LEN, fixed.n * 12)?;
+    FileTables::parse(fixed, &tables, file_len)
+}
+
+impl Layout for FfrecordLayout {
+    fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    fn len(&self) -> u64 {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    fn plan(&self, index: u64, plan: &mut Plan<'_>) -> Result<()> {
+        let (file, local) =
+            self.locate(index).ok_or_else(|| Error::out_of_range(index, self.len()))?;
+        let (offset, len) = self.files[file]
+            .range(local)
+            .ok_or_else(|| Error::corrupt("record missing from the offset table"))?;
+        plan.push(file as u32, offset, len);
+        Ok(())
+    }
+
+    fn decode(&self, index: u64, raw: &[Span], out: &mut RecordOut<'_>) -> Result<()> {
+        let [span] = raw else {
+            return Err(Error::corrupt("an FFRecord record is read as exactly one range"));
+        };
+        if self.verify_records {
+            let (file, local) =
+                self.locate(index).ok_or_else(|| Error::out_of_range(index, self.len()))?;
+            let stored = self.files[file].checksums[local];
+            let computed = crc32fast::hash(out.bytes(*span));
+            if stored != computed {
+                let offset = self.files[file].offsets[local];
+                return Err(Error::new(
+                    ErrorKind::Checksum,
+                    format!(
+                        "record checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
+                    ),
+                )
+                .with_offset(offset));
+            }
+        }
+        out.push(self.field.clone(), Value::Bytes(*span));
+        Ok(())
+    }
+}
