@@ -139,20 +139,24 @@ impl FileTables {
         if self.meta_crc == 0 {
             return Ok(false);
         }
-        let computed = self.compute_meta_crc();
-        if computed != self.meta_crc {
-            return Err(Error::new(
-                ErrorKind::Checksum,
-                format!(
-                    "metadata checksum mismatch: stored {:#010x}, computed {computed:#010x} \
-                     (the header or its index tables are damaged)",
-                    self.meta_crc
-                ),
-            )
-            .with_offset(0));
-        }
+        verify_meta(self.meta_crc, self.compute_meta_crc())?;
         Ok(true)
     }
+}
+
+/// Compares a stored metadata checksum with a computed one.
+pub fn verify_meta(stored: u32, computed: u32) -> Result<()> {
+    if computed != stored {
+        return Err(Error::new(
+            ErrorKind::Checksum,
+            format!(
+                "metadata checksum mismatch: stored {stored:#010x}, computed {computed:#010x} \
+                 (the header or its index tables are damaged)"
+            ),
+        )
+        .with_offset(0));
+    }
+    Ok(())
 }
 
 /// CRC-32 (zlib) over `n`, then `checksums`, then `offsets`, each little-endian: the value

@@ -8,7 +8,7 @@ use reel_core::{
 };
 
 use crate::FORMAT;
-use crate::header::{FIXED_HEADER_LEN, FileTables, FixedHeader};
+use crate::header::{FIXED_HEADER_LEN, FileTables, FixedHeader, verify_meta};
 
 /// The index of an FFRecord dataset (one or more files) as read at open.
 #[derive(Debug)]
@@ -40,20 +40,16 @@ impl FfrecordLayout {
         let mut total: u64 = 0;
         for k in 0..files.file_count() as u32 {
             let path = files.file_path(k);
-            let t =
-                read_tables(files, k, limits).map_err(|e| e.with_path(path).with_format(FORMAT))?;
-            if verify_metadata {
-                let checked =
-                    t.verify_meta_crc().map_err(|e| e.with_path(path).with_format(FORMAT))?;
-                if !checked {
-                    info.warnings.push(Warning {
-                        kind: WarningKind::MetadataChecksumAbsent,
-                        path: Some(path.to_path_buf()),
-                        message: "old-version FFRecord file (stored metadata checksum is 0): the \
-                                  header could not be verified; record checksums still are"
-                            .into(),
-                    });
-                }
+            let (t, checked) = read_tables(files, k, limits, verify_metadata)
+                .map_err(|e| e.with_path(path).with_format(FORMAT))?;
+            if verify_metadata && !checked {
+                info.warnings.push(Warning {
+                    kind: WarningKind::MetadataChecksumAbsent,
+                    path: Some(path.to_path_buf()),
+                    message: "old-version FFRecord file (stored metadata checksum is 0): the \
+                              header could not be verified; record checksums still are"
+                        .into(),
+                });
             }
             starts.push(total);
             total = total
@@ -107,18 +103,34 @@ impl FfrecordLayout {
     }
 }
 
-fn read_tables(files: &dyn ReadAt, k: u32, limits: &Limits) -> Result<FileTables> {
+/// Reads file `k`'s tables. The metadata checksum (when asked for) is compared on the raw
+/// bytes before the tables are interpreted, as the reference does, so a damaged header is
+/// reported as a checksum error; the structure is validated after that either way.
+/// Returns the tables and whether a checksum was verified (false for legacy files).
+fn read_tables(
+    files: &dyn ReadAt,
+    k: u32,
+    limits: &Limits,
+    verify_metadata: bool,
+) -> Result<(FileTables, bool)> {
     let file_len = files.file_len(k);
     if file_len < FIXED_HEADER_LEN {
         return Err(Error::corrupt(format!(
             "file is {file_len} bytes, shorter than the {FIXED_HEADER_LEN}-byte FFRecord header"
         )));
     }
-    let mut fixed = [0u8; 12];
-    files.read_exact_at(k, 0, &mut fixed)?;
-    let fixed = FixedHeader::parse(&fixed, file_len, limits)?;
+    let mut fixed_bytes = [0u8; 12];
+    files.read_exact_at(k, 0, &mut fixed_bytes)?;
+    let fixed = FixedHeader::parse(&fixed_bytes, file_len, limits)?;
     let tables = files.read_to_vec(k, FIXED_HEADER_LEN, fixed.n * 12)?;
-    FileTables::parse(fixed, &tables, file_len)
+    let checked = verify_metadata && fixed.meta_crc != 0;
+    if checked {
+        let mut h = crc32fast::Hasher::new();
+        h.update(&fixed_bytes[4..]);
+        h.update(&tables);
+        verify_meta(fixed.meta_crc, h.finalize())?;
+    }
+    Ok((FileTables::parse(fixed, &tables, file_len)?, checked))
 }
 
 impl Layout for FfrecordLayout {

@@ -168,7 +168,7 @@ impl<F: ReadAt> PackedFolder<F> {
     /// The contents of several files in one batched read (the reference's `read`).
     pub fn read(&self, paths: &[&str]) -> Result<Vec<Vec<u8>>> {
         let indices = paths.iter().map(|p| self.index_of(p)).collect::<Result<Vec<_>>>()?;
-        self.reader.read(&indices)
+        self.reader.read_many(&indices)
     }
 }
 

@@ -162,8 +162,9 @@ impl<F: ReadAt> FfrecordReader<F> {
     }
 
     /// The bytes of each record in `indices`, in order, in one batched read (the
-    /// reference's `read`).
-    pub fn read(&self, indices: &[u64]) -> Result<Vec<Vec<u8>>> {
+    /// reference's `read`; named differently so it does not hide
+    /// [`RecordSourceExt::read`](reel_core::RecordSourceExt::read)).
+    pub fn read_many(&self, indices: &[u64]) -> Result<Vec<Vec<u8>>> {
         let batch = self.source.read_batch(indices)?;
         Ok(batch
             .iter()

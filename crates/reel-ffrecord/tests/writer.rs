@@ -75,7 +75,7 @@ fn fewer_records_than_promised_is_an_error_and_leaves_no_file() {
     assert_eq!(w.write_one(b"d").unwrap_err().kind(), ErrorKind::InvalidInput);
     w.finish().unwrap();
     assert_eq!(
-        FfrecordReader::open(&p).unwrap().read(&[0, 1, 2]).unwrap(),
+        FfrecordReader::open(&p).unwrap().read_many(&[0, 1, 2]).unwrap(),
         vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]
     );
     assert_eq!(w.finish().unwrap_err().kind(), ErrorKind::Closed);
@@ -124,7 +124,7 @@ fn dump_splits_like_the_reference() {
     assert_eq!(names, ["PART_00000.ffr", "PART_00001.ffr", "PART_00002.ffr", "PART_00003.ffr"]);
     let r = FfrecordReader::open(&out).unwrap();
     assert_eq!(r.fnames().len(), 4);
-    assert_eq!(r.read(&(0..10).collect::<Vec<_>>()).unwrap(), records);
+    assert_eq!(r.read_many(&(0..10).collect::<Vec<_>>()).unwrap(), records);
     // 10 records in 6 files -> parts of 2 -> only 5 files.
     let out6 = dir.path().join("parts6");
     dump(&records, &out6, 6).unwrap();

@@ -1,0 +1,28 @@
+//! One module per format: how to recognise it and how to open it as a boxed source.
+
+use std::path::Path;
+
+use reel_core::{RecordSource, Result};
+
+use crate::{Format, OpenOptions};
+
+#[cfg(feature = "ffrecord")]
+mod ffrecord;
+
+/// What the facade needs from a format.
+pub(crate) struct Handler {
+    /// Whether `path` looks like this format (cheap: names and a few bytes).
+    pub sniff: fn(&Path) -> bool,
+    /// Opens `path` as this format.
+    pub open: fn(&Path, &OpenOptions) -> Result<Box<dyn RecordSource>>,
+}
+
+/// The handler of `format`, if its feature is enabled.
+pub(crate) fn handler(format: Format) -> Option<Handler> {
+    match format {
+        #[cfg(feature = "ffrecord")]
+        Format::Ffrecord => Some(ffrecord::HANDLER),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}

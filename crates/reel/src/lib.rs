@@ -1,0 +1,37 @@
+//! reel: the record formats deep-learning datasets live in, behind one API.
+//!
+//! Most users need only this crate: [`open`] a dataset of any supported format and read it
+//! through [`RecordSource`] — record by record, in batches, from many threads. Each format
+//! is also re-exported as a module (`reel::ffrecord`, …) for its writers and its own API;
+//! each sits behind a Cargo feature of the same name (all on by default).
+//!
+//! ```no_run
+//! use reel::{RecordSourceExt, RecordBatch};
+//!
+//! # fn main() -> reel::Result<()> {
+//! let source = reel::open("train.ffr")?;
+//! println!("{} records of {}", source.len(), source.info().format);
+//! let mut batch = RecordBatch::new();
+//! source.read_batch_into(&[5, 1, 42], &mut batch)?;
+//! for record in batch.iter() {
+//!     let bytes = record.bytes("data").unwrap_or_default();
+//!     println!("record {}: {} bytes", record.index(), bytes.len());
+//! }
+//! # Ok(()) }
+//! ```
+
+#![deny(unsafe_code)]
+
+mod formats;
+mod open;
+
+pub use open::{Format, OpenOptions, open, open_as, open_with};
+pub use reel_core::*;
+
+#[cfg(feature = "ffrecord")]
+pub use reel_ffrecord as ffrecord;
+
+/// The README's examples, compiled as doctests so they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

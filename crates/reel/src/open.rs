@@ -1,0 +1,135 @@
+//! Opening a dataset without naming its format.
+
+use std::fmt;
+use std::path::Path;
+
+use reel_core::{Backend, Error, ErrorKind, Limits, RecordSource, Result};
+
+use crate::formats;
+
+/// The formats reel knows. Whether one is compiled in depends on its Cargo feature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    /// FFRecord (HFAiLab): `.ffr` files, directories of parts, packed folders.
+    Ffrecord,
+}
+
+impl Format {
+    /// Every format, enabled or not, in the order [`open`] tries them.
+    pub const ALL: &'static [Format] = &[Format::Ffrecord];
+
+    /// The format's name (as in [`SourceInfo::format`](reel_core::SourceInfo)).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Ffrecord => "ffrecord",
+        }
+    }
+
+    /// The format named `name` (case-insensitive).
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.iter().copied().find(|f| f.name().eq_ignore_ascii_case(name))
+    }
+
+    /// Whether this build includes the format (its Cargo feature is on).
+    pub fn is_enabled(self) -> bool {
+        formats::handler(self).is_some()
+    }
+
+    /// The formats this build includes.
+    pub fn enabled() -> impl Iterator<Item = Format> {
+        Format::ALL.iter().copied().filter(|f| f.is_enabled())
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Options for [`open_with`] and [`open_as`] that apply to every format.
+#[derive(Clone, Debug)]
+pub struct OpenOptions {
+    /// The I/O backend.
+    pub backend: Backend,
+    /// Size and count limits.
+    pub limits: Limits,
+    /// Verify checksums where the format has them (on by default).
+    pub verify: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions { backend: Backend::Pread, limits: Limits::default(), verify: true }
+    }
+}
+
+impl OpenOptions {
+    /// Uses `backend` for reads.
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// Turns checksum verification on or off.
+    pub fn verify(mut self, on: bool) -> Self {
+        self.verify = on;
+        self
+    }
+
+    /// Uses `limits`.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+}
+
+/// Opens the dataset at `path` (a file or a directory), working out its format.
+pub fn open(path: impl AsRef<Path>) -> Result<Box<dyn RecordSource>> {
+    open_with(path, &OpenOptions::default())
+}
+
+/// [`open`] with options.
+pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
+    let path = path.as_ref();
+    let format = sniff(path)?;
+    open_as(path, format, options)
+}
+
+/// Opens `path` as `format`, without sniffing.
+pub fn open_as(
+    path: impl AsRef<Path>,
+    format: Format,
+    options: &OpenOptions,
+) -> Result<Box<dyn RecordSource>> {
+    let path = path.as_ref();
+    let handler = formats::handler(format).ok_or_else(|| {
+        Error::unsupported(format!(
+            "format {format} is not built into this reel (enable the Cargo feature \"{}\")",
+            format.name()
+        ))
+        .with_path(path)
+    })?;
+    (handler.open)(path, options)
+}
+
+/// Works out the format of the dataset at `path` from its names and first bytes.
+pub fn sniff(path: &Path) -> Result<Format> {
+    if !path.exists() {
+        return Err(Error::new(ErrorKind::NotFound, "no such file or directory").with_path(path));
+    }
+    for format in Format::enabled() {
+        if let Some(h) = formats::handler(format)
+            && (h.sniff)(path)
+        {
+            return Ok(format);
+        }
+    }
+    let known: Vec<_> = Format::enabled().map(Format::name).collect();
+    Err(Error::unsupported(format!(
+        "cannot tell the format: it looks like none of {}",
+        known.join(", ")
+    ))
+    .with_path(path))
+}
