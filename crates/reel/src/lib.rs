@@ -30,6 +30,16 @@ pub use reel_core::*;
 
 #[cfg(feature = "ffrecord")]
 pub use reel_ffrecord as ffrecord;
+#[cfg(feature = "granular")]
+pub use reel_granular as granular;
+#[cfg(feature = "gulp")]
+pub use reel_gulp as gulp;
+#[cfg(feature = "loader")]
+pub use reel_loader as loader;
+#[cfg(feature = "ofrecord")]
+pub use reel_ofrecord as ofrecord;
+#[cfg(feature = "syrah")]
+pub use reel_syrah as syrah;
 
 /// The README's examples, compiled as doctests so they cannot drift from the API.
 #[cfg(doctest)]

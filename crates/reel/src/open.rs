@@ -13,22 +13,41 @@ use crate::formats;
 pub enum Format {
     /// FFRecord (HFAiLab): `.ffr` files, directories of parts, packed folders.
     Ffrecord,
+    /// Syrah (gsicard/syrah): `.syr` files of named 1-D arrays.
+    Syrah,
+    /// OneFlow OFRecord: `part-NNNNN` files of length-prefixed protobuf records.
+    Ofrecord,
+    /// Granular, and its older name bags: a directory with `spec.json` and one bag per key.
+    Granular,
+    /// GulpIO2: a directory of `data_N.gulp` + `meta_N.gmeta` chunks.
+    Gulp,
 }
 
 impl Format {
     /// Every format, enabled or not, in the order [`open`] tries them.
-    pub const ALL: &'static [Format] = &[Format::Ffrecord];
+    pub const ALL: &'static [Format] =
+        &[Format::Ffrecord, Format::Syrah, Format::Ofrecord, Format::Granular, Format::Gulp];
 
     /// The format's name (as in [`SourceInfo::format`](reel_core::SourceInfo)).
     pub fn name(self) -> &'static str {
         match self {
             Format::Ffrecord => "ffrecord",
+            Format::Syrah => "syrah",
+            Format::Ofrecord => "ofrecord",
+            Format::Granular => "granular",
+            Format::Gulp => "gulp",
         }
     }
 
-    /// The format named `name` (case-insensitive).
+    /// The format named `name` (case-insensitive; `bags` and `gulpio2` are accepted too).
     pub fn from_name(name: &str) -> Option<Format> {
-        Format::ALL.iter().copied().find(|f| f.name().eq_ignore_ascii_case(name))
+        let name = name.to_ascii_lowercase();
+        match name.as_str() {
+            "bags" => return Some(Format::Granular),
+            "gulpio2" | "gulpio" => return Some(Format::Gulp),
+            _ => {}
+        }
+        Format::ALL.iter().copied().find(|f| f.name() == name)
     }
 
     /// Whether this build includes the format (its Cargo feature is on).

@@ -8,6 +8,14 @@ use crate::{Format, OpenOptions};
 
 #[cfg(feature = "ffrecord")]
 mod ffrecord;
+#[cfg(feature = "granular")]
+mod granular;
+#[cfg(feature = "gulp")]
+mod gulp;
+#[cfg(feature = "ofrecord")]
+mod ofrecord;
+#[cfg(feature = "syrah")]
+mod syrah;
 
 /// What the facade needs from a format.
 pub(crate) struct Handler {
@@ -22,6 +30,14 @@ pub(crate) fn handler(format: Format) -> Option<Handler> {
     match format {
         #[cfg(feature = "ffrecord")]
         Format::Ffrecord => Some(ffrecord::HANDLER),
+        #[cfg(feature = "syrah")]
+        Format::Syrah => Some(syrah::HANDLER),
+        #[cfg(feature = "ofrecord")]
+        Format::Ofrecord => Some(ofrecord::HANDLER),
+        #[cfg(feature = "granular")]
+        Format::Granular => Some(granular::HANDLER),
+        #[cfg(feature = "gulp")]
+        Format::Gulp => Some(gulp::HANDLER),
         #[allow(unreachable_patterns)]
         _ => None,
     }

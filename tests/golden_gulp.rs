@@ -1,0 +1,1 @@
+//! Golden conformance for this format: filled in by its issue.
