@@ -22,10 +22,16 @@
 
 #![deny(unsafe_code)]
 
+#[cfg(all(target_os = "linux", feature = "io-uring"))]
+pub mod auto;
+mod backends;
 mod formats;
 mod open;
+#[cfg(all(target_os = "linux", feature = "io-uring"))]
+pub mod uring;
 
-pub use open::{Format, OpenOptions, open, open_as, open_with};
+pub use backends::{all_backends, backend_by_name, backend_names, default_backend};
+pub use open::{Format, OpenOptions, open, open_as, open_with, sniff};
 pub use reel_core::*;
 
 #[cfg(feature = "ffrecord")]

@@ -70,7 +70,8 @@ impl fmt::Display for Format {
 /// Options for [`open_with`] and [`open_as`] that apply to every format.
 #[derive(Clone, Debug)]
 pub struct OpenOptions {
-    /// The I/O backend.
+    /// The I/O backend (default: [`default_backend`](crate::default_backend), i.e. `auto`
+    /// where io_uring is available).
     pub backend: Backend,
     /// Size and count limits.
     pub limits: Limits,
@@ -80,7 +81,7 @@ pub struct OpenOptions {
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { backend: Backend::Pread, limits: Limits::default(), verify: true }
+        OpenOptions { backend: crate::default_backend(), limits: Limits::default(), verify: true }
     }
 }
 

@@ -1,0 +1,140 @@
+//! The `auto` backend: memory-mapped reads for data in the page cache, io_uring (with
+//! `O_DIRECT` where possible) for data that is not.
+//!
+//! Which is faster depends on where the bytes are, and that changes while a program runs
+//! (these machines reclaim the page cache within seconds). So the choice is made per
+//! batch: a few pages the batch needs are checked with `mincore` (a handful of cheap
+//! system calls, no I/O); if all are resident the batch is copied out of the mapping,
+//! otherwise it goes to the ring.
+
+#![allow(unsafe_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use reel_core::io::OpenFiles;
+use reel_core::{Backend, MmapFiles, ReadAt, ReadReq, Result};
+
+use crate::uring::{UringFiles, UringOptions};
+
+/// Pages checked per batch.
+const SAMPLES: usize = 4;
+
+/// Files read through the mapping or the ring, whichever suits the batch.
+pub struct AutoFiles {
+    mmap: MmapFiles,
+    uring: UringFiles,
+    page: usize,
+    warm_batches: AtomicU64,
+    cold_batches: AtomicU64,
+}
+
+impl AutoFiles {
+    /// Maps `paths` and opens them for io_uring (`O_DIRECT` when the file system allows).
+    pub fn open(paths: &[PathBuf]) -> Result<Self> {
+        let mmap = MmapFiles::open(paths)?;
+        let uring = UringFiles::open_with(paths, &UringOptions::default().direct(true))?;
+        // SAFETY: sysconf has no memory-safety preconditions.
+        let page =
+            usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+        Ok(AutoFiles {
+            mmap,
+            uring,
+            page,
+            warm_batches: AtomicU64::new(0),
+            cold_batches: AtomicU64::new(0),
+        })
+    }
+
+    /// Batches served from the page cache and from the ring so far.
+    pub fn batch_counts(&self) -> (u64, u64) {
+        (self.warm_batches.load(Ordering::Relaxed), self.cold_batches.load(Ordering::Relaxed))
+    }
+
+    /// The ring side (for its mode and fallback reason).
+    pub fn uring(&self) -> &UringFiles {
+        &self.uring
+    }
+
+    fn resident(&self, file: u32, offset: u64) -> bool {
+        let Some(map) = self.mmap.bytes(file) else { return false };
+        let Ok(offset) = usize::try_from(offset) else { return false };
+        if offset >= map.len() {
+            return true; // nothing to read there; empty requests need no I/O
+        }
+        let page_start = offset / self.page * self.page;
+        let mut vec = [0u8; 1];
+        // SAFETY: `map` is a live mapping of `map.len()` bytes whose base is page-aligned, so
+        // `page_start` is a page-aligned address inside it; mincore only writes one byte
+        // per page of the one-page range into `vec`.
+        let rc = unsafe {
+            libc::mincore(map.as_ptr().add(page_start) as *mut libc::c_void, 1, vec.as_mut_ptr())
+        };
+        rc == 0 && vec[0] & 1 == 1
+    }
+
+    fn looks_cached(&self, reqs: &[ReadReq]) -> bool {
+        if reqs.is_empty() {
+            return true;
+        }
+        let step = reqs.len().div_ceil(SAMPLES).max(1);
+        reqs.iter().step_by(step).all(|r| self.resident(r.file, r.offset))
+    }
+}
+
+impl ReadAt for AutoFiles {
+    fn backend_name(&self) -> &'static str {
+        "auto"
+    }
+
+    fn file_count(&self) -> usize {
+        self.mmap.file_count()
+    }
+
+    fn file_len(&self, file: u32) -> u64 {
+        self.mmap.file_len(file)
+    }
+
+    fn file_path(&self, file: u32) -> &Path {
+        self.mmap.file_path(file)
+    }
+
+    fn read_exact_at(&self, file: u32, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let req = [ReadReq { file, offset, len: buf.len(), dest: 0 }];
+        self.read_many(&req, buf)
+    }
+
+    fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
+        if self.looks_cached(reqs) {
+            self.warm_batches.fetch_add(1, Ordering::Relaxed);
+            self.mmap.read_many(reqs, dest)
+        } else {
+            self.cold_batches.fetch_add(1, Ordering::Relaxed);
+            self.uring.read_many(reqs, dest)
+        }
+    }
+
+    fn bytes(&self, file: u32) -> Option<&[u8]> {
+        self.mmap.bytes(file)
+    }
+}
+
+/// Opens files as [`AutoFiles`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AutoOpener;
+
+impl OpenFiles for AutoOpener {
+    fn name(&self) -> &'static str {
+        "auto"
+    }
+
+    fn open_files(&self, paths: &[PathBuf]) -> Result<Box<dyn ReadAt>> {
+        Ok(Box::new(AutoFiles::open(paths)?))
+    }
+}
+
+/// The `auto` backend.
+pub fn auto_backend() -> Backend {
+    Backend::Custom(Arc::new(AutoOpener))
+}

@@ -1,0 +1,484 @@
+//! One io_uring instance and the batched execution of read requests on it.
+//!
+//! The contract that makes this sound: the kernel writes into the caller's buffers (or the
+//! ring's bounce buffer) asynchronously, so no function here returns — by value, by error
+//! or by unwinding — while a read it submitted is still in flight. [`Drain`] enforces that
+//! on every exit path.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use io_uring::{IoUring, opcode, squeue, types};
+use reel_core::io::{coalesce, dest_slice};
+use reel_core::{Error, ReadReq, Result};
+
+use super::aligned::AlignedBuf;
+
+/// Submission queue size: the most reads in flight on one ring.
+pub(crate) const RING_ENTRIES: u32 = 256;
+
+/// How a ring addresses files: registered (fixed) slots or raw descriptors.
+#[derive(Clone, Copy)]
+pub(crate) enum FileSlots {
+    Registered,
+    Raw,
+}
+
+/// An io_uring instance with its scratch space, owned by one thread at a time.
+pub(crate) struct Ring {
+    ring: IoUring,
+    files: FileSlots,
+    /// The registered bounce buffer for O_DIRECT reads (index 0), created on first use.
+    bounce: Option<AlignedBuf>,
+    ops: Vec<ReadReq>,
+    pieces: Vec<Piece>,
+}
+
+/// One aligned read of the O_DIRECT path and where its bytes go.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    file: u32,
+    /// Aligned file offset and length of the read.
+    offset: u64,
+    len: usize,
+    /// Where in the bounce buffer it lands.
+    bounce: usize,
+    /// Bytes completed so far.
+    done: usize,
+    /// Bytes that must be read for the piece to be useful (up to the end of the last
+    /// request it serves; the aligned tail past the file end may legitimately be short).
+    needed: usize,
+    /// The sorted requests this piece serves: `ops[first..end]`.
+    first: usize,
+    end: usize,
+}
+
+impl Ring {
+    /// Creates a ring; `fds` are registered when `register` is set and the kernel allows it.
+    pub(crate) fn new(fds: &[RawFd], register: bool) -> io::Result<Ring> {
+        let ring = IoUring::builder().build(RING_ENTRIES)?;
+        let files = if register && ring.submitter().register_files(fds).is_ok() {
+            FileSlots::Registered
+        } else {
+            FileSlots::Raw
+        };
+        Ok(Ring { ring, files, bounce: None, ops: Vec::new(), pieces: Vec::new() })
+    }
+
+    fn target(&self, file: u32, fds: &[RawFd]) -> Target {
+        match self.files {
+            FileSlots::Registered => Target::Fixed(types::Fixed(file)),
+            FileSlots::Raw => Target::Fd(types::Fd(fds[file as usize])),
+        }
+    }
+
+    /// Reads every request straight into `dest` with buffered reads.
+    pub(crate) fn read_buffered(
+        &mut self,
+        fds: &[RawFd],
+        reqs: &[ReadReq],
+        dest: &mut [u8],
+        describe: &dyn Fn(u32, u64, io::Error) -> Error,
+    ) -> Result<()> {
+        // Sorted by position, neighbouring requests merge into one read and the device
+        // sees an ascending sweep.
+        self.ops.clear();
+        self.ops.extend_from_slice(reqs);
+        self.ops.sort_unstable_by_key(|r| (r.file, r.offset));
+        let merged: Vec<ReadReq> = coalesce(&self.ops).filter(|r| r.len > 0).collect();
+        for r in &merged {
+            dest_slice(dest, r)?;
+        }
+        let base = dest.as_mut_ptr();
+        let mut done = vec![0usize; merged.len()];
+        let targets: Vec<Target> = merged.iter().map(|r| self.target(r.file, fds)).collect();
+        let mut drain = Drain::new(&mut self.ring);
+        let mut next = 0;
+        let mut retry: Vec<usize> = Vec::new();
+        let mut first_error: Option<Error> = None;
+        while next < merged.len() || !retry.is_empty() || drain.in_flight > 0 {
+            while first_error.is_none() && drain.in_flight < RING_ENTRIES as usize {
+                let k = match retry.pop() {
+                    Some(k) => k,
+                    None if next < merged.len() => {
+                        next += 1;
+                        next - 1
+                    }
+                    None => break,
+                };
+                let r = &merged[k];
+                let (off, len) = (done[k], r.len - done[k]);
+                // SAFETY: `dest[r.dest .. r.dest + r.len]` was bounds-checked above and
+                // stays borrowed (`dest`) until this function returns, which `Drain`
+                // delays until the kernel has finished with it.
+                let ptr = unsafe { base.add(r.dest + off) };
+                let entry = targets[k].read(ptr, len, r.offset + off as u64).user_data(k as u64);
+                drain.push(&entry)?;
+            }
+            if first_error.is_some() && drain.in_flight == 0 {
+                break;
+            }
+            if drain.in_flight == 0 {
+                continue;
+            }
+            drain.submit_and_wait(1)?;
+            while let Some((k, res)) = drain.next_completion() {
+                let r = &merged[k];
+                match res {
+                    n if n > 0 => {
+                        done[k] += n as usize;
+                        if done[k] < r.len {
+                            retry.push(k);
+                        }
+                    }
+                    0 => {
+                        first_error.get_or_insert_with(|| {
+                            describe(
+                                r.file,
+                                r.offset + done[k] as u64,
+                                io::ErrorKind::UnexpectedEof.into(),
+                            )
+                        });
+                    }
+                    e if e == -libc::EAGAIN || e == -libc::EINTR => retry.push(k),
+                    e => {
+                        first_error.get_or_insert_with(|| {
+                            describe(
+                                r.file,
+                                r.offset + done[k] as u64,
+                                io::Error::from_raw_os_error(-e),
+                            )
+                        });
+                    }
+                }
+            }
+            if first_error.is_some() {
+                retry.clear();
+            }
+        }
+        drain.finish()?;
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Reads every request through O_DIRECT: aligned supersets into the registered bounce
+    /// buffer, then a copy of the wanted bytes into `dest`. Requests whose aligned blocks
+    /// touch share one read.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn read_direct(
+        &mut self,
+        fds: &[RawFd],
+        file_lens: &[u64],
+        align: usize,
+        bounce_len: usize,
+        reqs: &[ReadReq],
+        dest: &mut [u8],
+        describe: &dyn Fn(u32, u64, io::Error) -> Error,
+    ) -> Result<()> {
+        self.ops.clear();
+        self.ops.extend(reqs.iter().filter(|r| r.len > 0));
+        self.ops.sort_unstable_by_key(|r| (r.file, r.offset));
+        for r in &self.ops {
+            dest_slice(dest, r)?;
+        }
+        if self.bounce.is_none() {
+            let mut buf = AlignedBuf::new(bounce_len, align.max(4096)).ok_or_else(|| {
+                Error::new(reel_core::ErrorKind::Io, "cannot allocate the O_DIRECT buffer")
+            })?;
+            let iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+            // SAFETY: the buffer lives as long as the ring (both owned by self; the ring is
+            // dropped first because it is declared first) and is only used by this ring.
+            unsafe { self.ring.submitter().register_buffers(&[iov]) }
+                .map_err(|e| Error::io(e, "cannot register the O_DIRECT buffer with io_uring"))?;
+            self.bounce = Some(buf);
+        }
+        let Some(bounce) = self.bounce.as_mut() else {
+            return Err(Error::invalid_input("no bounce buffer"));
+        };
+        let bounce_len = bounce.len();
+        let piece_max = (bounce_len / 4) / align * align;
+        plan_pieces(&self.ops, file_lens, align, piece_max, &mut self.pieces);
+
+        let bounce_ptr = bounce.as_mut_ptr();
+        let targets: Vec<Target> = (0..fds.len() as u32).map(|f| self.target(f, fds)).collect();
+        let ops = &self.ops;
+        let pieces = &mut self.pieces;
+        let mut drain = Drain::new(&mut self.ring);
+        let mut first_error: Option<Error> = None;
+        let mut next = 0;
+        while next < pieces.len() && first_error.is_none() {
+            // One wave: as many pieces as fit in the bounce buffer.
+            let mut used = 0;
+            let wave_start = next;
+            while next < pieces.len() && used + pieces[next].len <= bounce_len {
+                pieces[next].bounce = used;
+                used += pieces[next].len;
+                next += 1;
+            }
+            let mut queue: Vec<usize> = (wave_start..next).rev().collect();
+            while !queue.is_empty() || drain.in_flight > 0 {
+                while first_error.is_none() && drain.in_flight < RING_ENTRIES as usize {
+                    let Some(k) = queue.pop() else { break };
+                    let p = &pieces[k];
+                    // SAFETY: `bounce[p.bounce + p.done .. p.bounce + p.len]` lies in the
+                    // registered buffer, which outlives this call; Drain waits for the read.
+                    let ptr = unsafe { bounce_ptr.add(p.bounce + p.done) };
+                    let entry = targets[p.file as usize]
+                        .read_fixed(ptr, p.len - p.done, p.offset + p.done as u64)
+                        .user_data(k as u64);
+                    drain.push(&entry)?;
+                }
+                if drain.in_flight == 0 {
+                    if first_error.is_some() {
+                        break;
+                    }
+                    continue;
+                }
+                drain.submit_and_wait(1)?;
+                while let Some((k, res)) = drain.next_completion() {
+                    let p = &mut pieces[k];
+                    match res {
+                        n if n > 0 => {
+                            p.done += n as usize;
+                            // O_DIRECT only returns short at the end of the file, where the
+                            // aligned tail does not exist; anything before `needed` is retried.
+                            if p.done < p.needed && (p.offset + p.done as u64) % align as u64 == 0 {
+                                queue.push(k);
+                            } else if p.done < p.needed {
+                                first_error.get_or_insert_with(|| {
+                                    describe(
+                                        p.file,
+                                        p.offset + p.done as u64,
+                                        io::ErrorKind::UnexpectedEof.into(),
+                                    )
+                                });
+                            }
+                        }
+                        0 if p.done < p.needed => {
+                            first_error.get_or_insert_with(|| {
+                                describe(
+                                    p.file,
+                                    p.offset + p.done as u64,
+                                    io::ErrorKind::UnexpectedEof.into(),
+                                )
+                            });
+                        }
+                        0 => {}
+                        e if e == -libc::EAGAIN || e == -libc::EINTR => queue.push(k),
+                        e => {
+                            first_error.get_or_insert_with(|| {
+                                describe(
+                                    p.file,
+                                    p.offset + p.done as u64,
+                                    io::Error::from_raw_os_error(-e),
+                                )
+                            });
+                        }
+                    }
+                }
+                if first_error.is_some() {
+                    queue.clear();
+                }
+            }
+            if first_error.is_none() {
+                // The wave is complete: copy each request's bytes out of the bounce buffer.
+                // SAFETY: no read is in flight (the loop above drained them), so the bounce
+                // buffer is not being written.
+                let bounce_bytes = unsafe { std::slice::from_raw_parts(bounce_ptr, bounce_len) };
+                for p in &pieces[wave_start..next] {
+                    copy_out(p, &ops[p.first..p.end], bounce_bytes, dest);
+                }
+            }
+        }
+        drain.finish()?;
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// Splits the sorted requests into aligned reads: requests whose aligned ranges touch are
+/// grouped, and a group is cut into pieces of at most `piece_max` bytes.
+fn plan_pieces(
+    ops: &[ReadReq],
+    file_lens: &[u64],
+    align: usize,
+    piece_max: usize,
+    out: &mut Vec<Piece>,
+) {
+    out.clear();
+    let a = align as u64;
+    let mut i = 0;
+    while i < ops.len() {
+        let file = ops[i].file;
+        let start = ops[i].offset / a * a;
+        let mut end = ops[i].offset + ops[i].len as u64;
+        let mut j = i + 1;
+        while j < ops.len() && ops[j].file == file && ops[j].offset / a * a <= end.div_ceil(a) * a {
+            end = end.max(ops[j].offset + ops[j].len as u64);
+            j += 1;
+        }
+        let aligned_end = end.div_ceil(a) * a;
+        let file_len = file_lens.get(file as usize).copied().unwrap_or(0);
+        let mut off = start;
+        while off < aligned_end {
+            let len = (aligned_end - off).min(piece_max as u64);
+            let needed_end = end.min(off + len).min(file_len.max(off));
+            out.push(Piece {
+                file,
+                offset: off,
+                len: len as usize,
+                bounce: 0,
+                done: 0,
+                needed: (needed_end - off) as usize,
+                first: i,
+                end: j,
+            });
+            off += len;
+        }
+        i = j;
+    }
+}
+
+/// Copies the part of each request that a completed piece covers into `dest`.
+fn copy_out(p: &Piece, ops: &[ReadReq], bounce: &[u8], dest: &mut [u8]) {
+    let piece_end = p.offset + p.len as u64;
+    for r in ops {
+        let r_end = r.offset + r.len as u64;
+        let from = r.offset.max(p.offset);
+        let to = r_end.min(piece_end);
+        if from >= to {
+            continue;
+        }
+        let n = (to - from) as usize;
+        let src = p.bounce + (from - p.offset) as usize;
+        let dst = r.dest + (from - r.offset) as usize;
+        dest[dst..dst + n].copy_from_slice(&bounce[src..src + n]);
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Target {
+    Fixed(types::Fixed),
+    Fd(types::Fd),
+}
+
+impl Target {
+    fn read(self, ptr: *mut u8, len: usize, offset: u64) -> squeue::Entry {
+        let len = len.min(u32::MAX as usize & !4095) as u32;
+        match self {
+            Target::Fixed(f) => opcode::Read::new(f, ptr, len).offset(offset).build(),
+            Target::Fd(f) => opcode::Read::new(f, ptr, len).offset(offset).build(),
+        }
+    }
+
+    fn read_fixed(self, ptr: *mut u8, len: usize, offset: u64) -> squeue::Entry {
+        let len = len as u32;
+        match self {
+            Target::Fixed(f) => opcode::ReadFixed::new(f, ptr, len, 0).offset(offset).build(),
+            Target::Fd(f) => opcode::ReadFixed::new(f, ptr, len, 0).offset(offset).build(),
+        }
+    }
+}
+
+/// Tracks reads in flight and refuses to let the ring go (return or unwind) until the
+/// kernel has completed every one of them.
+struct Drain<'r> {
+    ring: &'r mut IoUring,
+    in_flight: usize,
+}
+
+impl<'r> Drain<'r> {
+    fn new(ring: &'r mut IoUring) -> Self {
+        Drain { ring, in_flight: 0 }
+    }
+
+    fn push(&mut self, entry: &squeue::Entry) -> Result<()> {
+        loop {
+            // SAFETY: the entry's buffer stays valid until its completion is reaped (the
+            // callers' contract above); the entry itself is copied into the queue.
+            let pushed = unsafe { self.ring.submission().push(entry) };
+            if pushed.is_ok() {
+                self.in_flight += 1;
+                return Ok(());
+            }
+            // The submission queue is full: hand it to the kernel and try again.
+            self.submit_and_wait(0)?;
+        }
+    }
+
+    fn submit_and_wait(&mut self, want: usize) -> Result<()> {
+        loop {
+            match self.ring.submit_and_wait(want) {
+                Ok(_) => return Ok(()),
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
+                    ) =>
+                {
+                    std::thread::yield_now();
+                }
+                Err(e) => return Err(Error::io(e, "io_uring_enter failed")),
+            }
+        }
+    }
+
+    fn next_completion(&mut self) -> Option<(usize, i32)> {
+        let cqe = self.ring.completion().next()?;
+        self.in_flight -= 1;
+        Some((cqe.user_data() as usize, cqe.result()))
+    }
+
+    /// Waits for every read still in flight (after an error), discarding results.
+    fn finish(mut self) -> Result<()> {
+        self.wait_all();
+        Ok(())
+    }
+
+    fn wait_all(&mut self) {
+        while self.in_flight > 0 {
+            // A failing io_uring_enter with reads in flight cannot be recovered from: the
+            // kernel may still write into the buffers. Keep waiting rather than return.
+            if self.ring.submit_and_wait(1).is_err() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            while self.next_completion().is_some() {}
+        }
+    }
+}
+
+impl Drop for Drain<'_> {
+    fn drop(&mut self) {
+        self.wait_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(file: u32, offset: u64, len: usize, dest: usize) -> ReadReq {
+        ReadReq { file, offset, len, dest }
+    }
+
+    #[test]
+    fn pieces_group_requests_sharing_blocks_and_stop_at_file_end() {
+        let ops =
+            [req(0, 100, 10, 0), req(0, 4000, 200, 10), req(0, 9000, 50, 210), req(1, 0, 5, 260)];
+        let mut pieces = Vec::new();
+        plan_pieces(&ops, &[9050, 5], 4096, 1 << 20, &mut pieces);
+        let summary: Vec<_> =
+            pieces.iter().map(|p| (p.file, p.offset, p.len, p.needed, p.first, p.end)).collect();
+        assert_eq!(
+            summary,
+            vec![(0, 0, 8192, 4200, 0, 2), (0, 8192, 4096, 858, 2, 3), (1, 0, 4096, 5, 3, 4)]
+        );
+    }
+
+    #[test]
+    fn big_groups_are_cut_into_pieces() {
+        let ops = [req(0, 10, 20_000, 0)];
+        let mut pieces = Vec::new();
+        plan_pieces(&ops, &[1 << 20], 4096, 8192, &mut pieces);
+        let lens: Vec<_> = pieces.iter().map(|p| (p.offset, p.len, p.needed)).collect();
+        assert_eq!(lens, vec![(0, 8192, 8192), (8192, 8192, 8192), (16384, 4096, 20010 - 16384)]);
+    }
+}

@@ -1,0 +1,123 @@
+//! Every backend of the facade (pread, mmap, memory, io_uring buffered and O_DIRECT, the
+//! pread fallback of io_uring, auto) passes the core conformance kit and agrees with the
+//! others, on generated data with damage and on the golden FFRecord files.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::Path;
+
+use reel::ffrecord::{FfrecordOptions, FfrecordReader, dump};
+use reel::testing::conformance;
+use reel::{Backend, ErrorKind, RecordSource};
+
+fn open(path: &Path, backend: Backend) -> reel::Result<Box<dyn RecordSource>> {
+    Ok(Box::new(FfrecordReader::open_with(path, &FfrecordOptions::default().backend(backend))?))
+}
+
+fn backends() -> Vec<Backend> {
+    let mut all = reel::all_backends();
+    #[cfg(target_os = "linux")]
+    all.push(reel::uring::uring_backend(reel::uring::UringOptions {
+        force_fallback: true,
+        ..Default::default()
+    }));
+    all
+}
+
+/// Records of many sizes, some crossing 4 KiB blocks, some sharing one, some empty.
+fn sample(n: usize) -> Vec<Vec<u8>> {
+    (0..n).map(|i| (0..(i * 977 % 9000)).map(|j| (i * 31 + j * 7) as u8).collect()).collect()
+}
+
+#[test]
+fn generated_dataset_with_damage_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("parts");
+    let records = sample(120);
+    dump(&records, &d, 3).unwrap();
+    // Damage one record of the second part.
+    let part = d.join("PART_00001.ffr");
+    let mut bytes = std::fs::read(&part).unwrap();
+    let off = FfrecordReader::open(&part).unwrap().get_offsets(0).unwrap()[5] as usize;
+    bytes[off] ^= 1;
+    std::fs::write(&part, &bytes).unwrap();
+
+    let outcomes = conformance::check_backend_list(&backends(), |b| open(&d, b)).unwrap();
+    for (i, o) in outcomes.iter().enumerate() {
+        match o {
+            Ok(r) => assert_eq!(r.bytes("data").unwrap(), &records[i][..]),
+            Err(k) => assert_eq!((i, *k), (45, ErrorKind::Checksum)),
+        }
+    }
+    assert!(outcomes[45].is_err());
+}
+
+#[test]
+fn golden_ffrecord_on_every_backend() {
+    for case in common::cases("ffrecord") {
+        if case.is_corrupt() {
+            let path = case.dir.join(case.manifest["original"]["file"]["path"].as_str().unwrap());
+            let _ = conformance::check_backend_list(&backends(), |b| open(&path, b));
+            continue;
+        }
+        let first = case.manifest["files"][0]["path"].as_str().unwrap();
+        let path = if case.manifest.get("parts").is_some() {
+            case.dir.join(Path::new(first).parent().unwrap())
+        } else {
+            case.dir.join(first)
+        };
+        let outcomes = conformance::check_backend_list(&backends(), |b| open(&path, b)).unwrap();
+        assert_eq!(outcomes.len() as u64, case.manifest["record_count"].as_u64().unwrap());
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn uring_reports_how_it_reads() {
+    use reel::uring::{UringFiles, UringMode, UringOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.ffr");
+    dump(sample(10), &p, 1).unwrap();
+    let forced = UringFiles::open_with(
+        std::slice::from_ref(&p),
+        &UringOptions { force_fallback: true, ..Default::default() },
+    )
+    .unwrap();
+    assert_eq!(forced.mode(), UringMode::Pread);
+    assert!(forced.fallback_reason().unwrap().contains("forced"));
+    let buffered = UringFiles::open(std::slice::from_ref(&p)).unwrap();
+    match reel::uring::uring_unavailable_reason() {
+        None => assert_eq!(buffered.mode(), UringMode::Buffered),
+        Some(why) => {
+            assert_eq!(buffered.mode(), UringMode::Pread);
+            assert!(
+                buffered
+                    .fallback_reason()
+                    .unwrap()
+                    .contains(why.trim_start_matches("io_uring unavailable: "))
+            );
+        }
+    }
+    let direct = UringFiles::open_with(&[p], &UringOptions::default().direct(true)).unwrap();
+    if direct.mode() != UringMode::Direct {
+        assert!(direct.fallback_reason().is_some(), "a mode other than asked must say why");
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn auto_serves_warm_data_from_the_page_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.ffr");
+    dump(sample(50), &p, 1).unwrap();
+    let files = reel::auto::AutoFiles::open(std::slice::from_ref(&p)).unwrap();
+    // Just written, so resident: every batch goes through the mapping.
+    let src = FfrecordReader::from_files(files, &FfrecordOptions::default()).unwrap();
+    let all: Vec<u64> = (0..50).collect();
+    for _ in 0..5 {
+        src.read_many(&all).unwrap();
+    }
+    let (warm, cold) = src.source().files().batch_counts();
+    assert!(warm >= 5 && cold == 0, "warm {warm} cold {cold}");
+}
