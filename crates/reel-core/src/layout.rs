@@ -218,32 +218,51 @@ fn fill<F: ReadAt + ?Sized>(
         scratch.parts.push(Span::new(dest, len));
         dest += len;
     }
-    if let Err(e) = files.read_many(&scratch.reqs, arena.as_mut_slice()) {
-        let e = match locate(indices, scratch, e.offset()) {
-            Some(index) => e.with_record(index),
-            None => e,
-        };
-        return Err(e.with_format(format));
-    }
-
+    // Synchronous backends fetch and decode in chunks that fit in the CPU cache, so the
+    // decoder (checksums, parsing) reads bytes that were just copied instead of going back
+    // to memory; asynchronous ones get the whole batch in flight at once.
+    let chunk_bytes = if files.is_synchronous() { CACHE_CHUNK } else { usize::MAX };
+    let mut first_record = 0;
     let mut first_part = 0;
-    for (k, &index) in indices.iter().enumerate() {
-        let count = scratch.counts[k];
-        let parts = &scratch.parts[first_part..first_part + count];
-        let first_file = scratch.ranges.get(first_part).map(|r| r.file);
-        first_part += count;
-        let first_field = fields.len();
-        decode(index, parts, &mut RecordOut::new(arena, fields)).map_err(|e| {
-            let e = e.with_record(index).with_format(format);
-            match first_file {
-                Some(f) => e.with_path(files.file_path(f)),
+    while first_record < indices.len() {
+        let (mut end_record, mut end_part, mut bytes) = (first_record, first_part, 0usize);
+        while end_record < indices.len() && (end_record == first_record || bytes < chunk_bytes) {
+            let parts = scratch.counts[end_record];
+            bytes += scratch.parts[end_part..end_part + parts].iter().map(|p| p.len).sum::<usize>();
+            end_part += parts;
+            end_record += 1;
+        }
+        if let Err(e) = files.read_many(&scratch.reqs[first_part..end_part], arena.as_mut_slice()) {
+            let e = match locate(indices, scratch, e.offset()) {
+                Some(index) => e.with_record(index),
                 None => e,
-            }
-        })?;
-        on_record(index, first_field, fields.len());
+            };
+            return Err(e.with_format(format));
+        }
+        for (k, &index) in indices.iter().enumerate().take(end_record).skip(first_record) {
+            let count = scratch.counts[k];
+            let parts = &scratch.parts[first_part..first_part + count];
+            let first_file = scratch.ranges.get(first_part).map(|r| r.file);
+            first_part += count;
+            let first_field = fields.len();
+            decode(index, parts, &mut RecordOut::new(arena, fields)).map_err(|e| {
+                let e = e.with_record(index).with_format(format);
+                match first_file {
+                    Some(f) => e.with_path(files.file_path(f)),
+                    None => e,
+                }
+            })?;
+            on_record(index, first_field, fields.len());
+        }
+        first_record = end_record;
     }
     Ok(())
 }
+
+/// Bytes fetched before decoding when the backend reads synchronously: well inside a
+/// 512 KiB L2 cache together with the source bytes it was copied from, and large enough
+/// (64 records of 1 KiB) that the per-chunk overhead is negligible.
+const CACHE_CHUNK: usize = 64 << 10;
 
 /// The record whose planned ranges contain the failing file offset, for error context.
 fn locate(indices: &[u64], scratch: &Scratch, offset: Option<u64>) -> Option<u64> {

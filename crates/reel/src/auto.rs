@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use reel_core::io::OpenFiles;
 use reel_core::{Backend, MmapFiles, ReadAt, ReadReq, Result};
@@ -28,6 +28,8 @@ pub struct AutoFiles {
     page: usize,
     warm_batches: AtomicU64,
     cold_batches: AtomicU64,
+    /// Whether the last batch was served from the page cache (a hint, racy by design).
+    last_warm: AtomicBool,
 }
 
 impl AutoFiles {
@@ -44,6 +46,7 @@ impl AutoFiles {
             page,
             warm_batches: AtomicU64::new(0),
             cold_batches: AtomicU64::new(0),
+            last_warm: AtomicBool::new(true),
         })
     }
 
@@ -106,13 +109,21 @@ impl ReadAt for AutoFiles {
     }
 
     fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
-        if self.looks_cached(reqs) {
+        let warm = self.looks_cached(reqs);
+        self.last_warm.store(warm, Ordering::Relaxed);
+        if warm {
             self.warm_batches.fetch_add(1, Ordering::Relaxed);
             self.mmap.read_many(reqs, dest)
         } else {
             self.cold_batches.fetch_add(1, Ordering::Relaxed);
             self.uring.read_many(reqs, dest)
         }
+    }
+
+    /// Warm data is copied out of the mapping (chunking the batch costs nothing); cold data
+    /// wants the whole batch in flight on the ring. The last batch's temperature decides.
+    fn is_synchronous(&self) -> bool {
+        self.last_warm.load(Ordering::Relaxed)
     }
 
     fn bytes(&self, file: u32) -> Option<&[u8]> {

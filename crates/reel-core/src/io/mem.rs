@@ -45,6 +45,10 @@ impl MemFiles {
 }
 
 impl ReadAt for MemFiles {
+    fn is_synchronous(&self) -> bool {
+        true
+    }
+
     fn backend_name(&self) -> &'static str {
         "memory"
     }

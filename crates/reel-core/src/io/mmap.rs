@@ -44,6 +44,10 @@ impl MmapFiles {
 }
 
 impl ReadAt for MmapFiles {
+    fn is_synchronous(&self) -> bool {
+        true
+    }
+
     fn backend_name(&self) -> &'static str {
         "mmap"
     }

@@ -68,6 +68,14 @@ pub trait ReadAt: Send + Sync {
         None
     }
 
+    /// Whether reads complete one after another in the calling thread (pread, mmap,
+    /// memory). Readers then fetch and decode a batch in cache-sized chunks, so each
+    /// record is decoded (and checksummed) while its bytes are still in the CPU cache.
+    /// Backends that gain from having the whole batch in flight at once (io_uring) say no.
+    fn is_synchronous(&self) -> bool {
+        false
+    }
+
     /// Reads `len` bytes at `offset` into a new vector, after checking that the range lies
     /// within the file, so a bogus length read from a header cannot cause a huge allocation.
     fn read_to_vec(&self, file: u32, offset: u64, len: u64) -> Result<Vec<u8>> {
@@ -134,6 +142,9 @@ impl<T: ReadAt + ?Sized> ReadAt for Box<T> {
     fn bytes(&self, file: u32) -> Option<&[u8]> {
         (**self).bytes(file)
     }
+    fn is_synchronous(&self) -> bool {
+        (**self).is_synchronous()
+    }
 }
 
 impl<T: ReadAt + ?Sized> ReadAt for Arc<T> {
@@ -157,6 +168,9 @@ impl<T: ReadAt + ?Sized> ReadAt for Arc<T> {
     }
     fn bytes(&self, file: u32) -> Option<&[u8]> {
         (**self).bytes(file)
+    }
+    fn is_synchronous(&self) -> bool {
+        (**self).is_synchronous()
     }
 }
 

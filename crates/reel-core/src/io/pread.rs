@@ -50,6 +50,10 @@ fn pread_exact(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Res
 }
 
 impl ReadAt for PreadFiles {
+    fn is_synchronous(&self) -> bool {
+        true
+    }
+
     fn backend_name(&self) -> &'static str {
         "pread"
     }

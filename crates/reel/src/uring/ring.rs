@@ -32,6 +32,9 @@ pub(crate) struct Ring {
     bounce: Option<AlignedBuf>,
     ops: Vec<ReadReq>,
     pieces: Vec<Piece>,
+    merged: Vec<ReadReq>,
+    done: Vec<usize>,
+    queue: Vec<usize>,
 }
 
 /// One aligned read of the O_DIRECT path and where its bytes go.
@@ -62,14 +65,16 @@ impl Ring {
         } else {
             FileSlots::Raw
         };
-        Ok(Ring { ring, files, bounce: None, ops: Vec::new(), pieces: Vec::new() })
-    }
-
-    fn target(&self, file: u32, fds: &[RawFd]) -> Target {
-        match self.files {
-            FileSlots::Registered => Target::Fixed(types::Fixed(file)),
-            FileSlots::Raw => Target::Fd(types::Fd(fds[file as usize])),
-        }
+        Ok(Ring {
+            ring,
+            files,
+            bounce: None,
+            ops: Vec::new(),
+            pieces: Vec::new(),
+            merged: Vec::new(),
+            done: Vec::new(),
+            queue: Vec::new(),
+        })
     }
 
     /// Reads every request straight into `dest` with buffered reads.
@@ -85,16 +90,23 @@ impl Ring {
         self.ops.clear();
         self.ops.extend_from_slice(reqs);
         self.ops.sort_unstable_by_key(|r| (r.file, r.offset));
-        let merged: Vec<ReadReq> = coalesce(&self.ops).filter(|r| r.len > 0).collect();
-        for r in &merged {
+        self.merged.clear();
+        self.merged.extend(coalesce(&self.ops).filter(|r| r.len > 0));
+        for r in &self.merged {
             dest_slice(dest, r)?;
         }
+        self.done.clear();
+        self.done.resize(self.merged.len(), 0);
+        self.queue.clear();
         let base = dest.as_mut_ptr();
-        let mut done = vec![0usize; merged.len()];
-        let targets: Vec<Target> = merged.iter().map(|r| self.target(r.file, fds)).collect();
+        let (slots, merged, done, retry) =
+            (self.files, &self.merged, &mut self.done, &mut self.queue);
+        let target = |file: u32| match slots {
+            FileSlots::Registered => Target::Fixed(types::Fixed(file)),
+            FileSlots::Raw => Target::Fd(types::Fd(fds[file as usize])),
+        };
         let mut drain = Drain::new(&mut self.ring);
         let mut next = 0;
-        let mut retry: Vec<usize> = Vec::new();
         let mut first_error: Option<Error> = None;
         while next < merged.len() || !retry.is_empty() || drain.in_flight > 0 {
             while first_error.is_none() && drain.in_flight < RING_ENTRIES as usize {
@@ -112,7 +124,8 @@ impl Ring {
                 // stays borrowed (`dest`) until this function returns, which `Drain`
                 // delays until the kernel has finished with it.
                 let ptr = unsafe { base.add(r.dest + off) };
-                let entry = targets[k].read(ptr, len, r.offset + off as u64).user_data(k as u64);
+                let entry =
+                    target(r.file).read(ptr, len, r.offset + off as u64).user_data(k as u64);
                 drain.push(&entry)?;
             }
             if first_error.is_some() && drain.in_flight == 0 {
@@ -199,9 +212,14 @@ impl Ring {
         plan_pieces(&self.ops, file_lens, align, piece_max, &mut self.pieces);
 
         let bounce_ptr = bounce.as_mut_ptr();
-        let targets: Vec<Target> = (0..fds.len() as u32).map(|f| self.target(f, fds)).collect();
+        let slots = self.files;
+        let target = |file: u32| match slots {
+            FileSlots::Registered => Target::Fixed(types::Fixed(file)),
+            FileSlots::Raw => Target::Fd(types::Fd(fds[file as usize])),
+        };
         let ops = &self.ops;
         let pieces = &mut self.pieces;
+        let queue = &mut self.queue;
         let mut drain = Drain::new(&mut self.ring);
         let mut first_error: Option<Error> = None;
         let mut next = 0;
@@ -214,7 +232,8 @@ impl Ring {
                 used += pieces[next].len;
                 next += 1;
             }
-            let mut queue: Vec<usize> = (wave_start..next).rev().collect();
+            queue.clear();
+            queue.extend((wave_start..next).rev());
             while !queue.is_empty() || drain.in_flight > 0 {
                 while first_error.is_none() && drain.in_flight < RING_ENTRIES as usize {
                     let Some(k) = queue.pop() else { break };
@@ -222,7 +241,7 @@ impl Ring {
                     // SAFETY: `bounce[p.bounce + p.done .. p.bounce + p.len]` lies in the
                     // registered buffer, which outlives this call; Drain waits for the read.
                     let ptr = unsafe { bounce_ptr.add(p.bounce + p.done) };
-                    let entry = targets[p.file as usize]
+                    let entry = target(p.file)
                         .read_fixed(ptr, p.len - p.done, p.offset + p.done as u64)
                         .user_data(k as u64);
                     drain.push(&entry)?;

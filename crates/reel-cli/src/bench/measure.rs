@@ -1,0 +1,143 @@
+//! Timing a read loop: wall time, records, bytes and the CPU time the process spent.
+
+use std::time::{Duration, Instant};
+
+/// What one measured run did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Run {
+    /// Records read.
+    pub records: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Wall-clock seconds.
+    pub secs: f64,
+    /// CPU seconds (user + system) the process used.
+    pub cpu_secs: f64,
+}
+
+impl Run {
+    /// Records per second.
+    pub fn records_per_sec(&self) -> f64 {
+        self.records as f64 / self.secs.max(1e-9)
+    }
+
+    /// Gigabytes (10^9) per second.
+    pub fn gb_per_sec(&self) -> f64 {
+        self.bytes as f64 / 1e9 / self.secs.max(1e-9)
+    }
+
+    /// CPU microseconds per record.
+    pub fn cpu_us_per_record(&self) -> f64 {
+        self.cpu_secs * 1e6 / self.records.max(1) as f64
+    }
+}
+
+fn cpu_seconds() -> f64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a complete rusage into the provided, properly sized buffer.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    if rc != 0 {
+        return 0.0;
+    }
+    // SAFETY: getrusage succeeded, so the struct is initialised.
+    let u = unsafe { usage.assume_init() };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// How long warm runs read before timing starts: long enough that a fresh memory map has
+/// been touched everywhere the run will read, so warm means pre-warmed in this process.
+pub const WARM_UP: Duration = Duration::from_millis(500);
+
+/// Calls `step` (which reads one batch and returns its records and bytes) until `budget`
+/// has passed, after `warmup` untimed calls (or, when `warmup` is 0, untimed calls for
+/// [`WARM_UP`]).
+pub fn run_for(
+    budget: Duration,
+    warmup: usize,
+    mut step: impl FnMut() -> reel::Result<(u64, u64)>,
+) -> reel::Result<Run> {
+    warm_up(warmup, &mut step)?;
+    let cpu0 = cpu_seconds();
+    let t0 = Instant::now();
+    let mut run = Run::default();
+    while t0.elapsed() < budget {
+        let (records, bytes) = step()?;
+        run.records += records;
+        run.bytes += bytes;
+    }
+    run.secs = t0.elapsed().as_secs_f64();
+    run.cpu_secs = cpu_seconds() - cpu0;
+    Ok(run)
+}
+
+/// Runs `threads` copies of a read loop at once (each made by `make` for its thread
+/// number), all timed over the same window after each has warmed up, and adds them up.
+pub fn run_parallel<S>(
+    threads: usize,
+    budget: Duration,
+    warmup: usize,
+    make: impl Fn(usize) -> reel::Result<S> + Sync,
+) -> reel::Result<Run>
+where
+    S: FnMut() -> reel::Result<(u64, u64)>,
+{
+    if threads <= 1 {
+        return run_for(budget, warmup, make(0)?);
+    }
+    let barrier = std::sync::Barrier::new(threads + 1);
+    let (cpu0, t0, results) = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (barrier, make) = (&barrier, &make);
+                s.spawn(move || -> reel::Result<(u64, u64)> {
+                    let step = make(t);
+                    let mut step = match step {
+                        Ok(step) => step,
+                        Err(e) => {
+                            barrier.wait();
+                            return Err(e);
+                        }
+                    };
+                    let warmed = warm_up(warmup, &mut step);
+                    barrier.wait();
+                    warmed?;
+                    let start = Instant::now();
+                    let (mut records, mut bytes) = (0, 0);
+                    while start.elapsed() < budget {
+                        let (r, b) = step()?;
+                        records += r;
+                        bytes += b;
+                    }
+                    Ok((records, bytes))
+                })
+            })
+            .collect();
+        barrier.wait();
+        let (cpu0, t0) = (cpu_seconds(), Instant::now());
+        let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        (cpu0, t0, results)
+    });
+    let mut run =
+        Run { secs: t0.elapsed().as_secs_f64(), cpu_secs: cpu_seconds() - cpu0, ..Run::default() };
+    for r in results {
+        let (records, bytes) =
+            r.map_err(|_| reel::Error::invalid_input("a benchmark thread panicked"))??;
+        run.records += records;
+        run.bytes += bytes;
+    }
+    Ok(run)
+}
+
+fn warm_up(warmup: usize, step: &mut impl FnMut() -> reel::Result<(u64, u64)>) -> reel::Result<()> {
+    if warmup == 0 {
+        let t = Instant::now();
+        while t.elapsed() < WARM_UP {
+            step()?;
+        }
+    }
+    for _ in 0..warmup {
+        step()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,82 @@
+//! The benchmark's data and access pattern: fixed-size records in one FFRecord file, read
+//! in batches of random distinct indices.
+
+use std::path::{Path, PathBuf};
+
+use reel::ffrecord::{FfrecordReader, FfrecordWriter};
+
+use crate::synth::SplitMix;
+
+/// A benchmark dataset on disk.
+pub struct Dataset {
+    /// The `.ffr` file.
+    pub path: PathBuf,
+    /// Bytes per record.
+    pub record_size: usize,
+    /// Number of records.
+    pub records: u64,
+    /// File offset of each record (from the FFRecord header).
+    pub offsets: Vec<u64>,
+}
+
+/// Writes `total_bytes` worth of `record_size`-byte records (at least 1024 records) to
+/// `dir`, reusing a file from an earlier run with the same shape.
+pub fn dataset(dir: &Path, record_size: usize, total_bytes: u64) -> reel::Result<Dataset> {
+    let records = (total_bytes / record_size as u64).max(1024);
+    let path = dir.join(format!("bench-{record_size}x{records}.ffr"));
+    let reusable = FfrecordReader::open(&path).is_ok_and(|r| r.n() == records);
+    if !reusable {
+        let mut w = FfrecordWriter::create(&path, records)?;
+        let mut g = SplitMix::new(record_size as u64);
+        let mut buf = vec![0u8; record_size];
+        for _ in 0..records {
+            for chunk in buf.chunks_mut(8) {
+                let v = g.next_u64().to_le_bytes();
+                chunk.copy_from_slice(&v[..chunk.len()]);
+            }
+            w.write_one(&buf)?;
+        }
+        w.finish()?;
+    }
+    let r = FfrecordReader::open(&path)?;
+    let mut offsets = r.get_offsets(0).map(<[u64]>::to_vec).unwrap_or_default();
+    offsets.pop();
+    Ok(Dataset { path, record_size, records, offsets })
+}
+
+/// A cycle of batches of distinct random indices below `n`, generated before timing starts
+/// so that every reader pays nothing for them and reads the same batches in the same order.
+pub struct Batches {
+    batches: Vec<Vec<u64>>,
+    next: usize,
+}
+
+impl Batches {
+    /// 512 batches of `size` distinct indices below `n` (fewer if `n` is small).
+    pub fn new(n: u64, size: usize, seed: u64) -> Self {
+        let mut rng = SplitMix::new(seed);
+        let size = size.min(n as usize).max(1);
+        let mut seen = std::collections::HashSet::with_capacity(size);
+        let batches = (0..512)
+            .map(|_| {
+                seen.clear();
+                let mut b = Vec::with_capacity(size);
+                while b.len() < size {
+                    let i = rng.below(n);
+                    if seen.insert(i) {
+                        b.push(i);
+                    }
+                }
+                b
+            })
+            .collect();
+        Batches { batches, next: 0 }
+    }
+
+    /// The next batch.
+    pub fn next_batch(&mut self) -> &[u64] {
+        let k = self.next % self.batches.len();
+        self.next += 1;
+        &self.batches[k]
+    }
+}
