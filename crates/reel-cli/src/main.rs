@@ -1,9 +1,17 @@
 //! The `reel` command.
 
 mod bench;
+mod cat;
+mod common;
 mod demo;
+mod inspect;
+mod pack;
+mod progress;
+mod render;
+mod salvage;
 mod synth;
 mod table;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -19,6 +27,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Show a dataset's format, version, record count, fields, files and index facts.
+    Inspect(inspect::InspectArgs),
+    /// Check every structure and checksum and name every bad record (exit 0 clean,
+    /// 1 damage found, 2 could not run).
+    Verify(verify::VerifyArgs),
+    /// Print records as text or JSON Lines.
+    Cat(cat::CatArgs),
+    /// Pack a directory into one FFRecord file (a packed folder).
+    Pack(pack::PackArgs),
+    /// Unpack an FFRecord packed folder into a directory.
+    Unpack(pack::UnpackArgs),
     /// Generate a dataset, write it, read it back in random batches on every backend,
     /// verify every record and print what was measured.
     Demo(demo::DemoArgs),
@@ -30,11 +49,16 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Demo(args) => demo::run(&args),
-        Command::Bench(args) => bench::run(&args),
+        Command::Inspect(args) => inspect::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Verify(args) => verify::run(&args),
+        Command::Cat(args) => cat::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Pack(args) => pack::pack(&args).map(|()| ExitCode::SUCCESS),
+        Command::Unpack(args) => pack::unpack(&args).map(|()| ExitCode::SUCCESS),
+        Command::Demo(args) => demo::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Bench(args) => bench::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("reel: error: {e}");
             ExitCode::from(2)

@@ -54,6 +54,9 @@ pub struct SourceInfo {
     pub paths: Vec<PathBuf>,
     /// What the reader noticed while opening.
     pub warnings: Vec<Warning>,
+    /// Format-specific facts for people (`reel inspect`): index sizes, generations,
+    /// checksum state, chunk counts, as (name, value) pairs in display order.
+    pub facts: Vec<(String, String)>,
 }
 
 impl SourceInfo {

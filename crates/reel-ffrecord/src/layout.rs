@@ -67,6 +67,21 @@ impl FfrecordLayout {
         });
         info.schema =
             Some(vec![reel_core::FieldSpec { name: RAW_FIELD.into(), kind: "bytes".into() }]);
+        info.facts.push(("files".into(), tables.len().to_string()));
+        let header_bytes: u64 = tables.iter().map(|t| 12 + 12 * t.len()).sum();
+        info.facts.push(("header bytes".into(), header_bytes.to_string()));
+        let checked = if !verify_metadata {
+            "not checked"
+        } else if tables.iter().any(|t| t.meta_crc == 0) {
+            "absent in some files (legacy)"
+        } else {
+            "verified"
+        };
+        info.facts.push(("metadata checksum".into(), checked.into()));
+        info.facts.push((
+            "record checksums".into(),
+            if verify_records { "verified on read" } else { "not checked" }.into(),
+        ));
         Ok(FfrecordLayout {
             files: tables,
             starts,

@@ -25,14 +25,18 @@
 #[cfg(all(target_os = "linux", feature = "io-uring"))]
 pub mod auto;
 mod backends;
+mod create;
 mod formats;
 mod open;
 #[cfg(all(target_os = "linux", feature = "io-uring"))]
 pub mod uring;
+mod verify;
 
 pub use backends::{all_backends, backend_by_name, backend_names, default_backend};
+pub use create::{CreateOptions, create, create_like};
 pub use open::{Format, OpenOptions, open, open_as, open_with, sniff};
 pub use reel_core::*;
+pub use verify::{Problem, VerifyReport, verify, verify_with_progress};
 
 #[cfg(feature = "ffrecord")]
 pub use reel_ffrecord as ffrecord;

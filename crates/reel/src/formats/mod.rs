@@ -25,6 +25,16 @@ pub(crate) struct Handler {
     pub open: fn(&Path, &OpenOptions) -> Result<Box<dyn RecordSource>>,
 }
 
+/// A format's structural checks beyond reading every record (duplicate ids, column
+/// lengths …), for `verify`.
+pub(crate) type Check = fn(&Path) -> Result<Vec<crate::verify::Problem>>;
+
+/// The extra checks of `format`, if it has any.
+pub(crate) fn check(format: Format) -> Option<Check> {
+    let _ = format;
+    None
+}
+
 /// The handler of `format`, if its feature is enabled.
 pub(crate) fn handler(format: Format) -> Option<Handler> {
     match format {
@@ -40,5 +50,25 @@ pub(crate) fn handler(format: Format) -> Option<Handler> {
         Format::Gulp => Some(gulp::HANDLER),
         #[allow(unreachable_patterns)]
         _ => None,
+    }
+}
+
+/// A writer for a new dataset of `format` at `path`.
+pub(crate) fn create(
+    format: Format,
+    path: &Path,
+    options: &crate::CreateOptions,
+) -> Result<Box<dyn reel_core::RecordSink>> {
+    match format {
+        #[cfg(feature = "ffrecord")]
+        Format::Ffrecord => Ok(match options.records {
+            Some(n) => Box::new(reel_ffrecord::FfrecordWriter::create(path, n)?),
+            None => Box::new(reel_ffrecord::FfrecordWriter::create_counted(path)?),
+        }),
+        #[allow(unreachable_patterns)]
+        other => Err(reel_core::Error::unsupported(format!(
+            "writing {other} is not built into this reel"
+        ))
+        .with_path(path)),
     }
 }

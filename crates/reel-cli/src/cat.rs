@@ -1,0 +1,77 @@
+//! `reel cat`: records as text or JSON Lines.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use reel::{RecordBatch, RecordSource};
+
+use crate::common::{OpenArgs, parse_indices};
+use crate::render::{BytesAs, record_json, value_text};
+
+/// Options of `reel cat`.
+#[derive(Args, Debug)]
+pub struct CatArgs {
+    /// The dataset (file or directory).
+    path: PathBuf,
+    /// Records to show, e.g. `3,7,10-20` (inclusive ranges; default: all).
+    #[arg(long)]
+    index: Option<String>,
+    /// Fields to show (default: all).
+    #[arg(long, value_delimiter = ',')]
+    fields: Option<Vec<String>>,
+    /// Print JSON Lines, one record per line.
+    #[arg(long)]
+    json: bool,
+    /// How bytes appear in JSON.
+    #[arg(long, value_enum, default_value_t = BytesAs::Base64)]
+    bytes: BytesAs,
+    #[command(flatten)]
+    open: OpenArgs,
+}
+
+/// Runs `reel cat`.
+pub fn run(args: &CatArgs) -> reel::Result<()> {
+    let source = reel::open_with(&args.path, &args.open.options()?)?;
+    let indices: Vec<u64> = match &args.index {
+        Some(spec) => parse_indices(spec, source.len())?,
+        None => (0..source.len()).collect(),
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut batch = RecordBatch::new();
+    for chunk in indices.chunks(256) {
+        source.read_batch_into(chunk, &mut batch)?;
+        for record in batch.iter() {
+            let written = if args.json {
+                writeln!(out, "{}", record_json(&record, args.bytes, args.fields.as_deref()))
+            } else {
+                write_text(&mut out, &record, args.fields.as_deref())
+            };
+            if let Err(e) = written {
+                // A closed pipe (`reel cat … | head`) is the reader saying it has enough.
+                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    return Ok(());
+                }
+                return Err(reel::Error::io(e, "cannot write to stdout"));
+            }
+        }
+    }
+    out.flush()
+        .or_else(|e| if e.kind() == std::io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e) })
+        .map_err(|e| reel::Error::io(e, "cannot write to stdout"))
+}
+
+fn write_text(
+    out: &mut impl Write,
+    r: &reel::RecordRef<'_>,
+    only: Option<&[String]>,
+) -> std::io::Result<()> {
+    writeln!(out, "record {}", r.index())?;
+    for (name, v) in r.iter() {
+        if only.is_none_or(|o| o.iter().any(|n| n == name)) {
+            writeln!(out, "  {name}: {}", value_text(v))?;
+        }
+    }
+    Ok(())
+}

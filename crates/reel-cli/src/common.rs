@@ -1,0 +1,64 @@
+//! Options and helpers every subcommand shares.
+
+use clap::Args;
+use reel::OpenOptions;
+
+/// How to open datasets.
+#[derive(Args, Debug, Clone)]
+pub struct OpenArgs {
+    /// I/O backend: pread, mmap, memory, io_uring, io_uring-direct or auto.
+    #[arg(long, default_value = "auto")]
+    pub backend: String,
+    /// Skip checksum verification while reading.
+    #[arg(long)]
+    pub no_verify: bool,
+}
+
+impl OpenArgs {
+    /// The facade's options for these arguments.
+    pub fn options(&self) -> reel::Result<OpenOptions> {
+        let backend = reel::backend_by_name(&self.backend).ok_or_else(|| {
+            reel::Error::invalid_input(format!(
+                "unknown backend {:?} (choose from {})",
+                self.backend,
+                reel::backend_names().join(", ")
+            ))
+        })?;
+        Ok(OpenOptions::default().backend(backend).verify(!self.no_verify))
+    }
+}
+
+/// Parses an index list such as `3,7,10-20` (ranges inclusive) against `len` records.
+pub fn parse_indices(spec: &str, len: u64) -> reel::Result<Vec<u64>> {
+    let bad = |why: &str| reel::Error::invalid_input(format!("index list {spec:?}: {why}"));
+    let mut out = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (part, part),
+        };
+        let a: u64 = a.parse().map_err(|_| bad(&format!("{a:?} is not a number")))?;
+        let b: u64 = b.parse().map_err(|_| bad(&format!("{b:?} is not a number")))?;
+        if a > b {
+            return Err(bad(&format!("range {a}-{b} runs backwards")));
+        }
+        if b >= len {
+            return Err(reel::Error::out_of_range(b, len));
+        }
+        out.extend(a..=b);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_lists() {
+        assert_eq!(parse_indices("3,7,10-12", 20).unwrap(), vec![3, 7, 10, 11, 12]);
+        assert!(parse_indices("5-3", 20).is_err());
+        assert_eq!(parse_indices("20", 20).unwrap_err().kind(), reel::ErrorKind::OutOfRange);
+        assert!(parse_indices("x", 20).is_err());
+    }
+}

@@ -1,0 +1,75 @@
+//! `reel inspect`: what a dataset is.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+
+use crate::common::OpenArgs;
+
+/// Options of `reel inspect`.
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    /// The dataset (file or directory).
+    path: PathBuf,
+    #[command(flatten)]
+    open: OpenArgs,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `reel inspect`.
+pub fn run(args: &InspectArgs) -> reel::Result<()> {
+    let source = reel::open_with(&args.path, &args.open.options()?)?;
+    let info = source.info();
+    let files: Vec<(String, u64)> = info
+        .paths
+        .iter()
+        .map(|p| (p.display().to_string(), std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)))
+        .collect();
+    let total: u64 = files.iter().map(|f| f.1).sum();
+    if args.json {
+        let out = json!({
+            "path": args.path.display().to_string(),
+            "format": info.format,
+            "version": info.version,
+            "records": source.len(),
+            "backend": source.backend_name(),
+            "bytes": total,
+            "files": files.iter().map(|(p, s)| json!({"path": p, "size": s})).collect::<Vec<_>>(),
+            "schema": info.schema.as_ref().map(|s| s.iter().map(|f| json!({"name": f.name, "kind": f.kind})).collect::<Vec<_>>()),
+            "facts": info.facts.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+            "warnings": info.warnings.iter().map(|w| w.message.clone()).collect::<Vec<_>>(),
+        });
+        println!("{out}");
+        return Ok(());
+    }
+    println!("path:     {}", args.path.display());
+    println!("format:   {}", info.format);
+    if let Some(v) = &info.version {
+        println!("version:  {v}");
+    }
+    println!("records:  {}", source.len());
+    println!("backend:  {}", source.backend_name());
+    println!("files:    {} ({} bytes)", files.len(), total);
+    for (p, s) in files.iter().take(20) {
+        println!("  {s:>12}  {p}");
+    }
+    if files.len() > 20 {
+        println!("  … and {} more", files.len() - 20);
+    }
+    if let Some(schema) = &info.schema {
+        println!("fields:");
+        for f in schema {
+            println!("  {}: {}", f.name, f.kind);
+        }
+    }
+    for (k, v) in &info.facts {
+        println!("{k}: {v}");
+    }
+    for w in &info.warnings {
+        println!("warning: {}", w.message);
+    }
+    Ok(())
+}

@@ -1,0 +1,28 @@
+//! Writing a copy of a dataset without its bad records.
+
+use std::path::Path;
+
+use reel::{OpenOptions, RecordBatch, RecordSource, VerifyReport};
+
+/// Copies every good record of `src` into a new dataset of the same format at `out`;
+/// returns how many were written.
+pub fn salvage(
+    src: &Path,
+    out: &Path,
+    report: &VerifyReport,
+    options: &OpenOptions,
+) -> reel::Result<u64> {
+    let source = reel::open_as(src, report.format, options)?;
+    let bad = report.bad_records();
+    let good: Vec<u64> = (0..source.len()).filter(|i| bad.binary_search(i).is_err()).collect();
+    let mut sink = reel::create_like(&*source, out, good.len() as u64)?;
+    let mut batch = RecordBatch::new();
+    for chunk in good.chunks(256) {
+        source.read_batch_into(chunk, &mut batch)?;
+        for r in batch.iter() {
+            sink.append(r)?;
+        }
+    }
+    let summary = sink.finish()?;
+    Ok(summary.records)
+}

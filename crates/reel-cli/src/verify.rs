@@ -1,0 +1,87 @@
+//! `reel verify`: check every structure and checksum and name every bad record.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::json;
+
+use crate::common::OpenArgs;
+use crate::progress::bar;
+
+/// Options of `reel verify`.
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// The dataset (file or directory).
+    path: PathBuf,
+    /// Write a copy without the bad records to this path (same format).
+    #[arg(long)]
+    salvage: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+    #[command(flatten)]
+    open: OpenArgs,
+}
+
+/// Runs `reel verify`: exit 0 when clean, 1 when damage was found, 2 when it could not run.
+pub fn run(args: &VerifyArgs) -> reel::Result<ExitCode> {
+    let options = args.open.options()?;
+    let pb = bar(0, "verify", args.quiet || args.json);
+    let report = reel::verify_with_progress(&args.path, &options, &mut |done, total| {
+        pb.set_length(total);
+        pb.set_position(done);
+    })?;
+    pb.finish_and_clear();
+    let salvaged = match &args.salvage {
+        Some(out) if report.opened => {
+            Some(crate::salvage::salvage(&args.path, out, &report, &options)?)
+        }
+        Some(_) => {
+            return Err(reel::Error::corrupt(format!(
+                "cannot salvage: the dataset does not open ({})",
+                report.problems.first().map(|p| p.to_string()).unwrap_or_default()
+            )));
+        }
+        None => None,
+    };
+    if args.json {
+        let out = json!({
+            "path": args.path.display().to_string(),
+            "format": report.format.name(),
+            "opened": report.opened,
+            "records": report.records,
+            "good_records": report.good_records,
+            "bad_records": report.bad_records(),
+            "problems": report.problems.iter().map(|p| json!({
+                "record": p.record, "path": p.path.as_ref().map(|x| x.display().to_string()),
+                "offset": p.offset, "kind": p.kind.as_str(), "message": p.message,
+            })).collect::<Vec<_>>(),
+            "salvaged": salvaged,
+        });
+        println!("{out}");
+    } else {
+        for p in &report.problems {
+            println!("{p}");
+        }
+        if report.opened {
+            println!(
+                "{}: {} {} records, {} good, {} bad",
+                args.path.display(),
+                report.format,
+                report.records,
+                report.good_records,
+                report.records - report.good_records
+            );
+        } else {
+            println!("{}: {} dataset does not open", args.path.display(), report.format);
+        }
+        if let (Some(out), Some(n)) = (&args.salvage, salvaged) {
+            println!("salvaged {n} records into {}", out.display());
+        }
+    }
+    Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

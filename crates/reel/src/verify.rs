@@ -1,0 +1,159 @@
+//! Checking a dataset end to end and naming every bad record.
+
+use std::path::{Path, PathBuf};
+
+use reel_core::{Error, ErrorKind, RecordBatch, RecordSource, Result};
+
+use crate::{Format, OpenOptions, open_as, sniff};
+
+/// One thing found wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The record concerned, if the problem is one record's.
+    pub record: Option<u64>,
+    /// The file concerned.
+    pub path: Option<PathBuf>,
+    /// The byte offset in that file.
+    pub offset: Option<u64>,
+    /// What kind of problem.
+    pub kind: ErrorKind,
+    /// What is wrong, in plain words.
+    pub message: String,
+}
+
+impl Problem {
+    /// The problem an error describes.
+    pub fn from_error(e: &Error) -> Self {
+        Problem {
+            record: e.record(),
+            path: e.path().map(Path::to_path_buf),
+            offset: e.offset(),
+            kind: e.kind(),
+            message: e.message().to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(r) = self.record {
+            write!(f, "record {r}: ")?;
+        }
+        if let Some(p) = &self.path {
+            write!(f, "{}", p.display())?;
+            if let Some(o) = self.offset {
+                write!(f, " at byte {o}")?;
+            }
+            write!(f, ": ")?;
+        }
+        write!(f, "{} ({})", self.message, self.kind)
+    }
+}
+
+/// What [`verify`] found.
+#[derive(Clone, Debug)]
+pub struct VerifyReport {
+    /// The format the dataset was read as.
+    pub format: Format,
+    /// Records the dataset claims (0 if it could not be opened).
+    pub records: u64,
+    /// Records that read back without error.
+    pub good_records: u64,
+    /// Every problem, in order: structural ones first, then one per bad record.
+    pub problems: Vec<Problem>,
+    /// Whether the dataset could be opened at all (with every check on).
+    pub opened: bool,
+}
+
+impl VerifyReport {
+    /// Whether nothing is wrong.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// The indices of the records that failed.
+    pub fn bad_records(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.problems.iter().filter_map(|p| p.record).collect();
+        v.dedup();
+        v
+    }
+}
+
+/// Opens `path` with every check on, reads every record (checksums verified), runs the
+/// format's own structural checks, and reports every problem with the record, file and
+/// byte offset it concerns.
+///
+/// An `Err` means verification could not run (no such file, unknown format, I/O
+/// failure); damage is reported in the `Ok` report. A dataset too damaged to open is a
+/// report with `opened == false` and the reason as its problem.
+pub fn verify(path: impl AsRef<Path>, options: &OpenOptions) -> Result<VerifyReport> {
+    verify_with_progress(path, options, &mut |_, _| {})
+}
+
+/// [`verify`], calling `progress(done, total)` as records are read.
+pub fn verify_with_progress(
+    path: impl AsRef<Path>,
+    options: &OpenOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<VerifyReport> {
+    let path = path.as_ref();
+    let format = sniff(path)?;
+    let options = options.clone().verify(true);
+    let mut report =
+        VerifyReport { format, records: 0, good_records: 0, problems: Vec::new(), opened: false };
+    let source = match open_as(path, format, &options) {
+        Ok(s) => s,
+        Err(e)
+            if matches!(e.kind(), ErrorKind::Io | ErrorKind::NotFound | ErrorKind::Unsupported) =>
+        {
+            return Err(e);
+        }
+        Err(e) => {
+            report.problems.push(Problem::from_error(&e));
+            return Ok(report);
+        }
+    };
+    report.opened = true;
+    report.records = source.len();
+    if let Some(extra) = crate::formats::check(format) {
+        report.problems.extend(extra(path)?);
+    }
+    check_records(&*source, &mut report, progress)?;
+    Ok(report)
+}
+
+/// Reads every record in batches; a failing batch is re-read one record at a time so
+/// that every bad record is named, not just the first.
+fn check_records(
+    source: &dyn RecordSource,
+    report: &mut VerifyReport,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<()> {
+    const BATCH: u64 = 256;
+    let n = source.len();
+    let mut batch = RecordBatch::new();
+    let mut record = reel_core::Record::new();
+    let mut indices = Vec::with_capacity(BATCH as usize);
+    let mut start = 0;
+    while start < n {
+        let end = n.min(start + BATCH);
+        indices.clear();
+        indices.extend(start..end);
+        match source.read_batch_into(&indices, &mut batch) {
+            Ok(()) => report.good_records += end - start,
+            Err(e) if e.kind() == ErrorKind::Io => return Err(e),
+            Err(_) => {
+                for i in start..end {
+                    match source.read_into(i, &mut record) {
+                        Ok(()) => report.good_records += 1,
+                        Err(e) if e.kind() == ErrorKind::Io => return Err(e),
+                        Err(e) => report.problems.push(Problem::from_error(&e.with_record(i))),
+                    }
+                }
+            }
+        }
+        progress(end, n);
+        start = end;
+    }
+    Ok(())
+}
