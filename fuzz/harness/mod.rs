@@ -1,0 +1,58 @@
+//! What each fuzz target does with its input. Shared by the cargo-fuzz targets (nightly)
+//! and by `tests/fuzz_replay.rs` in the main workspace (stable), which replays every file
+//! under `fuzz/regressions/<target>/` and `fuzz/seeds/<target>/` on every `cargo test`.
+//!
+//! Every function takes arbitrary bytes and must return normally: a panic here is a bug
+//! in reel (or a violated invariant such as "a batch equals one-by-one reads").
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+pub mod dir;
+pub mod formats;
+
+use reel::{Limits, RecordBatch, RecordSource, RecordSourceExt};
+
+/// The targets, for the replay test.
+pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("ffrecord_file", formats::ffrecord_file),
+    ("ffrecord_pickle", formats::ffrecord_pickle),
+    ("ffrecord_roundtrip", formats::ffrecord_roundtrip),
+    ("backends_agree", dir::backends_agree),
+    ("open_dir", dir::open_dir),
+];
+
+/// Limits small enough that a fuzz input cannot make a run slow or large.
+pub fn limits() -> Limits {
+    let mut l = Limits::strict();
+    l.max_record_bytes = 16 << 20;
+    l.max_batch_bytes = 64 << 20;
+    l.max_records = 1 << 20;
+    l
+}
+
+/// Reads every record (up to a cap) one by one and in one batch, and checks that both
+/// agree: same records where reads succeed, an error in the batch iff some record fails.
+pub fn exercise(source: &dyn RecordSource) {
+    let n = source.len().min(2_000);
+    let mut singles = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        singles.push(source.read(i).map_err(|e| e.kind()));
+    }
+    let all: Vec<u64> = (0..n).collect();
+    let mut batch = RecordBatch::new();
+    match source.read_batch_into(&all, &mut batch) {
+        Ok(()) => {
+            assert_eq!(batch.len() as u64, n);
+            for (k, r) in batch.iter().enumerate() {
+                let single = singles[k].as_ref().expect("a record failing alone read fine in a batch");
+                assert!(r == single.view(), "record {k}: batch and single reads differ");
+            }
+        }
+        Err(e) => {
+            assert!(batch.is_empty());
+            assert!(singles.iter().any(|s| s.as_ref().err() == Some(&e.kind())), "batch error {e} matches no single read");
+        }
+    }
+    // Out-of-range reads are errors, never panics.
+    assert!(source.read(source.len()).is_err());
+    let _ = source.info().facts.len();
+}
