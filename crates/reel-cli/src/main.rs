@@ -4,6 +4,7 @@ mod bench;
 mod cat;
 mod common;
 mod demo;
+mod generate;
 mod inspect;
 mod pack;
 mod progress;
@@ -34,6 +35,8 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// Print records as text or JSON Lines.
     Cat(cat::CatArgs),
+    /// Write a synthetic dataset of checkable records in any format.
+    Generate(generate::GenerateArgs),
     /// Pack a directory into one FFRecord file (a packed folder).
     Pack(pack::PackArgs),
     /// Unpack an FFRecord packed folder into a directory.
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Verify(args) => verify::run(&args),
         Command::Cat(args) => cat::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Generate(args) => generate::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Pack(args) => pack::pack(&args).map(|()| ExitCode::SUCCESS),
         Command::Unpack(args) => pack::unpack(&args).map(|()| ExitCode::SUCCESS),
         Command::Demo(args) => demo::run(&args).map(|()| ExitCode::SUCCESS),

@@ -47,3 +47,17 @@ pub fn payload(i: u64, max_len: usize) -> Vec<u8> {
     out.truncate(len);
     out
 }
+
+/// The fields `record` gives a dataset of `format`, in the format's own type names, for
+/// writers that need a schema up front.
+pub fn schema(format: reel::Format) -> Option<Vec<reel::FieldSpec>> {
+    let _ = format;
+    None
+}
+
+/// Record `i` of a generated dataset of `format`: a shape the format can store, with
+/// content derived from `i` alone so that a reader can check it.
+pub fn record(format: reel::Format, i: u64, max_len: usize) -> reel::Record {
+    let _ = format;
+    reel::Record::from_bytes(&payload(i, max_len))
+}

@@ -65,10 +65,19 @@ pub(crate) fn create(
             Some(n) => Box::new(reel_ffrecord::FfrecordWriter::create(path, n)?),
             None => Box::new(reel_ffrecord::FfrecordWriter::create_counted(path)?),
         }),
+        #[cfg(feature = "syrah")]
+        Format::Syrah => {
+            // Bytes and scalar fields are stored as 1-D arrays (Syrah holds only arrays).
+            let opts = reel_syrah::SyrahWriteOptions::default().coerce_values(true);
+            Ok(Box::new(reel_syrah::SyrahWriter::create_with(path, opts)?))
+        }
         #[allow(unreachable_patterns)]
-        other => Err(reel_core::Error::unsupported(format!(
-            "writing {other} is not built into this reel"
-        ))
-        .with_path(path)),
+        other => {
+            let _ = options;
+            Err(reel_core::Error::unsupported(format!(
+                "writing {other} is not built into this reel"
+            ))
+            .with_path(path))
+        }
     }
 }

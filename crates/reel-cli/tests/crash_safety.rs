@@ -1,0 +1,87 @@
+//! Crash safety: a writer killed with SIGKILL at any moment leaves either nothing that
+//! opens, or the complete dataset — never a valid dataset with wrong or missing records.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use reel::RecordSourceExt;
+
+const RECORDS: u64 = 8_000;
+const MAX_RECORD: usize = 2048;
+
+fn generate(format: &str, out: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_reel"));
+    c.args(["generate", "--quiet", "--format", format, "--records", &RECORDS.to_string()])
+        .args(["--max-record", &MAX_RECORD.to_string()])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    c
+}
+
+/// What a complete dataset reads back as, record by record (from an uninterrupted run).
+fn reference(format: &str, dir: &Path) -> Vec<reel::Record> {
+    let out = dir.join(format!("complete-{format}"));
+    assert!(generate(format, &out).status().unwrap().success());
+    let src = reel::open(&out).unwrap();
+    (0..src.len()).map(|i| src.read(i).unwrap()).collect()
+}
+
+fn check_after_kill(format: &str, out: &Path, expected: &[reel::Record]) -> bool {
+    match reel::open(out) {
+        Err(_) => false,
+        Ok(src) => {
+            assert_eq!(
+                src.len(),
+                expected.len() as u64,
+                "{format}: a killed writer left a dataset with the wrong count"
+            );
+            for (i, want) in expected.iter().enumerate() {
+                let got = src
+                    .read(i as u64)
+                    .unwrap_or_else(|e| panic!("{format}: record {i} of a survivor: {e}"));
+                assert!(got == *want, "{format}: record {i} of a survivor differs");
+            }
+            true
+        }
+    }
+}
+
+fn crash_many_times(format: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = reference(format, dir.path());
+    // How long a full write takes here, to spread the kills over it.
+    let probe = dir.path().join("probe");
+    let t = Instant::now();
+    assert!(generate(format, &probe).status().unwrap().success());
+    let full = t.elapsed();
+    let mut state = 0x5EED_u64;
+    let (mut survived, mut nothing) = (0, 0);
+    for k in 0..25 {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let delay = full.mul_f64(((state >> 11) as f64 / (1u64 << 53) as f64) * 1.2);
+        let out = dir.path().join(format!("killed-{k}"));
+        let mut child = generate(format, &out).spawn().unwrap();
+        std::thread::sleep(delay);
+        let _ = child.kill(); // SIGKILL on Unix
+        let _ = child.wait();
+        if check_after_kill(format, &out, &expected) {
+            survived += 1;
+        } else {
+            nothing += 1;
+        }
+    }
+    // The spread of delays must have caught writers both mid-way and after finishing,
+    // or the test would not show anything.
+    assert!(nothing > 0, "{format}: no kill landed before the end ({full:?} per write)");
+    eprintln!("{format}: {nothing} kills left nothing, {survived} left the complete dataset");
+    let _ = Duration::ZERO;
+}
+
+#[cfg(unix)]
+#[test]
+fn ffrecord_writer_killed_anywhere() {
+    crash_many_times("ffrecord");
+}
