@@ -11,8 +11,11 @@ pub mod formats;
 
 use reel::{Limits, RecordBatch, RecordSource, RecordSourceExt};
 
+/// What a target does with one input.
+pub type Target = fn(&[u8]);
+
 /// The targets, for the replay test.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("ffrecord_file", formats::ffrecord_file),
     ("ffrecord_pickle", formats::ffrecord_pickle),
     ("ffrecord_roundtrip", formats::ffrecord_roundtrip),
@@ -43,13 +46,17 @@ pub fn exercise(source: &dyn RecordSource) {
         Ok(()) => {
             assert_eq!(batch.len() as u64, n);
             for (k, r) in batch.iter().enumerate() {
-                let single = singles[k].as_ref().expect("a record failing alone read fine in a batch");
+                let single =
+                    singles[k].as_ref().expect("a record failing alone read fine in a batch");
                 assert!(r == single.view(), "record {k}: batch and single reads differ");
             }
         }
         Err(e) => {
             assert!(batch.is_empty());
-            assert!(singles.iter().any(|s| s.as_ref().err() == Some(&e.kind())), "batch error {e} matches no single read");
+            assert!(
+                singles.iter().any(|s| s.as_ref().err() == Some(&e.kind())),
+                "batch error {e} matches no single read"
+            );
         }
     }
     // Out-of-range reads are errors, never panics.

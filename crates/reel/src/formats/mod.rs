@@ -31,8 +31,34 @@ pub(crate) type Check = fn(&Path) -> Result<Vec<crate::verify::Problem>>;
 
 /// The extra checks of `format`, if it has any.
 pub(crate) fn check(format: Format) -> Option<Check> {
-    let _ = format;
-    None
+    match format {
+        #[cfg(feature = "gulp")]
+        Format::Gulp => Some(gulp_check),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// The GulpIO2 sanity check (duplicate ids across chunks, frames out of bounds or
+/// overlapping, bad padding, sizes) as verify problems; informational notes are left out.
+#[cfg(feature = "gulp")]
+fn gulp_check(path: &Path) -> Result<Vec<crate::verify::Problem>> {
+    let report = reel_gulp::sanity_check(path)?;
+    Ok(report
+        .issues
+        .iter()
+        .filter(|i| i.severity >= reel_gulp::Severity::Warning)
+        .map(|i| crate::verify::Problem {
+            record: i.record,
+            path: i.path.clone(),
+            offset: i.offset,
+            kind: reel_core::ErrorKind::Corrupt,
+            message: match &i.id {
+                Some(id) => format!("video {id:?}: {}", i.message),
+                None => i.message.clone(),
+            },
+        })
+        .collect())
 }
 
 /// The handler of `format`, if its feature is enabled.
@@ -71,6 +97,11 @@ pub(crate) fn create(
             let opts = reel_syrah::SyrahWriteOptions::default().coerce_values(true);
             Ok(Box::new(reel_syrah::SyrahWriter::create_with(path, opts)?))
         }
+        #[cfg(feature = "gulp")]
+        Format::Gulp => Ok(Box::new(reel_gulp::GulpWriter::create(
+            path,
+            &reel_gulp::GulpWriteOptions::default(),
+        )?)),
         #[allow(unreachable_patterns)]
         other => {
             let _ = options;
