@@ -97,6 +97,8 @@ pub(crate) fn create(
             let opts = reel_syrah::SyrahWriteOptions::default().coerce_values(true);
             Ok(Box::new(reel_syrah::SyrahWriter::create_with(path, opts)?))
         }
+        #[cfg(feature = "ofrecord")]
+        Format::Ofrecord => Ok(Box::new(reel_ofrecord::OfrecordWriter::create(path)?)),
         #[cfg(feature = "gulp")]
         Format::Gulp => Ok(Box::new(reel_gulp::GulpWriter::create(
             path,

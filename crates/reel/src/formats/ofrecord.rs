@@ -1,18 +1,103 @@
 //! OFRecord in the facade: recognising and opening it.
 
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-use reel_core::{Error, RecordSource, Result};
+use reel_core::{RecordSource, Result};
+use reel_ofrecord::{OfrecordOptions, OfrecordReader, PartNaming};
 
 use super::Handler;
 use crate::OpenOptions;
 
 pub(super) const HANDLER: Handler = Handler { sniff, open };
 
-fn open(path: &Path, _options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
-    Err(Error::unsupported("reading OFRecord is not implemented yet").with_path(path))
+/// Opens a part file or a directory of parts. OFRecord has no checksums, so `verify` has
+/// nothing to switch.
+fn open(path: &Path, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
+    let opts =
+        OfrecordOptions::default().backend(options.backend.clone()).limits(options.limits.clone());
+    Ok(Box::new(OfrecordReader::open_with(path, &opts)?))
 }
 
-fn sniff(_path: &Path) -> bool {
-    false
+/// The first frame of a payload this large or smaller is parsed in full when sniffing.
+const SNIFF_PAYLOAD: u64 = 64 << 10;
+
+/// OFRecord has no magic number, so a file is recognised by its first frame: a length
+/// that fits the file, a payload that parses as an `OFRecord`, and a plausible second
+/// length field (or the end of the file). A file named like a part (`part-<digits>`) may
+/// also be empty or start with an empty record; any other file must start with a record
+/// that has features. A directory is OFRecord when its lowest-numbered `part-<digits>`
+/// file is.
+fn sniff(path: &Path) -> bool {
+    let naming = PartNaming::default();
+    if path.is_dir() {
+        let Ok(entries) = std::fs::read_dir(path) else { return false };
+        let first = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| Some((naming.parse(e.file_name().to_str()?)?, e.path())))
+            .filter(|(_, p)| p.is_file())
+            .min();
+        return first.is_some_and(|(_, p)| first_frame_plausible(&p, true).unwrap_or(false));
+    }
+    let named =
+        path.file_name().and_then(|n| n.to_str()).is_some_and(|n| naming.parse(n).is_some());
+    first_frame_plausible(path, named).unwrap_or(false)
+}
+
+fn first_frame_plausible(path: &Path, named_as_part: bool) -> std::io::Result<bool> {
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    if len == 0 {
+        return Ok(named_as_part);
+    }
+    let mut header = [0u8; 8];
+    if len < 8 {
+        return Ok(false);
+    }
+    f.read_exact(&mut header)?;
+    let Ok(first) = u64::try_from(i64::from_le_bytes(header)) else { return Ok(false) };
+    if first > len - 8 {
+        return Ok(false);
+    }
+    if first == 0 && !named_as_part {
+        return Ok(false);
+    }
+    if first <= SNIFF_PAYLOAD {
+        let mut payload = vec![0u8; first as usize];
+        f.read_exact(&mut payload)?;
+        match reel_ofrecord::decode_record(&payload) {
+            Ok(r) if r.is_empty() && !named_as_part => return Ok(false),
+            Ok(_) => {}
+            Err(_) => return Ok(false),
+        }
+    } else {
+        // A large first record: check that it starts like a map entry whose length fits.
+        let mut head = [0u8; 11];
+        f.read_exact(&mut head)?;
+        if head[0] != 0x0a {
+            return Ok(false);
+        }
+        let mut entry_len = 0u64;
+        let mut fits = false;
+        for (i, &b) in head[1..].iter().enumerate() {
+            entry_len |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                fits = entry_len.saturating_add(2 + i as u64) <= first;
+                break;
+            }
+        }
+        if !fits {
+            return Ok(false);
+        }
+        f.seek(SeekFrom::Start(8 + first))?;
+    }
+    let rest = len - 8 - first;
+    if rest == 0 {
+        return Ok(true);
+    }
+    if rest < 8 {
+        return Ok(false);
+    }
+    f.read_exact(&mut header)?;
+    Ok(u64::try_from(i64::from_le_bytes(header)).is_ok_and(|second| second <= rest - 8))
 }

@@ -1,0 +1,481 @@
+//! Writing OFRecord part files: one file, or a directory of parts rolled by count or size.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use reel_core::{
+    Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary, StagedDir, StagedFile,
+};
+
+use crate::FORMAT;
+use crate::decode::decode_record;
+use crate::encode::{EncodeOptions, encode_record_into};
+use crate::frames::{LENGTH_FIELD, MAX_PROTOBUF_MESSAGE};
+use crate::parts::PartNaming;
+use crate::proto::{OfRecord, encode_proto_into};
+
+const BUFFER: usize = 1 << 20;
+
+/// How to write an OFRecord dataset.
+#[derive(Clone, Debug)]
+pub struct OfrecordWriterOptions {
+    /// Part file names (default: `part-00000`, `part-00001`, …; read them with OneFlow's
+    /// `part_name_suffix_length=5`).
+    pub naming: PartNaming,
+    /// Start a new part after this many records (default: no limit).
+    pub max_records_per_part: Option<u64>,
+    /// Start a new part before a frame that would take the part above this many bytes
+    /// (default: no limit). A single frame larger than this gets a part of its own.
+    pub max_bytes_per_part: Option<u64>,
+    /// How core values without an exact OFRecord form are handled.
+    pub encode: EncodeOptions,
+    /// Refuse records current OneFlow cannot read: a record with no features (it
+    /// serializes to a zero-length frame, on which OneFlow aborts). Off by default, so
+    /// that every dataset reel reads can be written back unchanged.
+    pub oneflow_strict: bool,
+}
+
+impl Default for OfrecordWriterOptions {
+    fn default() -> Self {
+        OfrecordWriterOptions {
+            naming: PartNaming::padded5(),
+            max_records_per_part: None,
+            max_bytes_per_part: None,
+            encode: EncodeOptions::default(),
+            oneflow_strict: false,
+        }
+    }
+}
+
+impl OfrecordWriterOptions {
+    /// Uses `naming` for part files.
+    pub fn naming(mut self, naming: PartNaming) -> Self {
+        self.naming = naming;
+        self
+    }
+
+    /// Starts a new part every `n` records.
+    pub fn max_records_per_part(mut self, n: u64) -> Self {
+        self.max_records_per_part = Some(n);
+        self
+    }
+
+    /// Starts a new part before a part would exceed `bytes`.
+    pub fn max_bytes_per_part(mut self, bytes: u64) -> Self {
+        self.max_bytes_per_part = Some(bytes);
+        self
+    }
+
+    /// Uses `encode` for values without an exact OFRecord form.
+    pub fn encode(mut self, encode: EncodeOptions) -> Self {
+        self.encode = encode;
+        self
+    }
+
+    /// Turns OneFlow-strict checking on or off.
+    pub fn oneflow_strict(mut self, on: bool) -> Self {
+        self.oneflow_strict = on;
+        self
+    }
+}
+
+/// Turns records into frames: the reusable payload buffer and the checks every frame
+/// passes before it is written.
+struct FrameEncoder {
+    payload: Vec<u8>,
+    encode: EncodeOptions,
+    strict: bool,
+}
+
+impl FrameEncoder {
+    fn new(options: &OfrecordWriterOptions) -> Self {
+        FrameEncoder { payload: Vec::new(), encode: options.encode, strict: options.oneflow_strict }
+    }
+
+    fn record(&mut self, record: RecordRef<'_>) -> Result<&[u8]> {
+        self.payload.clear();
+        encode_record_into(record, self.encode, &mut self.payload)?;
+        self.checked()
+    }
+
+    fn proto(&mut self, record: &OfRecord) -> Result<&[u8]> {
+        self.payload.clear();
+        encode_proto_into(record, &mut self.payload)?;
+        self.checked()
+    }
+
+    fn serialized(&mut self, payload: &[u8]) -> Result<&[u8]> {
+        decode_record(payload).map_err(|e| {
+            Error::invalid_input(format!("not a valid serialized OFRecord: {}", e.message()))
+                .with_format(FORMAT)
+        })?;
+        self.payload.clear();
+        self.payload.extend_from_slice(payload);
+        self.checked()
+    }
+
+    fn checked(&self) -> Result<&[u8]> {
+        let len = self.payload.len() as u64;
+        if len > MAX_PROTOBUF_MESSAGE {
+            return Err(Error::invalid_input(format!(
+                "the record serializes to {len} bytes; protobuf, and so OneFlow, cannot parse a \
+                 message of 2 GiB or more"
+            ))
+            .with_format(FORMAT));
+        }
+        if self.strict && len == 0 {
+            return Err(Error::invalid_input(
+                "the record has no features, so it serializes to a zero-length frame, which \
+                 current OneFlow aborts on (oneflow_strict is on)",
+            )
+            .with_format(FORMAT));
+        }
+        Ok(&self.payload)
+    }
+}
+
+/// Writes one frame; returns its size.
+fn write_frame(out: &mut impl Write, payload: &[u8]) -> std::io::Result<u64> {
+    out.write_all(&(payload.len() as i64).to_le_bytes())?;
+    out.write_all(payload)?;
+    Ok(LENGTH_FIELD + payload.len() as u64)
+}
+
+struct PartOut {
+    out: BufWriter<File>,
+    records: u64,
+    bytes: u64,
+}
+
+/// Writes an OFRecord dataset: a directory of part files (`part-00000`, …).
+///
+/// Records are encoded as protobuf's deterministic serialization would (map entries in
+/// key order; see [`encode_record`](crate::encode_record) for the value mapping) and framed
+/// as `i64 little-endian length + payload`, OneFlow's format. A new part starts after
+/// [`max_records_per_part`](OfrecordWriterOptions::max_records_per_part) records, before
+/// [`max_bytes_per_part`](OfrecordWriterOptions::max_bytes_per_part) would be exceeded, or
+/// when [`start_new_part`](Self::start_new_part) is called. Frames never cross parts and
+/// no part is ever empty (OneFlow stops on an empty part), except that a dataset of zero
+/// records is one empty `part-00000`.
+///
+/// The directory is written under a temporary name beside the target and moved into place
+/// by [`finish`](Self::finish) after every part is synced, so a writer dropped early (or a
+/// crash) leaves nothing at the target path. The target must not exist, or be an empty
+/// directory.
+pub struct OfrecordWriter {
+    staged: Option<StagedDir>,
+    path: PathBuf,
+    options: OfrecordWriterOptions,
+    encoder: FrameEncoder,
+    part: Option<PartOut>,
+    next_part: u64,
+    records: u64,
+    bytes: u64,
+    broken: bool,
+}
+
+impl OfrecordWriter {
+    /// A writer of a dataset directory at `dir` with default options (one part).
+    pub fn create(dir: impl AsRef<Path>) -> Result<Self> {
+        Self::create_with(dir, OfrecordWriterOptions::default())
+    }
+
+    /// A writer of a dataset directory at `dir`.
+    pub fn create_with(dir: impl AsRef<Path>, options: OfrecordWriterOptions) -> Result<Self> {
+        if options.max_records_per_part == Some(0) {
+            return Err(
+                Error::invalid_input("max_records_per_part must be at least 1").with_format(FORMAT)
+            );
+        }
+        let path = dir.as_ref().to_path_buf();
+        let staged = StagedDir::create(&path).map_err(|e| e.with_format(FORMAT))?;
+        Ok(OfrecordWriter {
+            staged: Some(staged),
+            path,
+            encoder: FrameEncoder::new(&options),
+            options,
+            part: None,
+            next_part: 0,
+            records: 0,
+            bytes: 0,
+            broken: false,
+        })
+    }
+
+    /// Records written so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Part files started so far.
+    pub fn parts(&self) -> u64 {
+        self.next_part
+    }
+
+    /// Appends a record (see [`encode_record`](crate::encode_record) for how its fields
+    /// become features) and returns its index.
+    pub fn write_record(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.check_open()?;
+        self.encoder.record(record)?;
+        self.write_current()
+    }
+
+    /// Appends a record given as the prost message.
+    pub fn write_proto(&mut self, record: &OfRecord) -> Result<u64> {
+        self.check_open()?;
+        self.encoder.proto(record)?;
+        self.write_current()
+    }
+
+    /// Appends an already serialized `oneflow.OFRecord` (e.g. from
+    /// [`OfrecordReader::read_serialized`](crate::OfrecordReader::read_serialized)) as is.
+    /// It is parsed first, so bytes that are not a valid record are refused
+    /// ([`ErrorKind::InvalidInput`]).
+    pub fn write_serialized(&mut self, payload: &[u8]) -> Result<u64> {
+        self.check_open()?;
+        self.encoder.serialized(payload)?;
+        self.write_current()
+    }
+
+    /// Ends the current part: the next record starts a new one. Does nothing if the current
+    /// part has no records yet (parts are never empty).
+    pub fn start_new_part(&mut self) -> Result<()> {
+        self.check_open()?;
+        self.close_part()
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.staged.is_none() {
+            return Err(Error::new(ErrorKind::Closed, "the writer is already finished")
+                .with_path(&self.path)
+                .with_format(FORMAT));
+        }
+        if self.broken {
+            return Err(Error::new(
+                ErrorKind::Io,
+                "an earlier write failed; the writer cannot continue (nothing was saved)",
+            )
+            .with_path(&self.path)
+            .with_format(FORMAT));
+        }
+        Ok(())
+    }
+
+    /// Writes the frame the encoder holds, rolling to a new part first if needed.
+    fn write_current(&mut self) -> Result<u64> {
+        let frame_bytes = LENGTH_FIELD + self.encoder.payload.len() as u64;
+        if let Some(p) = &self.part {
+            let full_by_count = self.options.max_records_per_part.is_some_and(|m| p.records >= m);
+            let full_by_size = self
+                .options
+                .max_bytes_per_part
+                .is_some_and(|m| p.records > 0 && p.bytes.saturating_add(frame_bytes) > m);
+            if full_by_count || full_by_size {
+                self.close_part()?;
+            }
+        }
+        let result = self.write_frame_now();
+        if result.is_err() {
+            self.broken = true;
+        }
+        result.map_err(|e| e.with_path(&self.path).with_format(FORMAT))
+    }
+
+    fn write_frame_now(&mut self) -> Result<u64> {
+        if self.part.is_none() {
+            self.part = Some(self.open_part()?);
+        }
+        let Some(part) = self.part.as_mut() else {
+            return Err(Error::new(ErrorKind::Closed, "no open part"));
+        };
+        let n = write_frame(&mut part.out, &self.encoder.payload)
+            .map_err(|e| Error::io(e, "cannot write part file"))?;
+        part.records += 1;
+        part.bytes += n;
+        self.bytes += n;
+        self.records += 1;
+        Ok(self.records - 1)
+    }
+
+    fn open_part(&mut self) -> Result<PartOut> {
+        let staged =
+            self.staged.as_ref().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
+        let path = staged.path().join(self.options.naming.name(self.next_part));
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| Error::io(e, "cannot create part file").with_path(&path))?;
+        self.next_part += 1;
+        Ok(PartOut { out: BufWriter::with_capacity(BUFFER, file), records: 0, bytes: 0 })
+    }
+
+    fn close_part(&mut self) -> Result<()> {
+        if let Some(part) = self.part.take() {
+            let result = part
+                .out
+                .into_inner()
+                .map_err(|e| Error::io(e.into_error(), "cannot write part file"))
+                .map(drop);
+            if let Err(e) = result {
+                self.broken = true;
+                return Err(e.with_path(&self.path).with_format(FORMAT));
+            }
+        }
+        Ok(())
+    }
+
+    /// Flushes the last part, syncs every part and moves the directory into place.
+    pub fn finish(&mut self) -> Result<SinkSummary> {
+        self.check_open()?;
+        self.close_part()?;
+        if self.next_part == 0 {
+            // Zero records: one empty part, so the dataset opens (as no records).
+            let part = self.open_part()?;
+            drop(part);
+        }
+        let staged = self.staged.take().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
+        staged.commit().map_err(|e| e.with_format(FORMAT))?;
+        Ok(SinkSummary { records: self.records, bytes: self.bytes, paths: vec![self.path.clone()] })
+    }
+}
+
+impl RecordSink for OfrecordWriter {
+    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.write_record(record)
+    }
+
+    fn finish(&mut self) -> Result<SinkSummary> {
+        OfrecordWriter::finish(self)
+    }
+}
+
+/// Writes a single OFRecord part file.
+///
+/// The same encoding as [`OfrecordWriter`]; the file is staged under a temporary name and
+/// renamed into place by [`finish`](Self::finish) after an fsync, so a writer dropped early
+/// leaves nothing at the target path.
+pub struct OfrecordFileWriter {
+    staged: Option<StagedFile>,
+    out: Option<BufWriter<File>>,
+    path: PathBuf,
+    encoder: FrameEncoder,
+    records: u64,
+    bytes: u64,
+    broken: bool,
+}
+
+impl OfrecordFileWriter {
+    /// A writer of one part file at `path` with default options.
+    pub fn create(path: impl AsRef<Path>) -> Result<Self> {
+        Self::create_with(path, &OfrecordWriterOptions::default())
+    }
+
+    /// A writer of one part file at `path`; the part options (naming, rolling) do not apply.
+    pub fn create_with(path: impl AsRef<Path>, options: &OfrecordWriterOptions) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let staged = StagedFile::create(&path).map_err(|e| e.with_format(FORMAT))?;
+        let file = staged
+            .file()
+            .try_clone()
+            .map_err(|e| Error::io(e, "cannot clone file handle").with_format(FORMAT))?;
+        Ok(OfrecordFileWriter {
+            staged: Some(staged),
+            out: Some(BufWriter::with_capacity(BUFFER, file)),
+            path,
+            encoder: FrameEncoder::new(options),
+            records: 0,
+            bytes: 0,
+            broken: false,
+        })
+    }
+
+    /// Records written so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Appends a record and returns its index.
+    pub fn write_record(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.check_open()?;
+        self.encoder.record(record)?;
+        self.write_current()
+    }
+
+    /// Appends a record given as the prost message.
+    pub fn write_proto(&mut self, record: &OfRecord) -> Result<u64> {
+        self.check_open()?;
+        self.encoder.proto(record)?;
+        self.write_current()
+    }
+
+    /// Appends an already serialized `oneflow.OFRecord` as is (after checking it parses).
+    pub fn write_serialized(&mut self, payload: &[u8]) -> Result<u64> {
+        self.check_open()?;
+        self.encoder.serialized(payload)?;
+        self.write_current()
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.out.is_none() {
+            return Err(Error::new(ErrorKind::Closed, "the writer is already finished")
+                .with_path(&self.path)
+                .with_format(FORMAT));
+        }
+        if self.broken {
+            return Err(Error::new(
+                ErrorKind::Io,
+                "an earlier write failed; the writer cannot continue (nothing was saved)",
+            )
+            .with_path(&self.path)
+            .with_format(FORMAT));
+        }
+        Ok(())
+    }
+
+    fn write_current(&mut self) -> Result<u64> {
+        let Some(out) = self.out.as_mut() else {
+            return Err(Error::new(ErrorKind::Closed, "the writer is already finished"));
+        };
+        match write_frame(out, &self.encoder.payload) {
+            Ok(n) => {
+                self.bytes += n;
+                self.records += 1;
+                Ok(self.records - 1)
+            }
+            Err(e) => {
+                self.broken = true;
+                Err(Error::io(e, "cannot write part file")
+                    .with_path(&self.path)
+                    .with_format(FORMAT))
+            }
+        }
+    }
+
+    /// Flushes, syncs and moves the file into place.
+    pub fn finish(&mut self) -> Result<SinkSummary> {
+        self.check_open()?;
+        let out = self.out.take().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
+        let staged = self.staged.take().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
+        let result = out
+            .into_inner()
+            .map_err(|e| Error::io(e.into_error(), "cannot write part file"))
+            .and_then(|_| staged.commit());
+        if let Err(e) = result {
+            self.broken = true;
+            return Err(e.with_path(&self.path).with_format(FORMAT));
+        }
+        Ok(SinkSummary { records: self.records, bytes: self.bytes, paths: vec![self.path.clone()] })
+    }
+}
+
+impl RecordSink for OfrecordFileWriter {
+    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.write_record(record)
+    }
+
+    fn finish(&mut self) -> Result<SinkSummary> {
+        OfrecordFileWriter::finish(self)
+    }
+}
