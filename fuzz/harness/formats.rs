@@ -12,7 +12,10 @@ fn ffrecord_options(verify: bool) -> FfrecordOptions {
 /// FFRecord header, tables and records, with and without checksum verification.
 pub fn ffrecord_file(data: &[u8]) {
     for verify in [true, false] {
-        if let Ok(r) = FfrecordReader::from_files(MemFiles::single("fuzz.ffr", data), &ffrecord_options(verify)) {
+        if let Ok(r) = FfrecordReader::from_files(
+            MemFiles::single("fuzz.ffr", data),
+            &ffrecord_options(verify),
+        ) {
             exercise(&r);
             let _ = r.validate();
             if let Ok(p) = reel::ffrecord::PackedFolder::from_reader(r, &limits()) {
@@ -30,7 +33,10 @@ pub fn ffrecord_file(data: &[u8]) {
 pub fn ffrecord_pickle(data: &[u8]) {
     if let Ok(tree) = pickle::parse_folder_index(data, 64) {
         let again = pickle::write_folder_index(&tree);
-        assert_eq!(pickle::parse_folder_index(&again, 64).expect("reel's own pickle must parse"), tree);
+        assert_eq!(
+            pickle::parse_folder_index(&again, 64).expect("reel's own pickle must parse"),
+            tree
+        );
     }
 }
 

@@ -99,6 +99,13 @@ pub(crate) fn create(
         }
         #[cfg(feature = "ofrecord")]
         Format::Ofrecord => Ok(Box::new(reel_ofrecord::OfrecordWriter::create(path)?)),
+        #[cfg(feature = "granular")]
+        Format::Granular => Ok(Box::new(reel_granular::GranularSink::new(
+            path,
+            options.schema.as_deref(),
+            options.version.as_deref(),
+            Default::default(),
+        ))),
         #[cfg(feature = "gulp")]
         Format::Gulp => Ok(Box::new(reel_gulp::GulpWriter::create(
             path,

@@ -1,0 +1,424 @@
+//! Writing sharded datasets: a root of `000000/`, `000001/`, … shard folders, each a
+//! complete dataset (the reference's `ShardedDatasetWriter`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use reel_core::staged::{sync_dir, sync_tree};
+use reel_core::{Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary};
+
+use super::dataset::{GranularWriter, GranularWriterOptions, PARTIAL_SPEC, staging_path};
+use super::refs_writer::{BagsWriter, RefsFlavor};
+use crate::FORMAT;
+use crate::files::shard_name;
+use crate::spec::GranularSpec;
+
+/// The layout of each shard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ShardFormat {
+    /// The current layout ([`GranularWriter`]); resumable.
+    Indexed,
+    /// A refs-based layout ([`BagsWriter`]).
+    Refs(RefsFlavor),
+}
+
+/// How a sharded dataset is split into shards.
+#[derive(Clone, Debug)]
+pub struct ShardedWriterOptions {
+    /// Datapoints per shard; `None` writes a single, unbounded shard.
+    pub shard_len: Option<u64>,
+    /// Number of the first shard this writer writes.
+    pub shard_start: u64,
+    /// Distance between the shard numbers this writer writes (several writers can fill
+    /// one root: writer k of n uses start k, step n). Needs `shard_len` when above 1, as
+    /// does a start above 0.
+    pub shard_step: u64,
+    /// The layout of each shard.
+    pub format: ShardFormat,
+    /// Options of the shard writers.
+    pub writer: GranularWriterOptions,
+}
+
+impl Default for ShardedWriterOptions {
+    fn default() -> Self {
+        ShardedWriterOptions {
+            shard_len: None,
+            shard_start: 0,
+            shard_step: 1,
+            format: ShardFormat::Indexed,
+            writer: GranularWriterOptions::default(),
+        }
+    }
+}
+
+impl ShardedWriterOptions {
+    /// Datapoints per shard.
+    pub fn shard_len(mut self, len: u64) -> Self {
+        self.shard_len = Some(len);
+        self
+    }
+
+    /// The first shard number and the step between shard numbers.
+    pub fn shards(mut self, start: u64, step: u64) -> Self {
+        self.shard_start = start;
+        self.shard_step = step;
+        self
+    }
+
+    /// The layout of each shard.
+    pub fn format(mut self, format: ShardFormat) -> Self {
+        self.format = format;
+        self
+    }
+}
+
+enum ShardSink {
+    Indexed(GranularWriter),
+    Refs(BagsWriter),
+}
+
+impl ShardSink {
+    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        match self {
+            ShardSink::Indexed(w) => w.append(record),
+            ShardSink::Refs(w) => w.append(record),
+        }
+    }
+
+    fn len(&self) -> u64 {
+        match self {
+            ShardSink::Indexed(w) => w.len(),
+            ShardSink::Refs(w) => w.len(),
+        }
+    }
+
+    fn finish(&mut self) -> Result<SinkSummary> {
+        match self {
+            ShardSink::Indexed(w) => w.finish(),
+            ShardSink::Refs(w) => w.finish(),
+        }
+    }
+}
+
+/// Writes a sharded dataset: shard `shard_start` first, a new shard every `shard_len`
+/// datapoints, shard numbers advancing by `shard_step`.
+///
+/// Each shard is written by a shard writer that stages it and publishes it complete (a
+/// [`GranularWriter`] or [`BagsWriter`]). When the root does not exist yet, the writer
+/// creates it under a staging name too and moves it into place on
+/// [`finish`](Self::finish), so an unfinished sharded dataset never appears under its
+/// name; when the root exists (several writers filling one root), each shard appears when
+/// it is complete. [`resume`](Self::resume) continues after a crash (current layout only).
+pub struct ShardedWriter {
+    root: PathBuf,
+    base: PathBuf,
+    root_staged: bool,
+    spec: GranularSpec,
+    options: ShardedWriterOptions,
+    next_shard: u64,
+    current: Option<ShardSink>,
+    done_len: u64,
+    done_bytes: u64,
+    done_shards: u64,
+    state: State,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Open,
+    Broken,
+    Finished,
+    Suspended,
+}
+
+impl ShardedWriter {
+    /// Starts writing shards of `spec` under `root`.
+    pub fn create(
+        root: impl AsRef<Path>,
+        spec: &GranularSpec,
+        options: &ShardedWriterOptions,
+    ) -> Result<Self> {
+        check_options(options)?;
+        let root = root.as_ref().to_path_buf();
+        let (base, root_staged) = if root.exists() {
+            if !root.is_dir() {
+                return Err(Error::invalid_input("the sharded root is not a directory")
+                    .with_path(&root)
+                    .with_format(FORMAT));
+            }
+            (root.clone(), false)
+        } else {
+            let staging = staging_path(&root)?;
+            if staging.exists() {
+                return Err(Error::invalid_input(format!(
+                    "an interrupted write of this dataset exists at {}: resume it with \
+                     ShardedWriter::resume, or delete it",
+                    staging.display()
+                ))
+                .with_path(&root)
+                .with_format(FORMAT));
+            }
+            if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
+                fs::create_dir_all(parent)
+                    .map_err(|e| Error::io(e, "cannot create directory").with_path(parent))?;
+            }
+            fs::create_dir(&staging)
+                .map_err(|e| Error::io(e, "cannot create staging directory").with_path(&staging))?;
+            (staging, true)
+        };
+        Ok(ShardedWriter {
+            root,
+            base,
+            root_staged,
+            spec: spec.sorted(),
+            next_shard: options.shard_start,
+            options: options.clone(),
+            current: None,
+            done_len: 0,
+            done_bytes: 0,
+            done_shards: 0,
+            state: State::Open,
+        })
+    }
+
+    /// Continues the sharded dataset at `root` (or its interrupted staging root) written
+    /// in the current layout: complete shards of this writer's sequence are counted, a
+    /// shard that is not full (or was interrupted) is resumed, and new shards follow.
+    pub fn resume(
+        root: impl AsRef<Path>,
+        spec: &GranularSpec,
+        options: &ShardedWriterOptions,
+    ) -> Result<Self> {
+        check_options(options)?;
+        if options.format != ShardFormat::Indexed {
+            return Err(Error::unsupported(
+                "only shards in the current layout can be resumed (refs-based bags are \
+                 unreadable until finished)",
+            )
+            .with_format(FORMAT));
+        }
+        let root = root.as_ref().to_path_buf();
+        let staging = staging_path(&root)?;
+        let (base, root_staged) = if staging.is_dir() {
+            (staging, true)
+        } else if root.is_dir() {
+            (root.clone(), false)
+        } else {
+            return Err(Error::new(ErrorKind::NotFound, "no sharded dataset to resume")
+                .with_path(&root)
+                .with_format(FORMAT));
+        };
+        let mut w = ShardedWriter {
+            root,
+            base,
+            root_staged,
+            spec: spec.sorted(),
+            next_shard: options.shard_start,
+            options: options.clone(),
+            current: None,
+            done_len: 0,
+            done_bytes: 0,
+            done_shards: 0,
+            // Until resumed, a failure must not delete what is being rescued.
+            state: State::Suspended,
+        };
+        loop {
+            let dir = w.base.join(shard_name(w.next_shard));
+            let partial = staging_path(&dir)?.join(PARTIAL_SPEC).is_file();
+            if !partial && !dir.join("spec.json").is_file() {
+                break;
+            }
+            let shard = GranularWriter::resume_with(&dir, &w.options.writer)?;
+            if !shard.spec().same_mapping(&w.spec) {
+                return Err(Error::schema(format!(
+                    "shard {} has another spec than the one given",
+                    dir.display()
+                ))
+                .with_format(FORMAT));
+            }
+            let full = w.options.shard_len.is_some_and(|n| shard.len() >= n);
+            if partial || !full {
+                w.current = Some(ShardSink::Indexed(shard));
+                break;
+            }
+            w.done_len += shard.len();
+            w.done_bytes += shard.size();
+            w.done_shards += 1;
+            w.next_shard += w.options.shard_step;
+            // A complete shard was opened only to be counted: leave it untouched.
+            shard.suspend()?;
+        }
+        w.state = State::Open;
+        Ok(w)
+    }
+
+    /// Datapoints written by this writer (and found by `resume`).
+    pub fn len(&self) -> u64 {
+        self.done_len + self.current.as_ref().map_or(0, ShardSink::len)
+    }
+
+    /// Whether no datapoint was written.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Shards written (the current one included).
+    pub fn shards(&self) -> u64 {
+        self.done_shards + u64::from(self.current.is_some())
+    }
+
+    /// The spec, keys sorted.
+    pub fn spec(&self) -> &GranularSpec {
+        &self.spec
+    }
+
+    fn check_open(&self) -> Result<()> {
+        match self.state {
+            State::Open => Ok(()),
+            State::Broken => {
+                Err(Error::new(ErrorKind::Io, "an earlier write failed").with_format(FORMAT))
+            }
+            _ => Err(Error::new(ErrorKind::Closed, "the writer is finished").with_format(FORMAT)),
+        }
+    }
+
+    /// Appends a datapoint and returns the number of datapoints written so far minus one
+    /// (its global index when this writer writes every shard).
+    pub fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.check_open()?;
+        if self.current.is_none() {
+            let dir = self.base.join(shard_name(self.next_shard));
+            let sink = match self.options.format {
+                ShardFormat::Indexed => ShardSink::Indexed(GranularWriter::create_with(
+                    &dir,
+                    &self.spec,
+                    &self.options.writer,
+                )?),
+                ShardFormat::Refs(flavor) => ShardSink::Refs(BagsWriter::create_with(
+                    &dir,
+                    &self.spec,
+                    flavor,
+                    &self.options.writer.codecs,
+                    self.options.writer.encode,
+                )?),
+            };
+            self.current = Some(sink);
+        }
+        let Some(current) = self.current.as_mut() else {
+            return Err(Error::new(ErrorKind::Closed, "no open shard").with_format(FORMAT));
+        };
+        current.append(record)?;
+        if self.options.shard_len.is_some_and(|n| current.len() >= n) {
+            self.close_shard()?;
+        }
+        Ok(self.len() - 1)
+    }
+
+    fn close_shard(&mut self) -> Result<()> {
+        if let Some(mut shard) = self.current.take() {
+            match shard.finish() {
+                Ok(summary) => {
+                    self.done_len += summary.records;
+                    self.done_bytes += summary.bytes;
+                    self.done_shards += 1;
+                    self.next_shard += self.options.shard_step;
+                }
+                Err(e) => {
+                    self.state = State::Broken;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Finishes the current shard and, when the root was created by this writer, moves
+    /// the root into place.
+    pub fn finish(&mut self) -> Result<SinkSummary> {
+        self.check_open()?;
+        self.close_shard()?;
+        if self.root_staged {
+            let r = publish(&self.base, &self.root);
+            if let Err(e) = r {
+                self.state = State::Broken;
+                return Err(e);
+            }
+        }
+        self.state = State::Finished;
+        Ok(SinkSummary {
+            records: self.done_len,
+            bytes: self.done_bytes,
+            paths: vec![self.root.clone()],
+        })
+    }
+
+    /// Flushes and keeps what was written for [`resume`](Self::resume) (current layout only).
+    pub fn suspend(mut self) -> Result<()> {
+        self.check_open()?;
+        self.state = State::Suspended;
+        match self.current.take() {
+            Some(ShardSink::Indexed(w)) => w.suspend(),
+            Some(ShardSink::Refs(_)) => Err(Error::unsupported(
+                "a refs-based shard cannot be suspended (its tables are written on finish); \
+                 its datapoints are lost",
+            )
+            .with_format(FORMAT)),
+            None => Ok(()),
+        }
+    }
+}
+
+fn publish(staging: &Path, root: &Path) -> Result<()> {
+    sync_tree(staging)?;
+    if root.exists() {
+        fs::remove_dir(root).map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!("output already exists and is not an empty directory ({e})"),
+            )
+            .with_path(root)
+        })?;
+    }
+    fs::rename(staging, root)
+        .map_err(|e| Error::io(e, "cannot move dataset into place").with_path(root))?;
+    let parent = root.parent().filter(|p| !p.as_os_str().is_empty());
+    sync_dir(parent.unwrap_or(Path::new(".")))
+}
+
+impl Drop for ShardedWriter {
+    fn drop(&mut self) {
+        // The current shard's writer removes its own staging directory.
+        self.current = None;
+        if self.root_staged && self.state == State::Open {
+            let _ = fs::remove_dir_all(&self.base);
+        }
+    }
+}
+
+impl RecordSink for ShardedWriter {
+    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        ShardedWriter::append(self, record)
+    }
+
+    fn finish(&mut self) -> Result<SinkSummary> {
+        ShardedWriter::finish(self)
+    }
+}
+
+fn check_options(o: &ShardedWriterOptions) -> Result<()> {
+    if o.shard_step == 0 {
+        return Err(Error::invalid_input("the shard step must be at least 1").with_format(FORMAT));
+    }
+    if o.shard_len == Some(0) {
+        return Err(
+            Error::invalid_input("a shard must hold at least one datapoint").with_format(FORMAT)
+        );
+    }
+    if (o.shard_start > 0 || o.shard_step > 1) && o.shard_len.is_none() {
+        return Err(Error::invalid_input(
+            "a shard start above 0 or a step above 1 needs a shard length",
+        )
+        .with_format(FORMAT));
+    }
+    Ok(())
+}

@@ -1,0 +1,448 @@
+//! Writers: the spec's worked examples byte for byte, staging and resuming, sharding.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::fs;
+use std::path::Path;
+
+use reel_core::testing::golden::unhex;
+use reel_core::{DType, ErrorKind, Record, RecordSink, RecordSource, RecordSourceExt};
+use reel_granular::{
+    BagsWriter, GranularMask, GranularReader, GranularSpec, GranularWriter, GranularWriterOptions,
+    PARTIAL_SPEC, RefsFlavor, ShardFormat, ShardedWriter, ShardedWriterOptions, staging_path,
+};
+
+fn u64s(v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn files_of(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into())
+        .collect();
+    v.sort();
+    v
+}
+
+fn example_spec() -> GranularSpec {
+    GranularSpec::new().with("name", "utf8").with("label", "int").with("vec", "array")
+}
+
+#[test]
+fn current_layout_worked_example() {
+    // spec §10.1: granular 0.24.2 writes exactly these bytes.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    let mut w = GranularWriter::create(&dir, &example_spec()).unwrap();
+    let mut a = Record::new().with_str("name", "hi").with_int("label", 7);
+    a.push_array("vec", DType::U8, &[2], &[1, 2]).unwrap();
+    let mut b = Record::new().with_str("name", "abc").with_int("label", 300);
+    b.push_array("vec", DType::F32, &[0], &[]).unwrap();
+    assert_eq!(w.append(a.view()).unwrap(), 0);
+    assert_eq!(w.append(b.view()).unwrap(), 1);
+    assert_eq!(w.size(), 76);
+    assert!(!dir.exists(), "nothing appears before finish");
+    let summary = w.finish().unwrap();
+    assert_eq!((summary.records, summary.bytes), (2, 76));
+    assert_eq!(
+        fs::read_to_string(dir.join("spec.json")).unwrap(),
+        r#"{"label": "int", "name": "utf8", "vec": "array"}"#
+    );
+    assert_eq!(fs::read(dir.join("label.bag")).unwrap(), unhex("072c01"));
+    assert_eq!(fs::read(dir.join("label.idx")).unwrap(), u64s(&[1, 3]));
+    assert_eq!(fs::read(dir.join("name.bag")).unwrap(), b"hiabc");
+    assert_eq!(fs::read(dir.join("name.idx")).unwrap(), u64s(&[2, 5]));
+    assert_eq!(
+        fs::read(dir.join("vec.bag")).unwrap(),
+        unhex("93a37c753191 02c4020102 93a33c663491 00c400".replace(' ', "").as_str())
+    );
+    assert_eq!(fs::read(dir.join("vec.idx")).unwrap(), u64s(&[11, 20]));
+    assert_eq!(files_of(tmp.path()), ["ds"]);
+
+    let r = GranularReader::open(&dir).unwrap();
+    assert_eq!(r.read(1).unwrap().get("label").unwrap().as_i64(), Some(300));
+}
+
+#[test]
+fn empty_values_and_zero_datapoints() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = GranularSpec::new().with("a", "utf8").with("b", "bytes");
+    let dir = tmp.path().join("e");
+    let mut w = GranularWriter::create(&dir, &spec).unwrap();
+    w.append(Record::new().with_str("a", "").with_bytes("b", b"").view()).unwrap();
+    w.append(Record::new().with_str("a", "x").with_bytes("b", b"").view()).unwrap();
+    w.finish().unwrap();
+    assert_eq!(fs::read(dir.join("a.bag")).unwrap(), b"x");
+    assert_eq!(fs::read(dir.join("a.idx")).unwrap(), u64s(&[0, 1]));
+    assert_eq!(fs::read(dir.join("b.idx")).unwrap(), u64s(&[0, 0]));
+
+    let dir = tmp.path().join("zero");
+    GranularWriter::create(&dir, &spec).unwrap().finish().unwrap();
+    assert_eq!(files_of(&dir), ["a.bag", "a.idx", "b.bag", "b.idx", "spec.json"]);
+    assert!(fs::read(dir.join("a.bag")).unwrap().is_empty());
+    assert_eq!(GranularReader::open(&dir).unwrap().len(), 0);
+}
+
+#[test]
+fn refs_layouts_worked_examples() {
+    let tmp = tempfile::tempdir().unwrap();
+    // spec §10.2: granular 0.21.2, single-file v2 bags.
+    let spec =
+        GranularSpec::new().with("name", "utf8").with("label", "int").with("words", "utf8[]");
+    let dir = tmp.path().join("g2");
+    let mut w = BagsWriter::create(&dir, &spec, RefsFlavor::Granular021).unwrap();
+    for (name, label, words) in [("hi", 7, &["a", "bc"][..]), ("abc", 300, &[]), ("z", 1, &["d"])] {
+        let mut r = Record::new().with_str("name", name).with_int("label", label);
+        let mut out = r.out();
+        let items = words.iter().map(|w| out.append_str(w)).collect();
+        out.push("words".into(), reel_core::Value::List(items));
+        w.append(r.view()).unwrap();
+    }
+    w.finish().unwrap();
+    let mut label = unhex("072c0101");
+    label.extend(u64s(&[1, 3, 4]));
+    assert_eq!(fs::read(dir.join("label.bag")).unwrap(), label);
+    let mut refs = unhex("930000920002930101909302029202 01".replace(' ', "").as_str());
+    refs.extend(u64s(&[6, 10, 16]));
+    assert_eq!(fs::read(dir.join("refs.bag")).unwrap(), refs);
+    assert_eq!(fs::read(dir.join("words.bag")).unwrap().len(), 28);
+    assert_eq!(fs::read(dir.join("spec.json")).unwrap().len(), 51);
+    let r = GranularReader::open(&dir).unwrap();
+    let avail = r.available(1).unwrap();
+    assert_eq!(avail[2].items, Some(0..0));
+    let part = r.read_masked(0, &GranularMask::new().items("words", 1..5)).unwrap();
+    assert_eq!(part.get("words").unwrap().as_list().unwrap().get(0).unwrap().as_str(), Some("bc"));
+
+    // spec §10.3: bags 0.5.1, single-file v1 bags, unsigned int with 0 as an empty record.
+    let spec = GranularSpec::new()
+        .with("name", "utf8")
+        .with("label", "int")
+        .with("words", "utf8[]")
+        .with("vec", "array(uint8,2)");
+    let dir = tmp.path().join("g1");
+    let mut w = BagsWriter::create(&dir, &spec, RefsFlavor::Bags051).unwrap();
+    for (name, label, words, vec) in [("hi", 7, &["a", "bc"][..], [1u8, 2]), ("", 0, &[], [3, 4])] {
+        let mut r = Record::new().with_str("name", name).with_int("label", label);
+        r.push_array("vec", DType::U8, &[2], &vec).unwrap();
+        let mut out = r.out();
+        let items = words.iter().map(|w| out.append_str(w)).collect();
+        out.push("words".into(), reel_core::Value::List(items));
+        w.append(r.view()).unwrap();
+    }
+    w.finish().unwrap();
+    assert_eq!(
+        fs::read_to_string(dir.join("spec.json")).unwrap(),
+        r#"{"label": "int", "name": "utf8", "vec": "array(uint8,2)", "words": "utf8[]"}"#
+    );
+    let mut label = vec![7u8];
+    label.extend(u64s(&[0, 1, 1]));
+    assert_eq!(fs::read(dir.join("label.bag")).unwrap(), label);
+    let mut refs = unhex("94000000920002940101 0190".replace(' ', "").as_str());
+    refs.extend(u64s(&[0, 7, 12]));
+    assert_eq!(fs::read(dir.join("refs.bag")).unwrap(), refs);
+    for (f, size) in [("name.bag", 26), ("vec.bag", 28), ("words.bag", 27)] {
+        assert_eq!(fs::read(dir.join(f)).unwrap().len(), size, "{f}");
+    }
+    let r = GranularReader::open(&dir).unwrap();
+    let dp = r.read(1).unwrap();
+    assert_eq!(dp.get("label").unwrap().as_i64(), Some(0));
+    assert!(dp.get("words").unwrap().as_list().unwrap().is_empty());
+    assert_eq!(dp.get("vec").unwrap().as_array().unwrap().data, &[3, 4]);
+}
+
+#[test]
+fn v2_bags_refuse_a_leading_empty_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = GranularSpec::new().with("s", "utf8");
+    let mut w = BagsWriter::create(tmp.path().join("d"), &spec, RefsFlavor::Granular021).unwrap();
+    let e = w.append(Record::new().with_str("s", "").view()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    // The dataset cannot be finished consistently any more, and nothing is left behind.
+    assert!(w.finish().is_err());
+    drop(w);
+    assert!(files_of(tmp.path()).is_empty());
+}
+
+#[test]
+fn dropped_writers_leave_nothing_that_opens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = GranularSpec::new().with("x", "bytes");
+    {
+        let mut w = GranularWriter::create(tmp.path().join("a"), &spec).unwrap();
+        w.append(Record::new().with_bytes("x", b"1").view()).unwrap();
+        w.flush().unwrap();
+        // The staging directory exists but is not a dataset for any reader.
+        assert!(GranularReader::open(w.files_dir()).is_err());
+    }
+    {
+        let mut w = BagsWriter::create(tmp.path().join("b"), &spec, RefsFlavor::Bags051).unwrap();
+        w.append(Record::new().with_bytes("x", b"1").view()).unwrap();
+    }
+    {
+        let o = ShardedWriterOptions::default().shard_len(1);
+        let mut w = ShardedWriter::create(tmp.path().join("c"), &spec, &o).unwrap();
+        for _ in 0..3 {
+            w.append(Record::new().with_bytes("x", b"1").view()).unwrap();
+        }
+    }
+    assert!(files_of(tmp.path()).is_empty(), "{:?}", files_of(tmp.path()));
+}
+
+#[test]
+fn crashed_write_resumes_without_the_torn_index_bug() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    let spec = GranularSpec::new().with("k", "int").with("t", "utf8");
+    let mut w = GranularWriter::create(&dir, &spec).unwrap();
+    for i in 0..5 {
+        w.append(Record::new().with_int("k", i).with_str("t", &format!("r{i}")).view()).unwrap();
+    }
+    w.suspend().unwrap();
+    // Simulate a crash in the middle of the next flush: column k got data and a torn index
+    // entry, column t one whole record more than k.
+    let staging = staging_path(&dir).unwrap();
+    assert!(staging.join(PARTIAL_SPEC).is_file() && !dir.exists());
+    let append = |name: &str, bytes: &[u8]| {
+        use std::io::Write;
+        fs::OpenOptions::new()
+            .append(true)
+            .open(staging.join(name))
+            .unwrap()
+            .write_all(bytes)
+            .unwrap();
+    };
+    append("k.bag", b"\x05\x06");
+    append("k.idx", &[1, 2, 3]);
+    append("t.bag", b"r5junk");
+    append("t.idx", &u64s(&[12]));
+
+    let mut w = GranularWriter::resume(&dir).unwrap();
+    assert_eq!(w.len(), 5);
+    for i in 5..8 {
+        w.append(Record::new().with_int("k", i).with_str("t", &format!("r{i}")).view()).unwrap();
+    }
+    w.finish().unwrap();
+    assert!(!staging.exists());
+    let r = GranularReader::open(&dir).unwrap();
+    assert!(r.info().warnings.is_empty());
+    assert_eq!(r.len(), 8);
+    for i in 0..8 {
+        let dp = r.read(i).unwrap();
+        assert_eq!(dp.get("k").unwrap().as_i64(), Some(i as i64));
+        assert_eq!(dp.view().str("t"), Some(format!("r{i}").as_str()));
+    }
+    assert_eq!(fs::read(dir.join("k.idx")).unwrap(), u64s(&(1..=8).collect::<Vec<_>>()));
+
+    // A finished dataset is appended to in place; a torn entry there is repaired too.
+    {
+        use std::io::Write;
+        fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("t.idx"))
+            .unwrap()
+            .write_all(&[9; 5])
+            .unwrap();
+    }
+    assert_eq!(GranularReader::open(&dir).err().unwrap().kind(), ErrorKind::Corrupt);
+    let mut w = GranularWriter::resume(&dir).unwrap();
+    w.append(Record::new().with_int("k", 8).with_str("t", "r8").view()).unwrap();
+    w.finish().unwrap();
+    assert_eq!(GranularReader::open(&dir).unwrap().read(8).unwrap().view().str("t"), Some("r8"));
+}
+
+#[test]
+fn create_and_resume_guard_existing_data() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    let spec = GranularSpec::new().with("x", "bytes");
+    let mut w = GranularWriter::create(&dir, &spec).unwrap();
+    w.append(Record::new().with_bytes("x", b"a").view()).unwrap();
+    w.finish().unwrap();
+    assert_eq!(GranularWriter::create(&dir, &spec).err().unwrap().kind(), ErrorKind::InvalidInput);
+    let other = GranularSpec::new().with("y", "bytes");
+    let e = GranularWriter::create_or_resume(&dir, &other, &GranularWriterOptions::default());
+    assert_eq!(e.err().unwrap().kind(), ErrorKind::Schema);
+    let mut w =
+        GranularWriter::create_or_resume(&dir, &spec, &GranularWriterOptions::default()).unwrap();
+    assert_eq!(w.len(), 1);
+    // A datapoint with a missing or an extra key is refused and changes nothing.
+    assert_eq!(w.append(Record::new().view()).unwrap_err().kind(), ErrorKind::Schema);
+    let extra = Record::new().with_bytes("x", b"b").with_int("z", 1);
+    assert_eq!(w.append(extra.view()).unwrap_err().kind(), ErrorKind::Schema);
+    assert_eq!(
+        w.append(Record::new().with_int("x", 1).view()).unwrap_err().kind(),
+        ErrorKind::Schema
+    );
+    assert_eq!(w.len(), 1);
+    w.finish().unwrap();
+    assert_eq!(
+        w.append(Record::new().with_bytes("x", b"c").view()).unwrap_err().kind(),
+        ErrorKind::Closed
+    );
+    // Specs the reference would refuse.
+    for bad in [
+        GranularSpec::new(),
+        GranularSpec::new().with("Up", "bytes"),
+        GranularSpec::new().with("a/b", "bytes"),
+    ] {
+        assert!(GranularWriter::create(tmp.path().join("bad"), &bad).is_err());
+    }
+    assert!(
+        GranularWriter::create(tmp.path().join("bad"), &GranularSpec::new().with("a", "nope"))
+            .is_err()
+    );
+    assert!(
+        !tmp.path().join("bad").exists()
+            && !staging_path(&tmp.path().join("bad")).unwrap().exists()
+    );
+}
+
+#[test]
+fn sharded_writer_splits_and_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let spec = GranularSpec::new().with("n", "i64");
+    let o = ShardedWriterOptions::default().shard_len(4);
+    let mut w = ShardedWriter::create(&root, &spec, &o).unwrap();
+    for i in 0..6 {
+        assert_eq!(w.append(Record::new().with_int("n", i).view()).unwrap(), i as u64);
+    }
+    assert_eq!(w.shards(), 2);
+    w.suspend().unwrap();
+    assert!(!root.exists());
+    let mut w = ShardedWriter::resume(&root, &spec, &o).unwrap();
+    assert_eq!(w.len(), 6);
+    for i in 6..10 {
+        w.append(Record::new().with_int("n", i).view()).unwrap();
+    }
+    let s = w.finish().unwrap();
+    assert_eq!(s.records, 10);
+    assert_eq!(files_of(&root), ["000000", "000001", "000002"]);
+    let r = GranularReader::open(&root).unwrap();
+    assert_eq!((r.len(), r.shard_count()), (10, 3));
+    for i in 0..10 {
+        assert_eq!(r.read(i).unwrap().get("n").unwrap().as_i64(), Some(i as i64));
+    }
+    let odd = reel_granular::GranularReader::open_with(
+        &root,
+        &reel_granular::GranularOptions::default().shards(1, 2),
+    )
+    .unwrap();
+    assert_eq!(odd.len(), 4);
+    assert_eq!(odd.read(0).unwrap().get("n").unwrap().as_i64(), Some(4));
+
+    // Two writers fill one existing root: shards 0, 2, … and 1, 3, ….
+    let root = tmp.path().join("multi");
+    fs::create_dir(&root).unwrap();
+    for start in 0..2 {
+        let o = ShardedWriterOptions::default()
+            .shard_len(2)
+            .shards(start, 2)
+            .format(ShardFormat::Refs(RefsFlavor::Bags051));
+        let mut w = ShardedWriter::create(&root, &spec.clone().with("n", "int"), &o).unwrap();
+        for i in 0..4 {
+            w.append(Record::new().with_int("n", 10 * start as i64 + i).view()).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    let r = GranularReader::open(&root).unwrap();
+    let values: Vec<i64> =
+        (0..8).map(|i| r.read(i).unwrap().get("n").unwrap().as_i64().unwrap()).collect();
+    assert_eq!(values, [0, 1, 10, 11, 2, 3, 12, 13]);
+    assert!(
+        ShardedWriter::create(
+            tmp.path().join("x"),
+            &spec,
+            &ShardedWriterOptions::default().shards(1, 1)
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn writers_are_record_sinks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = GranularSpec::new().with("x", "utf8");
+    let mut sinks: Vec<Box<dyn RecordSink>> = vec![
+        Box::new(GranularWriter::create(tmp.path().join("a"), &spec).unwrap()),
+        Box::new(BagsWriter::create(tmp.path().join("b"), &spec, RefsFlavor::Bags051).unwrap()),
+        Box::new(
+            ShardedWriter::create(tmp.path().join("c"), &spec, &ShardedWriterOptions::default())
+                .unwrap(),
+        ),
+    ];
+    for s in &mut sinks {
+        s.append(Record::new().with_str("x", "hello").view()).unwrap();
+        assert_eq!(s.finish().unwrap().records, 1);
+        assert_eq!(s.finish().unwrap_err().kind(), ErrorKind::Closed);
+    }
+    for d in ["a", "b", "c"] {
+        assert_eq!(
+            GranularReader::open(tmp.path().join(d)).unwrap().read(0).unwrap().view().str("x"),
+            Some("hello")
+        );
+    }
+}
+
+#[test]
+fn finish_refuses_to_overwrite_and_can_be_retried() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    let spec = GranularSpec::new().with("x", "bytes");
+    let mut w = GranularWriter::create(&dir, &spec).unwrap();
+    w.append(Record::new().with_bytes("x", b"a").view()).unwrap();
+    fs::create_dir(&dir).unwrap();
+    fs::write(dir.join("other"), b"precious").unwrap();
+    assert_eq!(w.finish().unwrap_err().kind(), ErrorKind::InvalidInput);
+    assert_eq!(fs::read(dir.join("other")).unwrap(), b"precious");
+    fs::remove_dir_all(&dir).unwrap();
+    w.append(Record::new().with_bytes("x", b"b").view()).unwrap();
+    assert_eq!(w.finish().unwrap().records, 2);
+    assert_eq!(GranularReader::open(&dir).unwrap().len(), 2);
+}
+
+#[test]
+fn sink_picks_layout_and_spec_from_the_source() {
+    use reel_granular::GranularSink;
+    let tmp = tempfile::tempdir().unwrap();
+    // A bags source converts to an identical bags dataset.
+    let spec = GranularSpec::new().with("words", "utf8[]").with("n", "int");
+    let src = tmp.path().join("src");
+    let mut w = BagsWriter::create(&src, &spec, RefsFlavor::Bags051).unwrap();
+    for i in 0..4 {
+        let mut r = Record::new().with_int("n", i);
+        let mut out = r.out();
+        let words = (0..i).map(|k| out.append_str(&format!("{i}{k}"))).collect();
+        out.push("words".into(), reel_core::Value::List(words));
+        w.append(r.view()).unwrap();
+    }
+    w.finish().unwrap();
+    let reader = GranularReader::open(&src).unwrap();
+    let info = reader.info();
+    let dst = tmp.path().join("dst");
+    let mut sink = GranularSink::new(
+        &dst,
+        info.schema.as_deref(),
+        info.version.as_deref(),
+        GranularWriterOptions::default(),
+    );
+    for i in 0..reader.len() {
+        sink.append(reader.read(i).unwrap().view()).unwrap();
+    }
+    assert_eq!(sink.finish().unwrap().records, 4);
+    for f in files_of(&src) {
+        assert_eq!(fs::read(src.join(&f)).unwrap(), fs::read(dst.join(&f)).unwrap(), "{f}");
+    }
+    // Another format's schema is not a spec: the first record decides.
+    let other = tmp.path().join("other");
+    let schema = [reel_core::FieldSpec { name: "x".into(), kind: "int16".into() }];
+    let mut sink = GranularSink::new(&other, Some(&schema), None, GranularWriterOptions::default());
+    assert_eq!(sink.finish().unwrap_err().kind(), ErrorKind::InvalidInput);
+    let mut r = Record::new().with_str("label", "cat");
+    r.push_array("x", DType::I16, &[2], &[1, 0, 2, 0]).unwrap();
+    sink.append(r.view()).unwrap();
+    sink.finish().unwrap();
+    let back = GranularReader::open(&other).unwrap();
+    assert_eq!(back.spec().get("x"), Some("array"));
+    assert!(back.read(0).unwrap() == r);
+}
