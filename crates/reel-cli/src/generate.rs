@@ -32,7 +32,7 @@ pub struct GenerateArgs {
 pub fn run(args: &GenerateArgs) -> reel::Result<()> {
     let format = Format::from_name(&args.format)
         .ok_or_else(|| reel::Error::invalid_input(format!("unknown format {:?}", args.format)))?;
-    let options = CreateOptions::default().records(args.records).schema(synth::schema(format));
+    let options = CreateOptions::default().records(args.records);
     let mut sink = reel::create(&args.out, format, &options)?;
     let pb = bar(args.records, "generate", args.quiet);
     for i in 0..args.records {

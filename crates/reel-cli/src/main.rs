@@ -3,6 +3,7 @@
 mod bench;
 mod cat;
 mod common;
+mod convert;
 mod demo;
 mod generate;
 mod inspect;
@@ -35,6 +36,9 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// Print records as text or JSON Lines.
     Cat(cat::CatArgs),
+    /// Convert a dataset to another format (losses are stated; impossible mappings are
+    /// refused before anything is written).
+    Convert(convert::ConvertArgs),
     /// Write a synthetic dataset of checkable records in any format.
     Generate(generate::GenerateArgs),
     /// Pack a directory into one FFRecord file (a packed folder).
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Verify(args) => verify::run(&args),
         Command::Cat(args) => cat::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Convert(args) => convert::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Generate(args) => generate::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Pack(args) => pack::pack(&args).map(|()| ExitCode::SUCCESS),
         Command::Unpack(args) => pack::unpack(&args).map(|()| ExitCode::SUCCESS),

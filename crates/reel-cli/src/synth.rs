@@ -48,16 +48,82 @@ pub fn payload(i: u64, max_len: usize) -> Vec<u8> {
     out
 }
 
-/// The fields `record` gives a dataset of `format`, in the format's own type names, for
-/// writers that need a schema up front.
-pub fn schema(format: reel::Format) -> Option<Vec<reel::FieldSpec>> {
-    let _ = format;
-    None
-}
-
 /// Record `i` of a generated dataset of `format`: a shape the format can store, with
 /// content derived from `i` alone so that a reader can check it.
+///
+/// * FFRecord: `data` (bytes).
+/// * Syrah: `image` (uint8 array), `label` (int64 array of one), `score` (float32 × 4),
+///   `caption` (text).
+/// * OFRecord: `encoded` (bytes list), `label` (int32 list), `score` (float list).
+/// * Granular: `image` (bytes), `label` (int), `caption` (text), `vec` (float32 2×2
+///   array), `meta` (map of mixed values).
+/// * Gulp: `id`, `meta` (label, name, fps) and 1–3 small JPEG `frames`.
 pub fn record(format: reel::Format, i: u64, max_len: usize) -> reel::Record {
-    let _ = format;
-    reel::Record::from_bytes(&payload(i, max_len))
+    use reel::{DType, Format, Record, Value};
+    let bytes = payload(i, max_len);
+    let score: Vec<u8> = (0..4).flat_map(|k| ((i * 4 + k) as f32 * 0.25).to_le_bytes()).collect();
+    let mut r = Record::new();
+    match format {
+        Format::Ffrecord => {
+            r.push_bytes("data", &bytes);
+        }
+        Format::Syrah => {
+            r.push_array("image", DType::U8, &[bytes.len() as u64], &bytes).ok();
+            r.push_array("label", DType::I64, &[1], &((i % 10) as i64).to_le_bytes()).ok();
+            r.push_array("score", DType::F32, &[4], &score).ok();
+            r.push_str("caption", &format!("sample {i} ✓"));
+        }
+        Format::Ofrecord => {
+            let mut out = r.out();
+            let span = out.append(&bytes);
+            out.push("encoded".into(), Value::List(vec![Value::Bytes(span)]));
+            r.push_array("label", DType::I32, &[1], &((i % 10) as i32).to_le_bytes()).ok();
+            r.push_array("score", DType::F32, &[4], &score).ok();
+        }
+        Format::Granular => {
+            r.push_bytes("image", &bytes)
+                .push_int("label", (i % 10) as i64)
+                .push_str("caption", &format!("sample {i} ✓"));
+            r.push_array("vec", DType::F32, &[2, 2], &score).ok();
+            let mut out = r.out();
+            let (k1, v1, k2) = (
+                out.append(b"id"),
+                out.append(format!("item-{i}").as_bytes()),
+                out.append(b"weight"),
+            );
+            let meta = Value::Map(vec![
+                (Value::Str(k1), Value::Str(v1)),
+                (Value::Str(k2), Value::Float(i as f64 / 7.0)),
+            ]);
+            out.push("meta".into(), meta);
+        }
+        Format::Gulp => {
+            r.push_str("id", &format!("video-{i:06}"));
+            let mut out = r.out();
+            let keys = [out.append(b"label"), out.append(b"name"), out.append(b"fps")];
+            let name = out.append(format!("clip {i}").as_bytes());
+            let meta = Value::Map(vec![
+                (Value::Str(keys[0]), Value::Int((i % 10) as i64)),
+                (Value::Str(keys[1]), Value::Str(name)),
+                (Value::Str(keys[2]), Value::Float(25.0)),
+            ]);
+            out.push("meta".into(), meta);
+            let frames =
+                (0..1 + i % 3).map(|f| Value::Bytes(out.append(&jpeg_frame(i, f)))).collect();
+            out.push("frames".into(), Value::List(frames));
+        }
+        #[allow(unreachable_patterns)]
+        _ => {
+            r.push_bytes("data", &bytes);
+        }
+    }
+    r
+}
+
+/// A small RGB JPEG whose pixels depend on the video and frame number.
+pub fn jpeg_frame(video: u64, frame: u64) -> Vec<u8> {
+    let (w, h) = (16u32, 12u32);
+    let pixels: Vec<u8> =
+        (0..w * h * 3).map(|k| ((k as u64 * 7 + video * 13 + frame * 29) % 251) as u8).collect();
+    reel::gulp::encode_jpeg(&pixels, w, h, 3, 90).unwrap_or_default()
 }

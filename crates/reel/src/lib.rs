@@ -25,6 +25,7 @@
 #[cfg(all(target_os = "linux", feature = "io-uring"))]
 pub mod auto;
 mod backends;
+pub mod convert;
 mod create;
 mod formats;
 mod open;
@@ -33,6 +34,7 @@ pub mod uring;
 mod verify;
 
 pub use backends::{all_backends, backend_by_name, backend_names, default_backend};
+pub use convert::{ConvertOptions, ConvertReport, Loss, convert};
 pub use create::{CreateOptions, create, create_like};
 pub use open::{Format, OpenOptions, open, open_as, open_with, sniff};
 pub use reel_core::*;

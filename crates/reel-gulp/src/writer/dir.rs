@@ -90,6 +90,24 @@ impl GulpWriter {
         Ok(Self::new(dir, None, options, next, ids))
     }
 
+    /// Writes every video into one new chunk numbered `number` of the gulp directory `dir`
+    /// (created if missing). Several processes can each write their own chunk of one
+    /// directory at once (parallel conversion); ids are not checked against other chunks,
+    /// which may be being written at the same moment.
+    pub fn create_chunk(
+        dir: impl AsRef<Path>,
+        number: u64,
+        options: &GulpWriteOptions,
+    ) -> Result<Self> {
+        let dir = dir.as_ref();
+        check_options(options)?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::io(e, "cannot create the gulp directory").with_path(dir).with_format(FORMAT)
+        })?;
+        let options = GulpWriteOptions { videos_per_chunk: u64::MAX, ..options.clone() };
+        Ok(Self::new(dir, None, &options, number, HashSet::new()))
+    }
+
     fn new(
         dir: &Path,
         staged: Option<StagedDir>,

@@ -121,3 +121,34 @@ pub(crate) fn create(
         }
     }
 }
+
+/// A sink writing chunk `k` of the gulp directory `dir` (for sharded conversion).
+pub(crate) fn gulp_chunk_sink(dir: &Path, k: u64) -> Result<Box<dyn reel_core::RecordSink>> {
+    #[cfg(feature = "gulp")]
+    {
+        Ok(Box::new(reel_gulp::GulpWriter::create_chunk(
+            dir,
+            k,
+            &reel_gulp::GulpWriteOptions::default(),
+        )?))
+    }
+    #[cfg(not(feature = "gulp"))]
+    {
+        let _ = k;
+        Err(reel_core::Error::unsupported("writing gulp is not built into this reel")
+            .with_path(dir))
+    }
+}
+
+/// A sink writing the single OFRecord part file `path` (for sharded conversion).
+pub(crate) fn ofrecord_part_sink(path: &Path) -> Result<Box<dyn reel_core::RecordSink>> {
+    #[cfg(feature = "ofrecord")]
+    {
+        Ok(Box::new(reel_ofrecord::OfrecordFileWriter::create(path)?))
+    }
+    #[cfg(not(feature = "ofrecord"))]
+    {
+        Err(reel_core::Error::unsupported("writing ofrecord is not built into this reel")
+            .with_path(path))
+    }
+}

@@ -1,0 +1,98 @@
+//! `reel convert`: any supported format to any other.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use reel::{ConvertOptions, Format};
+use serde_json::json;
+
+use crate::common::OpenArgs;
+use crate::progress::bar;
+
+/// Options of `reel convert`.
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// The dataset to read.
+    src: PathBuf,
+    /// Where to write the new dataset (must not exist; with --shard, a directory that
+    /// receives one part).
+    dst: PathBuf,
+    /// Target format: ffrecord, syrah, ofrecord, granular (or bags) or gulp.
+    #[arg(long)]
+    to: String,
+    /// Write only part K of N (e.g. `3/8`), so N processes can convert one dataset at once.
+    #[arg(long)]
+    shard: Option<String>,
+    /// Refuse the conversion if the target would lose anything.
+    #[arg(long)]
+    lossless_only: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+    #[command(flatten)]
+    open: OpenArgs,
+}
+
+fn parse_shard(s: &str) -> reel::Result<(u64, u64)> {
+    let bad = || reel::Error::invalid_input(format!("--shard {s:?}: expected K/N with K < N"));
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u64, u64) =
+        (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+    if n == 0 || k >= n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+/// Runs `reel convert`.
+pub fn run(args: &ConvertArgs) -> reel::Result<()> {
+    let to = Format::from_name(&args.to).ok_or_else(|| {
+        reel::Error::invalid_input(format!(
+            "unknown format {:?} (choose from ffrecord, syrah, ofrecord, granular, gulp)",
+            args.to
+        ))
+    })?;
+    let mut options = ConvertOptions::new(to);
+    options.open = args.open.options()?;
+    options.lossless_only = args.lossless_only;
+    if let Some(s) = &args.shard {
+        let (k, n) = parse_shard(s)?;
+        options = options.shard(k, n);
+    }
+    let pb = bar(0, "convert", args.quiet || args.json);
+    let report = reel::convert::convert_with_progress(
+        &args.src,
+        &args.dst,
+        &options,
+        &mut |done, total| {
+            pb.set_length(total);
+            pb.set_position(done);
+        },
+    )?;
+    pb.finish_and_clear();
+    if args.json {
+        let out = json!({
+            "from": report.from.name(), "to": report.to.name(), "records": report.records, "bytes": report.bytes,
+            "outputs": report.outputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "losses": report.losses.iter().map(|l| json!({"field": l.field, "what": l.what})).collect::<Vec<_>>(),
+        });
+        println!("{out}");
+    } else {
+        for l in &report.losses {
+            println!("lost: {l}");
+        }
+        let outputs: Vec<String> = report.outputs.iter().map(|p| p.display().to_string()).collect();
+        println!(
+            "converted {} records from {} to {} ({} bytes): {}",
+            report.records,
+            report.from,
+            report.to,
+            report.bytes,
+            outputs.join(", ")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,221 @@
+//! Lossless cross-format conversion: any supported format to any other, through the
+//! common record model.
+//!
+//! # How values travel
+//!
+//! Checksums of the source are verified while reading. Each target keeps what it can hold;
+//! what it must change is *stated* in [`ConvertReport::losses`] (and printed by
+//! `reel convert`), and what it cannot hold at all is refused with an
+//! [`ErrorKind::Schema`](reel_core::ErrorKind::Schema) error naming the field — before
+//! anything appears at the destination (writers stage their output).
+//!
+//! | value ↓ / target → | FFRecord | Syrah | OFRecord | Granular | Gulp |
+//! | --- | --- | --- | --- | --- | --- |
+//! | bytes | kept (the only field) | uint8 array | bytes list of one | kept (`bytes`) | a frame, in `frames` |
+//! | text | UTF-8 bytes | kept | bytes list of one | kept (`utf8`) | `id`, or in `meta` |
+//! | int / float / bool | refused | one-element array | one-element int64/double/int32 list | kept (`int`, `msgpack`) | in `meta` |
+//! | null | refused | refused | feature with no kind | kept (`msgpack`) | in `meta` |
+//! | 1-D array | its bytes (uint8 kept) | kept (not complex/void/text) | f32/f64/i32/i64 kept; small ints widened to int32, f16 to f32 | kept (`array`) | uint8 H×W(×3) frames JPEG-encoded |
+//! | n-d array | its bytes | flattened | flattened | kept | frames only |
+//! | list of bytes | a list of one only | refused | kept | kept (`tree`) | `frames` |
+//! | list / map | refused | refused | refused (list of text → bytes list) | kept (`tree`) | in `meta` (JSON values) |
+//! | field names | not stored (read back as `data`) | kept, in order | kept, sorted | kept, sorted | `id`, `meta`, `frames` only |
+//!
+//! Round trips that are lossless (A → B → A gives the same records: same field names and
+//! values; Granular and OFRecord keep fields sorted by name) and are tested:
+//!
+//! * FFRecord → Syrah, OFRecord or Granular → FFRecord;
+//! * Syrah → Granular → Syrah; OFRecord → Granular → OFRecord; Gulp → Granular → Gulp;
+//! * Syrah ↔ OFRecord when every array is f32, f64, i32 or i64 (OFRecord's list types).
+//!
+//! # Parallel conversion
+//!
+//! With [`ConvertOptions::shard`] = `(k, n)`, a conversion writes only records
+//! `[k·N/n, (k+1)·N/n)`, as part `k` of a multi-part destination (`PART_0000k.ffr`,
+//! `part-0000k`, `part-0000k.syr`, chunk `k` of a gulp directory, shard `00000k/` of a
+//! Granular root), so `n` processes can convert one dataset at once into one directory
+//! that then opens as a whole.
+
+mod rules;
+
+use std::path::{Path, PathBuf};
+
+use reel_core::{
+    Error, Record, RecordBatch, RecordSink, RecordSource, RecordSourceExt, Result, SinkSummary,
+};
+
+pub use rules::Loss;
+
+use crate::{CreateOptions, Format, OpenOptions};
+
+/// How to convert.
+#[derive(Clone, Debug)]
+pub struct ConvertOptions {
+    /// The target format.
+    pub to: Format,
+    /// How to read the source (checksums are verified unless `open.verify` is off).
+    pub open: OpenOptions,
+    /// Write only part `k` of `n` (see the module documentation).
+    pub shard: Option<(u64, u64)>,
+    /// Refuse conversions that would lose anything (instead of stating the losses).
+    pub lossless_only: bool,
+}
+
+impl ConvertOptions {
+    /// Converting to `to`, with default reading options.
+    pub fn new(to: Format) -> Self {
+        ConvertOptions { to, open: OpenOptions::default(), shard: None, lossless_only: false }
+    }
+
+    /// Writes part `index` of `count`.
+    pub fn shard(mut self, index: u64, count: u64) -> Self {
+        self.shard = Some((index, count));
+        self
+    }
+}
+
+/// What a conversion did.
+#[derive(Clone, Debug)]
+pub struct ConvertReport {
+    /// The source's format.
+    pub from: Format,
+    /// The target format.
+    pub to: Format,
+    /// Records written.
+    pub records: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// What the target could not keep, once per field and kind of loss.
+    pub losses: Vec<Loss>,
+    /// The files or directories written.
+    pub outputs: Vec<PathBuf>,
+}
+
+/// Converts the dataset at `src` into a new dataset at `dst`.
+pub fn convert(
+    src: impl AsRef<Path>,
+    dst: impl AsRef<Path>,
+    options: &ConvertOptions,
+) -> Result<ConvertReport> {
+    convert_with_progress(src, dst, options, &mut |_, _| {})
+}
+
+/// [`convert`], calling `progress(done, total)` as records are written.
+pub fn convert_with_progress(
+    src: impl AsRef<Path>,
+    dst: impl AsRef<Path>,
+    options: &ConvertOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ConvertReport> {
+    let source = crate::open_with(src.as_ref(), &options.open)?;
+    convert_source(&*source, dst.as_ref(), options, progress)
+}
+
+/// Converts an open source.
+pub fn convert_source(
+    source: &dyn RecordSource,
+    dst: &Path,
+    options: &ConvertOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<ConvertReport> {
+    let from = Format::from_name(source.info().format).ok_or_else(|| {
+        Error::unsupported(format!("unknown source format {}", source.info().format))
+    })?;
+    let to = options.to;
+    let n = source.len();
+    let range = match options.shard {
+        Some((k, count)) if count == 0 || k >= count => {
+            return Err(Error::invalid_input(format!("shard {k} of {count} does not exist")));
+        }
+        Some((k, count)) => {
+            (k as u128 * n as u128 / count as u128) as u64
+                ..((k + 1) as u128 * n as u128 / count as u128) as u64
+        }
+        None => 0..n,
+    };
+
+    // Check the mapping on the first record before anything is created.
+    let mut losses = rules::Losses::new();
+    let mut adapted = Record::new();
+    if range.start < range.end {
+        let first = source.read(range.start)?;
+        rules::adapt(to, &first.view(), &mut adapted, &mut losses)
+            .map_err(|e| e.with_record(range.start))?;
+        if options.lossless_only && !losses.is_empty() {
+            let list: Vec<String> = losses.iter().map(|l| l.to_string()).collect();
+            return Err(Error::schema(format!(
+                "converting to {to} would lose: {}",
+                list.join("; ")
+            )));
+        }
+    }
+
+    let create = CreateOptions {
+        records: Some(range.end - range.start),
+        schema: source.info().schema.clone(),
+        version: source.info().version.clone(),
+    };
+    let (mut sink, output) = match options.shard {
+        Some((k, _)) => shard_sink(to, dst, k, &create)?,
+        None => (crate::create(dst, to, &create)?, dst.to_path_buf()),
+    };
+
+    let mut batch = RecordBatch::new();
+    let indices: Vec<u64> = range.clone().collect();
+    let total = indices.len() as u64;
+    let mut done = 0;
+    for chunk in indices.chunks(256) {
+        source.read_batch_into(chunk, &mut batch)?;
+        for r in batch.iter() {
+            let index = r.index();
+            let rewritten = rules::adapt(to, &r, &mut adapted, &mut losses)
+                .map_err(|e| e.with_record(index))?;
+            if options.lossless_only && !losses.is_empty() {
+                return Err(Error::schema(format!(
+                    "record {index} would lose information in {to}"
+                ))
+                .with_record(index));
+            }
+            if rewritten { sink.append(adapted.view()) } else { sink.append(r) }
+                .map_err(|e| e.with_record(index))?;
+        }
+        done += chunk.len() as u64;
+        progress(done, total);
+    }
+    let SinkSummary { records, bytes, .. } = sink.finish()?;
+    Ok(ConvertReport {
+        from,
+        to,
+        records,
+        bytes,
+        losses: losses.into_iter().collect(),
+        outputs: vec![output],
+    })
+}
+
+/// A sink writing part `k` of a multi-part dataset at `dst` (created if needed).
+fn shard_sink(
+    to: Format,
+    dst: &Path,
+    k: u64,
+    create: &CreateOptions,
+) -> Result<(Box<dyn RecordSink>, PathBuf)> {
+    std::fs::create_dir_all(dst)
+        .map_err(|e| Error::io(e, "cannot create the output directory").with_path(dst))?;
+    let part = match to {
+        Format::Ffrecord => dst.join(format!("PART_{k:05}.ffr")),
+        Format::Ofrecord | Format::Syrah => {
+            let name = format!("part-{k:05}{}", if to == Format::Syrah { ".syr" } else { "" });
+            dst.join(name)
+        }
+        Format::Granular => dst.join(format!("{k:06}")),
+        Format::Gulp => {
+            return crate::formats::gulp_chunk_sink(dst, k).map(|s| (s, dst.to_path_buf()));
+        }
+    };
+    let sink = match to {
+        Format::Ofrecord => crate::formats::ofrecord_part_sink(&part)?,
+        _ => crate::create(&part, to, create)?,
+    };
+    Ok((sink, part))
+}
