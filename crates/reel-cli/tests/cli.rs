@@ -171,3 +171,20 @@ fn generate_then_verify_is_clean() {
     let j: Json = serde_json::from_str(&v).unwrap();
     assert_eq!((j["records"].as_u64(), j["good_records"].as_u64()), (Some(300), Some(300)));
 }
+
+/// The README's first command: every format written, converted, verified and read back.
+#[test]
+fn demo_runs_the_whole_tour() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = reel().args(["demo", "--records", "150", "--dir"]).arg(tmp.path()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    for format in ["ffrecord", "syrah", "ofrecord", "granular", "gulp"] {
+        assert!(
+            text.lines().any(|l| l.starts_with(format) && l.trim_end().ends_with("all")),
+            "{format}: {text}"
+        );
+    }
+    assert_eq!(text.matches("same records").count(), 6, "{text}");
+    assert!(!text.contains("BAD") && !text.contains("DIFFERENT"));
+}

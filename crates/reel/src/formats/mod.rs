@@ -107,10 +107,15 @@ pub(crate) fn create(
             Default::default(),
         ))),
         #[cfg(feature = "gulp")]
-        Format::Gulp => Ok(Box::new(reel_gulp::GulpWriter::create(
-            path,
-            &reel_gulp::GulpWriteOptions::default(),
-        )?)),
+        Format::Gulp => {
+            // Readers take chunks in name order, where data_10 sorts before data_2. At most
+            // ten chunks keep that order equal to the write order, so records read back in
+            // the order they were written.
+            let per_chunk = options.records.map_or(100, |n| n.div_ceil(10).max(100));
+            let opts =
+                reel_gulp::GulpWriteOptions { videos_per_chunk: per_chunk, ..Default::default() };
+            Ok(Box::new(reel_gulp::GulpWriter::create(path, &opts)?))
+        }
         #[allow(unreachable_patterns)]
         other => {
             let _ = options;
