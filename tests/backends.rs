@@ -121,3 +121,56 @@ fn auto_serves_warm_data_from_the_page_cache() {
     let (warm, cold) = src.source().files().batch_counts();
     assert!(warm >= 5 && cold == 0, "warm {warm} cold {cold}");
 }
+
+/// Where a golden case's dataset opens from: the case directory itself (directory
+/// formats, directories of parts), its `parts/` subdirectory, or its data file.
+fn golden_dataset(dir: &Path) -> std::path::PathBuf {
+    let parts = dir.join("parts");
+    if parts.is_dir() {
+        return parts;
+    }
+    if reel::sniff(dir).is_ok() {
+        return dir.to_path_buf();
+    }
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && p.file_name().is_some_and(|n| n != "expected.json"))
+        .collect();
+    files.sort();
+    files.into_iter().find(|f| reel::sniff(f).is_ok()).unwrap_or_else(|| dir.to_path_buf())
+}
+
+/// The conformance kit on every backend (io_uring buffered, O_DIRECT and its pread
+/// fallback, auto included) for every case of every format in the golden corpus:
+/// every backend gives the same records and the same errors.
+#[test]
+fn every_golden_case_of_every_format_on_every_backend() {
+    let mut checked = 0;
+    for key in reel::testing::golden::format_keys() {
+        for case in common::cases(&key) {
+            let path = golden_dataset(&case.dir);
+            let format = reel::Format::from_name(key.split('/').next().unwrap_or_default())
+                .unwrap_or_else(|| panic!("unknown format key {key}"));
+            let result = conformance::check_backend_list(&backends(), |b| {
+                reel::open_as(&path, format, &reel::OpenOptions::default().backend(b))
+            });
+            let reference_opens = case.manifest["reference_reader_behaviour"]["open"]["outcome"]
+                .as_str()
+                != Some("error");
+            if !case.is_corrupt() && reference_opens && case.manifest.get("record_count").is_some()
+            {
+                let opened =
+                    result.unwrap_or_else(|k| panic!("{key}/{}: does not open ({k:?})", case.name));
+                assert_eq!(
+                    opened.len() as u64,
+                    case.manifest["record_count"].as_u64().unwrap(),
+                    "{key}/{}",
+                    case.name
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 60, "only {checked} golden cases found");
+}
