@@ -45,8 +45,8 @@ enum Command {
     Pack(pack::PackArgs),
     /// Unpack an FFRecord packed folder into a directory.
     Unpack(pack::UnpackArgs),
-    /// Generate a dataset, write it, read it back in random batches on every backend,
-    /// verify every record and print what was measured.
+    /// The whole tour on generated data: write all five formats, convert across them,
+    /// verify, and read in random batches on every backend, checking every record.
     Demo(demo::DemoArgs),
     /// Measure random batch reads on every backend against a pread loop, a raw copy and
     /// fio, warm and cold.
