@@ -308,3 +308,33 @@ impl<L: Layout, F: ReadAt> RecordSource for LayoutSource<L, F> {
         self.files.backend_name()
     }
 }
+
+/// Implements [`RecordSource`] for a format's reader type `$reader<F>` by delegating to the
+/// [`LayoutSource`] in its field `$field` — what every format reader that adds its own API
+/// around the generic one needs.
+#[macro_export]
+macro_rules! delegate_record_source {
+    ($reader:ident, $field:ident) => {
+        impl<F: $crate::ReadAt> $crate::RecordSource for $reader<F> {
+            fn info(&self) -> &$crate::SourceInfo {
+                $crate::RecordSource::info(&self.$field)
+            }
+            fn len(&self) -> u64 {
+                $crate::RecordSource::len(&self.$field)
+            }
+            fn read_into(&self, index: u64, out: &mut $crate::Record) -> $crate::Result<()> {
+                $crate::RecordSource::read_into(&self.$field, index, out)
+            }
+            fn read_batch_into(
+                &self,
+                indices: &[u64],
+                out: &mut $crate::RecordBatch,
+            ) -> $crate::Result<()> {
+                $crate::RecordSource::read_batch_into(&self.$field, indices, out)
+            }
+            fn backend_name(&self) -> &'static str {
+                $crate::RecordSource::backend_name(&self.$field)
+            }
+        }
+    };
+}

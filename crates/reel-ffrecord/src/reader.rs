@@ -3,8 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use reel_core::{
-    Backend, Error, LayoutSource, Limits, ReadAt, Record, RecordBatch, RecordSource,
-    RecordSourceExt, Result, SourceInfo,
+    Backend, Error, LayoutSource, Limits, ReadAt, RecordSource, RecordSourceExt, Result,
 };
 
 use crate::FORMAT;
@@ -178,20 +177,4 @@ impl<F: ReadAt> FfrecordReader<F> {
     }
 }
 
-impl<F: ReadAt> RecordSource for FfrecordReader<F> {
-    fn info(&self) -> &SourceInfo {
-        self.source.info()
-    }
-    fn len(&self) -> u64 {
-        self.source.len()
-    }
-    fn read_into(&self, index: u64, out: &mut Record) -> Result<()> {
-        self.source.read_into(index, out)
-    }
-    fn read_batch_into(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()> {
-        self.source.read_batch_into(indices, out)
-    }
-    fn backend_name(&self) -> &'static str {
-        self.source.backend_name()
-    }
-}
+reel_core::delegate_record_source!(FfrecordReader, source);

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use reel_core::{
     Backend, Error, FieldName, FieldSpec, Layout, LayoutSource, Limits, Plan, RAW_FIELD, ReadAt,
-    Record, RecordBatch, RecordOut, RecordSource, RecordSourceExt, Result, SourceInfo, Span, Value,
-    Warning, WarningKind,
+    RecordOut, RecordSourceExt, Result, SourceInfo, Span, Value, Warning,
+    WarningKind,
 };
 
 use crate::FORMAT;
@@ -87,7 +87,8 @@ impl<F: ReadAt> BagReader<F> {
     /// bag, the file size for a single-file one.
     pub fn size(&self) -> u64 {
         match self.kind() {
-            BagKind::TwoFile => self.table().data_len() + 8 * self.table().len(),
+            // A damaged index can claim any data length (it is checked on read).
+            BagKind::TwoFile => self.table().data_len().saturating_add(8 * self.table().len()),
             _ => self.source.files().file_len(0),
         }
     }
@@ -182,20 +183,4 @@ impl Layout for BagLayout {
     }
 }
 
-impl<F: ReadAt> RecordSource for BagReader<F> {
-    fn info(&self) -> &SourceInfo {
-        self.source.info()
-    }
-    fn len(&self) -> u64 {
-        self.source.len()
-    }
-    fn read_into(&self, index: u64, out: &mut Record) -> Result<()> {
-        self.source.read_into(index, out)
-    }
-    fn read_batch_into(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()> {
-        self.source.read_batch_into(indices, out)
-    }
-    fn backend_name(&self) -> &'static str {
-        self.source.backend_name()
-    }
-}
+reel_core::delegate_record_source!(BagReader, source);

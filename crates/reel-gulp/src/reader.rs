@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use reel_core::{
     Backend, Error, ErrorKind, LayoutSource, Limits, ReadAt, Record, RecordBatch, RecordSource,
-    Result, SourceInfo,
+    Result,
 };
 
 use crate::FORMAT;
@@ -257,20 +257,4 @@ impl<F: ReadAt> GulpReader<F> {
     }
 }
 
-impl<F: ReadAt> RecordSource for GulpReader<F> {
-    fn info(&self) -> &SourceInfo {
-        self.source.info()
-    }
-    fn len(&self) -> u64 {
-        self.source.len()
-    }
-    fn read_into(&self, index: u64, out: &mut Record) -> Result<()> {
-        self.source.read_into(index, out)
-    }
-    fn read_batch_into(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()> {
-        self.source.read_batch_into(indices, out)
-    }
-    fn backend_name(&self) -> &'static str {
-        self.source.backend_name()
-    }
-}
+reel_core::delegate_record_source!(GulpReader, source);

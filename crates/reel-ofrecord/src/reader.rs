@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use reel_core::{
     Backend, Error, FieldName, LayoutSource, Limits, RAW_FIELD, ReadAt, Record, RecordBatch,
-    RecordSource, RecordSourceExt, Result, SourceInfo, Value,
+    RecordSource, RecordSourceExt, Result, Value,
 };
 
 use crate::FORMAT;
@@ -218,20 +218,4 @@ fn raw_field(_: u64, raw: &[reel_core::Span], out: &mut reel_core::RecordOut<'_>
     Ok(())
 }
 
-impl<F: ReadAt> RecordSource for OfrecordReader<F> {
-    fn info(&self) -> &SourceInfo {
-        self.source.info()
-    }
-    fn len(&self) -> u64 {
-        self.source.len()
-    }
-    fn read_into(&self, index: u64, out: &mut Record) -> Result<()> {
-        self.source.read_into(index, out)
-    }
-    fn read_batch_into(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()> {
-        self.source.read_batch_into(indices, out)
-    }
-    fn backend_name(&self) -> &'static str {
-        self.source.backend_name()
-    }
-}
+reel_core::delegate_record_source!(OfrecordReader, source);

@@ -120,59 +120,38 @@ pub fn coalesce(reqs: &[ReadReq]) -> impl Iterator<Item = ReadReq> + '_ {
     })
 }
 
-impl<T: ReadAt + ?Sized> ReadAt for Box<T> {
-    fn backend_name(&self) -> &'static str {
-        (**self).backend_name()
-    }
-    fn file_count(&self) -> usize {
-        (**self).file_count()
-    }
-    fn file_len(&self, file: u32) -> u64 {
-        (**self).file_len(file)
-    }
-    fn file_path(&self, file: u32) -> &Path {
-        (**self).file_path(file)
-    }
-    fn read_exact_at(&self, file: u32, offset: u64, buf: &mut [u8]) -> Result<()> {
-        (**self).read_exact_at(file, offset, buf)
-    }
-    fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
-        (**self).read_many(reqs, dest)
-    }
-    fn bytes(&self, file: u32) -> Option<&[u8]> {
-        (**self).bytes(file)
-    }
-    fn is_synchronous(&self) -> bool {
-        (**self).is_synchronous()
-    }
+macro_rules! forward_read_at {
+    ($($ty:ty),*) => {$(
+        impl<T: ReadAt + ?Sized> ReadAt for $ty {
+            fn backend_name(&self) -> &'static str {
+                (**self).backend_name()
+            }
+            fn file_count(&self) -> usize {
+                (**self).file_count()
+            }
+            fn file_len(&self, file: u32) -> u64 {
+                (**self).file_len(file)
+            }
+            fn file_path(&self, file: u32) -> &Path {
+                (**self).file_path(file)
+            }
+            fn read_exact_at(&self, file: u32, offset: u64, buf: &mut [u8]) -> Result<()> {
+                (**self).read_exact_at(file, offset, buf)
+            }
+            fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
+                (**self).read_many(reqs, dest)
+            }
+            fn bytes(&self, file: u32) -> Option<&[u8]> {
+                (**self).bytes(file)
+            }
+            fn is_synchronous(&self) -> bool {
+                (**self).is_synchronous()
+            }
+        }
+    )*};
 }
 
-impl<T: ReadAt + ?Sized> ReadAt for Arc<T> {
-    fn backend_name(&self) -> &'static str {
-        (**self).backend_name()
-    }
-    fn file_count(&self) -> usize {
-        (**self).file_count()
-    }
-    fn file_len(&self, file: u32) -> u64 {
-        (**self).file_len(file)
-    }
-    fn file_path(&self, file: u32) -> &Path {
-        (**self).file_path(file)
-    }
-    fn read_exact_at(&self, file: u32, offset: u64, buf: &mut [u8]) -> Result<()> {
-        (**self).read_exact_at(file, offset, buf)
-    }
-    fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
-        (**self).read_many(reqs, dest)
-    }
-    fn bytes(&self, file: u32) -> Option<&[u8]> {
-        (**self).bytes(file)
-    }
-    fn is_synchronous(&self) -> bool {
-        (**self).is_synchronous()
-    }
-}
+forward_read_at!(Box<T>, Arc<T>);
 
 /// Opens a set of paths as a [`ReadAt`]; how backends outside core (io_uring, object
 /// storage) plug into every format's `open`.
