@@ -48,6 +48,8 @@ pub use reel_granular as granular;
 pub use reel_gulp as gulp;
 #[cfg(feature = "loader")]
 pub use reel_loader as loader;
+#[cfg(feature = "loader")]
+pub use reel_loader::{Batch, Loader, LoaderBuilder, LoaderState, MapContext, Schedule, Shuffle};
 #[cfg(feature = "ofrecord")]
 pub use reel_ofrecord as ofrecord;
 #[cfg(feature = "syrah")]

@@ -1,0 +1,105 @@
+//! The index sequence of one rank: the schedule and the epoch orders combined, no I/O.
+
+use crate::order::OrderCache;
+use crate::schedule::{Cursor, Planner, Step};
+use crate::{EpochOrder, LoaderState, Shuffle};
+
+/// Which records each step of one rank holds.
+pub(crate) struct Sequencer {
+    pub(crate) planner: Planner,
+    pub(crate) orders: OrderCache,
+    pub(crate) seed: u64,
+    pub(crate) shuffle: Shuffle,
+}
+
+impl Sequencer {
+    pub(crate) fn new(planner: Planner, shuffle: Shuffle, seed: u64) -> Self {
+        Sequencer { planner, orders: OrderCache::new(shuffle, seed, planner.len), seed, shuffle }
+    }
+
+    /// Fills `indices` with the records of `step` for this rank, and `positions` with
+    /// their `(epoch, position)` in the global order.
+    pub(crate) fn fill(
+        &self,
+        step: &Step,
+        indices: &mut Vec<u64>,
+        mut positions: Option<&mut Vec<(u64, u64)>>,
+    ) {
+        indices.clear();
+        if let Some(p) = positions.as_deref_mut() {
+            p.clear();
+        }
+        let mut current: Option<(u64, EpochOrder)> = None;
+        self.planner.for_each_position(step, |epoch, position| {
+            let order = match &current {
+                Some((e, order)) if *e == epoch => order,
+                _ => &current.insert((epoch, self.orders.epoch(epoch))).1,
+            };
+            indices.push(order.index_at(position));
+            if let Some(p) = positions.as_deref_mut() {
+                p.push((epoch, position));
+            }
+        });
+    }
+
+    /// The resumable state of a cursor.
+    pub(crate) fn state(&self, cursor: Cursor) -> LoaderState {
+        LoaderState {
+            seed: self.seed,
+            epoch: cursor.epoch,
+            step: cursor.step,
+            position: cursor.position,
+            len: self.planner.len,
+            shuffle: self.shuffle,
+        }
+    }
+}
+
+/// The indices of one batch of one rank, as the loader would read them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchIndices {
+    /// The epoch (see [`Batch::epoch`](crate::Batch::epoch)).
+    pub epoch: u64,
+    /// The global step within the epoch (see [`Batch::step`](crate::Batch::step)).
+    pub step: u64,
+    /// Where the global step starts in the epoch's order.
+    pub position: u64,
+    /// The source indices, in batch order.
+    pub indices: Vec<u64>,
+    /// The state after this batch (see [`Batch::resume_state`](crate::Batch::resume_state)).
+    pub resume: LoaderState,
+}
+
+/// The index batches a loader with the same configuration would read, computed without
+/// reading anything (from [`LoaderBuilder::index_batches`](crate::LoaderBuilder::index_batches)).
+///
+/// Useful to inspect a schedule, to check sharding, or to feed another reader.
+pub struct IndexBatches {
+    pub(crate) sequencer: Sequencer,
+    pub(crate) cursor: Cursor,
+}
+
+impl IndexBatches {
+    /// The state before the next batch.
+    pub fn state(&self) -> LoaderState {
+        self.sequencer.state(self.cursor)
+    }
+}
+
+impl Iterator for IndexBatches {
+    type Item = BatchIndices;
+
+    fn next(&mut self) -> Option<BatchIndices> {
+        let step = self.sequencer.planner.step_at(self.cursor)?;
+        let mut indices = Vec::with_capacity(step.count as usize);
+        self.sequencer.fill(&step, &mut indices, None);
+        self.cursor = step.next;
+        Some(BatchIndices {
+            epoch: step.at.epoch,
+            step: step.at.step,
+            position: step.at.position,
+            indices,
+            resume: self.sequencer.state(step.next),
+        })
+    }
+}

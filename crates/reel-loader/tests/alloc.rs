@@ -1,0 +1,90 @@
+//! In the steady state a loader step allocates nothing: batch buffers go back to the
+//! workers when the consumer drops them, and every other buffer is reused. The counter is
+//! process-wide (workers allocate on their own threads), so this binary holds one test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use reel_core::Backend;
+use reel_ffrecord::{FfrecordOptions, FfrecordReader, dump};
+use reel_loader::{Loader, Shuffle, copy_fields};
+
+struct Counting;
+
+static COUNT: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards to the system allocator; only counts calls.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        COUNT.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        COUNT.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn steady_state_steps_do_not_allocate() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.ffr");
+    let records: Vec<Vec<u8>> = (0..12_000u32).map(|i| vec![i as u8; 256]).collect();
+    dump(&records, &path, 1).unwrap();
+    let configs =
+        [(0, Shuffle::Feistel, false), (3, Shuffle::Feistel, false), (2, Shuffle::Granular, true)];
+    for (workers, shuffle, consumer_helps) in configs {
+        let reader =
+            FfrecordReader::open_with(&path, &FfrecordOptions::default().backend(Backend::Memory))
+                .unwrap();
+        let mut loader = Loader::builder(reader)
+            .batch_size(32)
+            .shuffle(shuffle)
+            .workers(workers)
+            .prefetch(4)
+            .consumer_helps(consumer_helps)
+            .endless()
+            .map(|record, out, _| {
+                copy_fields(record, out);
+                Ok(())
+            })
+            .build()
+            .unwrap();
+        // Warm up: let the workers fill the whole prefetch window while the consumer holds
+        // a batch, so that every buffer that can be in circulation exists and has grown
+        // to a full batch; then consume fast, so that a consumer that helps has read
+        // steps itself and its own buffers have grown too. Everything stays within epoch
+        // 0 (375 steps): a new epoch in Granular mode computes its permutation table.
+        for _ in 0..10 {
+            let held = loader.next().unwrap().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert_eq!(held.len(), 32);
+        }
+        for _ in 0..200 {
+            assert_eq!(loader.next().unwrap().unwrap().len(), 32);
+        }
+        let before = COUNT.load(Ordering::SeqCst);
+        let mut bytes = 0;
+        for _ in 0..60 {
+            let batch = loader.next().unwrap().unwrap();
+            bytes += batch.iter().map(|r| r.bytes("data").unwrap().len()).sum::<usize>();
+        }
+        let allocated = COUNT.load(Ordering::SeqCst) - before;
+        assert_eq!(bytes, 60 * 32 * 256);
+        assert_eq!(
+            allocated, 0,
+            "{workers} workers, {shuffle:?}, consumer helps: {consumer_helps}: steady-state \
+             steps allocated"
+        );
+    }
+}
