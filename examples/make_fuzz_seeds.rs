@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use reel::ffrecord::{FolderDir, FolderEntry, FfrecordWriter, pickle};
+use reel::ffrecord::{FfrecordWriter, FolderDir, FolderEntry, pickle};
 
 fn seeds_dir(target: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds").join(target);
@@ -48,7 +48,9 @@ fn dir_entry(name_index: u8, content: &[u8]) -> Vec<u8> {
 fn main() {
     let small = ffrecord_bytes(&[b"hello", b"AB", b"", b"x"]);
     let packed = packed_bytes();
-    let write = |target: &str, name: &str, bytes: &[u8]| std::fs::write(seeds_dir(target).join(name), bytes).unwrap();
+    let write = |target: &str, name: &str, bytes: &[u8]| {
+        std::fs::write(seeds_dir(target).join(name), bytes).unwrap()
+    };
 
     write("ffrecord_file", "small.ffr", &small);
     write("ffrecord_file", "empty.ffr", &ffrecord_bytes(&[]));

@@ -32,10 +32,17 @@ fn every_regression_and_seed_replays() {
 
 #[test]
 fn every_target_is_built_by_cargo_fuzz() {
-    let manifest = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/Cargo.toml")).unwrap();
+    let manifest = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/Cargo.toml"),
+    )
+    .unwrap();
     for (name, _) in harness::TARGETS {
-        assert!(manifest.contains(&format!("name = \"{name}\"")), "fuzz/Cargo.toml lacks target {name}");
-        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../fuzz/fuzz_targets/{name}.rs"));
+        assert!(
+            manifest.contains(&format!("name = \"{name}\"")),
+            "fuzz/Cargo.toml lacks target {name}"
+        );
+        let target = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../../fuzz/fuzz_targets/{name}.rs"));
         assert!(target.is_file(), "no fuzz/fuzz_targets/{name}.rs");
     }
 }

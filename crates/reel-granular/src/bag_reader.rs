@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use reel_core::{
     Backend, Error, FieldName, FieldSpec, Layout, LayoutSource, Limits, Plan, RAW_FIELD, ReadAt,
-    RecordOut, RecordSourceExt, Result, SourceInfo, Span, Value, Warning,
-    WarningKind,
+    RecordOut, RecordSourceExt, Result, SourceInfo, Span, Value, Warning, WarningKind,
 };
 
 use crate::FORMAT;
