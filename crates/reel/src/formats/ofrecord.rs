@@ -22,26 +22,24 @@ fn open(path: &Path, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
 /// The first frame of a payload this large or smaller is parsed in full when sniffing.
 const SNIFF_PAYLOAD: u64 = 64 << 10;
 
-/// OFRecord has no magic number, so a file is recognised by its first frame: a length
-/// that fits the file, a payload that parses as an `OFRecord`, and a plausible second
-/// length field (or the end of the file). A file named like a part (`part-<digits>`) may
-/// also be empty or start with an empty record; any other file must start with a record
-/// that has features. A directory is OFRecord when its lowest-numbered `part-<digits>`
-/// file is.
+/// OFRecord has no magic number. A file or directory named the way OneFlow names parts
+/// (`part-<digits>`, or a directory holding such files) is taken as OFRecord by its names
+/// alone, so that a part damaged at its very first frame is still recognised — and then
+/// reported as corrupt — rather than unrecognised. Any other file is recognised by its
+/// first frame: a length that fits the file, a payload that parses as an `OFRecord`, and a
+/// plausible second length field (or the end of the file); it must hold a record with
+/// features.
 fn sniff(path: &Path) -> bool {
     let naming = PartNaming::default();
     if path.is_dir() {
         let Ok(entries) = std::fs::read_dir(path) else { return false };
-        let first = entries
-            .filter_map(|e| e.ok())
-            .filter_map(|e| Some((naming.parse(e.file_name().to_str()?)?, e.path())))
-            .filter(|(_, p)| p.is_file())
-            .min();
-        return first.is_some_and(|(_, p)| first_frame_plausible(&p, true).unwrap_or(false));
+        return entries.filter_map(|e| e.ok()).any(|e| {
+            e.path().is_file() && e.file_name().to_str().is_some_and(|n| naming.parse(n).is_some())
+        });
     }
     let named =
         path.file_name().and_then(|n| n.to_str()).is_some_and(|n| naming.parse(n).is_some());
-    first_frame_plausible(path, named).unwrap_or(false)
+    named || first_frame_plausible(path, false).unwrap_or(false)
 }
 
 fn first_frame_plausible(path: &Path, named_as_part: bool) -> std::io::Result<bool> {
