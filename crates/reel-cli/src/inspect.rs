@@ -29,6 +29,7 @@ pub fn run(args: &InspectArgs) -> reel::Result<()> {
         .map(|p| (p.display().to_string(), std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)))
         .collect();
     let total: u64 = files.iter().map(|f| f.1).sum();
+    let uring = uring_status();
     if args.json {
         let out = json!({
             "path": args.path.display().to_string(),
@@ -36,6 +37,7 @@ pub fn run(args: &InspectArgs) -> reel::Result<()> {
             "version": info.version,
             "records": source.len(),
             "backend": source.backend_name(),
+            "io_uring": uring,
             "bytes": total,
             "files": files.iter().map(|(p, s)| json!({"path": p, "size": s})).collect::<Vec<_>>(),
             "schema": info.schema.as_ref().map(|s| s.iter().map(|f| json!({"name": f.name, "kind": f.kind})).collect::<Vec<_>>()),
@@ -52,6 +54,7 @@ pub fn run(args: &InspectArgs) -> reel::Result<()> {
     }
     println!("records:  {}", source.len());
     println!("backend:  {}", source.backend_name());
+    println!("io_uring: {uring}");
     println!("files:    {} ({} bytes)", files.len(), total);
     for (p, s) in files.iter().take(20) {
         println!("  {s:>12}  {p}");
@@ -72,4 +75,20 @@ pub fn run(args: &InspectArgs) -> reel::Result<()> {
         println!("warning: {}", w.message);
     }
     Ok(())
+}
+
+/// Whether io_uring works here, and why not when it does not (the io_uring and auto
+/// backends then read with pread).
+fn uring_status() -> String {
+    #[cfg(target_os = "linux")]
+    {
+        match reel::uring::uring_unavailable_reason() {
+            None => "available".to_string(),
+            Some(why) => format!("unavailable, reads fall back to pread ({why})"),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        "not built (Linux only)".to_string()
+    }
 }

@@ -17,8 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use reel::ffrecord::{FfrecordOptions, FfrecordReader};
-use reel::{Backend, RecordBatch, RecordSource};
+use reel::{Backend, Format, RecordBatch, RecordSource};
 
 use crate::table::Table;
 use measure::{Run, run_parallel};
@@ -44,6 +43,10 @@ pub struct BenchArgs {
     /// Records per batch.
     #[arg(long, default_value_t = 256)]
     batch: usize,
+    /// The format reel reads (the yardsticks read the same payloads from a flat FFRecord
+    /// copy: the raw-bytes limit).
+    #[arg(long, default_value = "ffrecord")]
+    format: String,
     /// Warm, cold or both.
     #[arg(long, value_enum, default_value_t = Temperature::Both)]
     mode: Temperature,
@@ -114,6 +117,8 @@ pub(crate) const SEED: u64 = 0xBE4C;
 /// Runs the benchmark.
 pub fn run(args: &BenchArgs) -> reel::Result<()> {
     let budget = Duration::from_secs_f64(args.secs.max(0.1));
+    let format = Format::from_name(&args.format)
+        .ok_or_else(|| reel::Error::invalid_input(format!("unknown format {:?}", args.format)))?;
     let data = parse_size(&args.data)?;
     let names: Vec<String> = match &args.backends {
         Some(list) => list.clone(),
@@ -135,7 +140,7 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         for size in &args.sizes {
             let size = parse_size(size)? as usize;
             eprintln!("preparing {mode} dataset of {size}-byte records in {}", dir.display());
-            let ds = dataset(dir, size, data)?;
+            let ds = dataset(dir, format, size, data)?;
             rows.extend(measure_size(&ds, mode, cold, args, &names, budget)?);
         }
     }
@@ -143,7 +148,7 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
     if crc_size > 0 {
         for &(mode, cold) in modes {
             let dir = if cold { &args.cold_dir } else { &args.warm_dir };
-            let ds = dataset(dir, crc_size, data)?;
+            let ds = dataset(dir, Format::Ffrecord, crc_size, data)?;
             for name in names.iter().filter(|n| *n != "memory" || !cold) {
                 let Some(backend) = reel::backend_by_name(name) else { continue };
                 let mut pair = [Run::default(); 2];
@@ -253,7 +258,7 @@ fn measure_round(
             return Err(reel::Error::invalid_input(format!("unknown backend {name:?}")));
         };
         if cold {
-            evict(&ds.path);
+            evict(&ds.formatted);
         }
         let started = Instant::now();
         let run = reel_run(ds, backend.clone(), false, args, budget, cold)?;
@@ -275,10 +280,8 @@ fn reel_run(
     budget: Duration,
     cold: bool,
 ) -> reel::Result<Run> {
-    let reader = FfrecordReader::open_with(
-        &ds.path,
-        &FfrecordOptions::default().backend(backend).check_data(verify),
-    )?;
+    let options = reel::OpenOptions::default().backend(backend).verify(verify);
+    let reader = reel::open_as(&ds.formatted, ds.format, &options)?;
     let warmup = if cold { 2 } else { 0 };
     let last_evict = std::sync::Mutex::new(Instant::now());
     run_parallel(args.threads, budget, warmup, |t| {
@@ -290,7 +293,7 @@ fn reel_run(
                 let mut last =
                     last_evict.lock().map_err(|_| reel::Error::invalid_input("poisoned"))?;
                 if last.elapsed() > Duration::from_millis(50) {
-                    evict(&ds.path);
+                    evict(&ds.formatted);
                     *last = Instant::now();
                 }
             }
@@ -312,8 +315,14 @@ fn with_eviction(
     f()
 }
 
-/// Drops the file's pages from the page cache.
+/// Drops the pages of a file, or of every file below a directory, from the page cache.
 fn evict(path: &Path) {
+    if path.is_dir() {
+        for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+            evict(&entry.path());
+        }
+        return;
+    }
     use std::os::fd::AsRawFd;
     if let Ok(f) = std::fs::File::open(path) {
         // SAFETY: posix_fadvise only takes an open descriptor and integers.

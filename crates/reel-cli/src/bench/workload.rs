@@ -4,13 +4,19 @@
 use std::path::{Path, PathBuf};
 
 use reel::ffrecord::{FfrecordReader, FfrecordWriter};
+use reel::{Format, Record, Value};
 
 use crate::synth::SplitMix;
 
-/// A benchmark dataset on disk.
+/// A benchmark dataset on disk: the records as a flat FFRecord file (what the yardsticks
+/// read) and, for another format, the same records in that format (what reel reads).
 pub struct Dataset {
     /// The `.ffr` file.
     pub path: PathBuf,
+    /// The same records in the benchmarked format (the `.ffr` file itself for FFRecord).
+    pub formatted: PathBuf,
+    /// The benchmarked format.
+    pub format: Format,
     /// Bytes per record.
     pub record_size: usize,
     /// Number of records.
@@ -20,8 +26,14 @@ pub struct Dataset {
 }
 
 /// Writes `total_bytes` worth of `record_size`-byte records (at least 1024 records) to
-/// `dir`, reusing a file from an earlier run with the same shape.
-pub fn dataset(dir: &Path, record_size: usize, total_bytes: u64) -> reel::Result<Dataset> {
+/// `dir` as FFRecord and, for another format, again in that format; files from an earlier
+/// run with the same shape are reused.
+pub fn dataset(
+    dir: &Path,
+    format: Format,
+    record_size: usize,
+    total_bytes: u64,
+) -> reel::Result<Dataset> {
     let records = (total_bytes / record_size as u64).max(1024);
     let path = dir.join(format!("bench-{record_size}x{records}.ffr"));
     let reusable = FfrecordReader::open(&path).is_ok_and(|r| r.n() == records);
@@ -41,7 +53,61 @@ pub fn dataset(dir: &Path, record_size: usize, total_bytes: u64) -> reel::Result
     let r = FfrecordReader::open(&path)?;
     let mut offsets = r.get_offsets(0).map(<[u64]>::to_vec).unwrap_or_default();
     offsets.pop();
-    Ok(Dataset { path, record_size, records, offsets })
+    let formatted = if format == Format::Ffrecord {
+        path.clone()
+    } else {
+        let formatted = dir.join(format!("bench-{record_size}x{records}.{format}"));
+        let reusable = reel::open_as(&formatted, format, &reel::OpenOptions::default())
+            .is_ok_and(|s| s.len() == records);
+        if !reusable {
+            if formatted.is_dir() {
+                std::fs::remove_dir_all(&formatted)
+                    .map_err(|e| reel::Error::io(e, "cannot remove").with_path(&formatted))?;
+            } else if formatted.exists() {
+                std::fs::remove_file(&formatted)
+                    .map_err(|e| reel::Error::io(e, "cannot remove").with_path(&formatted))?;
+            }
+            let mut sink =
+                reel::create(&formatted, format, &reel::CreateOptions::default().records(records))?;
+            let mut record = Record::new();
+            for i in 0..records {
+                record.clear();
+                fixed_size_record(format, i, &r.read_one(i)?, &mut record);
+                sink.append(record.view())?;
+            }
+            sink.finish()?;
+        }
+        formatted
+    };
+    Ok(Dataset { path, formatted, format, record_size, records, offsets })
+}
+
+/// A record of `format` whose only payload is `payload` (Gulp needs an id and JPEG-looking
+/// frames: the payload starts with the JPEG start marker).
+fn fixed_size_record(format: Format, i: u64, payload: &[u8], out: &mut Record) {
+    match format {
+        Format::Syrah => {
+            out.push_array("data", reel::DType::U8, &[payload.len() as u64], payload).ok();
+        }
+        Format::Ofrecord => {
+            let mut o = out.out();
+            let span = o.append(payload);
+            o.push("data".into(), Value::List(vec![Value::Bytes(span)]));
+        }
+        Format::Gulp => {
+            out.push_str("id", &format!("r{i}"));
+            let mut o = out.out();
+            let mut frame = payload.to_vec();
+            if frame.len() >= 2 {
+                frame[..2].copy_from_slice(&[0xff, 0xd8]);
+            }
+            let span = o.append(&frame);
+            o.push("frames".into(), Value::List(vec![Value::Bytes(span)]));
+        }
+        _ => {
+            out.push_bytes("data", payload);
+        }
+    }
 }
 
 /// A cycle of batches of distinct random indices below `n`, generated before timing starts
