@@ -480,15 +480,27 @@ mod tests {
 
     #[test]
     fn pieces_group_requests_sharing_blocks_and_stop_at_file_end() {
-        let ops =
-            [req(0, 100, 10, 0), req(0, 4000, 200, 10), req(0, 9000, 50, 210), req(1, 0, 5, 260)];
+        // 100..110 and 4000..4200 share blocks; 9000..9050 starts in the block right after
+        // them, so all three are one read; the request at 20000 is separate, and the read of
+        // the last block of file 0 is only needed up to the end of its request.
+        let ops = [
+            req(0, 100, 10, 0),
+            req(0, 4000, 200, 10),
+            req(0, 9000, 50, 210),
+            req(0, 20000, 30, 260),
+            req(1, 0, 5, 290),
+        ];
         let mut pieces = Vec::new();
-        plan_pieces(&ops, &[9050, 5], 4096, 1 << 20, &mut pieces);
+        plan_pieces(&ops, &[20030, 5], 4096, 1 << 20, &mut pieces);
         let summary: Vec<_> =
             pieces.iter().map(|p| (p.file, p.offset, p.len, p.needed, p.first, p.end)).collect();
         assert_eq!(
             summary,
-            vec![(0, 0, 8192, 4200, 0, 2), (0, 8192, 4096, 858, 2, 3), (1, 0, 4096, 5, 3, 4)]
+            vec![
+                (0, 0, 12288, 9050, 0, 3),
+                (0, 16384, 4096, 20030 - 16384, 3, 4),
+                (1, 0, 4096, 5, 4, 5)
+            ]
         );
     }
 
