@@ -2,10 +2,11 @@
 //! `O_DIRECT` where possible) for data that is not.
 //!
 //! Which is faster depends on where the bytes are, and that changes while a program runs
-//! (these machines reclaim the page cache within seconds). So the choice is made per
-//! batch: a few pages the batch needs are checked with `mincore` (a handful of cheap
-//! system calls, no I/O); if all are resident the batch is copied out of the mapping,
-//! otherwise it goes to the ring.
+//! (these machines reclaim the page cache within seconds). So the choice is remade as reads
+//! come: a few pages a read needs are checked with `mincore` (a handful of cheap system
+//! calls, no I/O); if all are resident the read is copied out of the mapping, otherwise it
+//! goes to the ring. A decision stands for [`RECHECK`] before the next check, so that a
+//! batch fetched in many cache-sized pieces pays for one check, not one per piece.
 
 #![allow(unsafe_code)]
 
@@ -18,8 +19,12 @@ use reel_core::{Backend, MmapFiles, ReadAt, ReadReq, Result};
 
 use crate::uring::{UringFiles, UringOptions};
 
-/// Pages checked per batch.
+/// Pages checked per decision.
 const SAMPLES: usize = 4;
+
+/// How long a decision stands: far below the seconds over which the page cache changes,
+/// far above the time one batch takes.
+pub const RECHECK: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Files read through the mapping or the ring, whichever suits the batch.
 pub struct AutoFiles {
@@ -28,8 +33,11 @@ pub struct AutoFiles {
     page: usize,
     warm_batches: AtomicU64,
     cold_batches: AtomicU64,
-    /// Whether the last batch was served from the page cache (a hint, racy by design).
+    /// Whether the last decision was "in the page cache" (a hint, racy by design).
     last_warm: AtomicBool,
+    /// When that decision was made, in nanoseconds since `epoch`.
+    decided_at: AtomicU64,
+    epoch: std::time::Instant,
 }
 
 impl AutoFiles {
@@ -47,10 +55,13 @@ impl AutoFiles {
             warm_batches: AtomicU64::new(0),
             cold_batches: AtomicU64::new(0),
             last_warm: AtomicBool::new(true),
+            decided_at: AtomicU64::new(u64::MAX),
+            epoch: std::time::Instant::now(),
         })
     }
 
-    /// Batches served from the page cache and from the ring so far.
+    /// Reads (batches, or cache-sized pieces of them) served from the page cache and from
+    /// the ring so far.
     pub fn batch_counts(&self) -> (u64, u64) {
         (self.warm_batches.load(Ordering::Relaxed), self.cold_batches.load(Ordering::Relaxed))
     }
@@ -109,8 +120,17 @@ impl ReadAt for AutoFiles {
     }
 
     fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
-        let warm = self.looks_cached(reqs);
-        self.last_warm.store(warm, Ordering::Relaxed);
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        let decided = self.decided_at.load(Ordering::Relaxed);
+        let warm = if decided != u64::MAX && now.saturating_sub(decided) < RECHECK.as_nanos() as u64
+        {
+            self.last_warm.load(Ordering::Relaxed)
+        } else {
+            let warm = self.looks_cached(reqs);
+            self.last_warm.store(warm, Ordering::Relaxed);
+            self.decided_at.store(now, Ordering::Relaxed);
+            warm
+        };
         if warm {
             self.warm_batches.fetch_add(1, Ordering::Relaxed);
             self.mmap.read_many(reqs, dest)
