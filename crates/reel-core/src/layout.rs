@@ -71,6 +71,45 @@ pub trait Layout: Send + Sync {
     /// Decodes record `index` from `raw` (one span per planned range, in plan order) into
     /// `out`. Must not panic on any bytes.
     fn decode(&self, index: u64, raw: &[Span], out: &mut RecordOut<'_>) -> Result<()>;
+
+    /// Checks record `index`'s bytes (its checksums) before it is decoded, right after they
+    /// are fetched, while they are still in the CPU cache. The default checks nothing.
+    fn verify(&self, index: u64, raw: &RawParts<'_>) -> Result<()> {
+        let _ = (index, raw);
+        Ok(())
+    }
+
+    /// Whether [`verify`](Self::verify) checks anything, so readers can skip it.
+    fn has_verify(&self) -> bool {
+        false
+    }
+}
+
+/// The raw bytes of one record's planned ranges, as [`Layout::verify`] sees them.
+#[derive(Clone, Copy, Debug)]
+pub struct RawParts<'a> {
+    spans: &'a [Span],
+    bytes: &'a [u8],
+    base: usize,
+}
+
+impl<'a> RawParts<'a> {
+    /// Number of ranges.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Whether the record was planned with no range.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The bytes of range `k` (empty if there is no such range).
+    pub fn get(&self, k: usize) -> &'a [u8] {
+        self.spans
+            .get(k)
+            .map_or(&[], |s| Span::new(s.start.wrapping_sub(self.base), s.len).get(self.bytes))
+    }
 }
 
 /// A [`RecordSource`] over any [`Layout`] and any [`ReadAt`] backend.
@@ -101,8 +140,15 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
         &self.limits
     }
 
+    /// The layout's verification, if it has one. Custom plans read whole ranges of the same
+    /// records, so the same checks apply to them.
+    fn verify_step(&self) -> Option<&VerifyFn<'_>> {
+        self.layout.has_verify().then_some(&self.layout as &VerifyFn<'_>)
+    }
+
     /// Reads one record with a custom plan and decode, for format-specific partial reads
-    /// (one array of an item, some frames of a video, some keys of a datapoint).
+    /// (one array of an item, some frames of a video, some keys of a datapoint). The
+    /// layout's [`verify`](Layout::verify) runs on the planned ranges first.
     pub fn read_with(
         &self,
         index: u64,
@@ -119,8 +165,7 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
             self.layout.len(),
             &[index],
             Buffers { arena, fields, scratch },
-            &mut plan,
-            &mut decode,
+            Steps { plan: &mut plan, verify: self.verify_step(), decode: &mut decode },
             |_, _, _| {},
         );
         if result.is_err() {
@@ -148,8 +193,7 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
             self.layout.len(),
             indices,
             Buffers { arena, fields, scratch },
-            &mut plan,
-            &mut decode,
+            Steps { plan: &mut plan, verify: self.verify_step(), decode: &mut decode },
             |index, first_field, end_field| slots.push(Slot { index, first_field, end_field }),
         );
         if result.is_err() {
@@ -161,6 +205,26 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
 
 type PlanFn<'f> = dyn FnMut(u64, &mut Plan<'_>) -> Result<()> + 'f;
 type DecodeFn<'f> = dyn FnMut(u64, &[Span], &mut RecordOut<'_>) -> Result<()> + 'f;
+
+/// A record check.
+pub(crate) trait Verify: Sync {
+    fn check(&self, index: u64, raw: &RawParts<'_>) -> Result<()>;
+}
+
+impl<L: Layout> Verify for L {
+    fn check(&self, index: u64, raw: &RawParts<'_>) -> Result<()> {
+        self.verify(index, raw)
+    }
+}
+
+type VerifyFn<'f> = dyn Verify + 'f;
+
+/// The three per-record steps of a read.
+struct Steps<'a, 'f> {
+    plan: &'a mut PlanFn<'f>,
+    verify: Option<&'a VerifyFn<'a>>,
+    decode: &'a mut DecodeFn<'f>,
+}
 
 struct Buffers<'a> {
     arena: &'a mut Arena,
@@ -177,11 +241,11 @@ fn fill<F: ReadAt + ?Sized>(
     len: u64,
     indices: &[u64],
     buffers: Buffers<'_>,
-    plan: &mut PlanFn<'_>,
-    decode: &mut DecodeFn<'_>,
+    steps: Steps<'_, '_>,
     mut on_record: impl FnMut(u64, usize, usize),
 ) -> Result<()> {
     let Buffers { arena, fields, scratch } = buffers;
+    let Steps { plan, verify, decode } = steps;
     scratch.ranges.clear();
     scratch.counts.clear();
     scratch.reqs.clear();
@@ -225,38 +289,79 @@ fn fill<F: ReadAt + ?Sized>(
     let mut first_record = 0;
     let mut first_part = 0;
     while first_record < indices.len() {
-        let (mut end_record, mut end_part, mut bytes) = (first_record, first_part, 0usize);
-        while end_record < indices.len() && (end_record == first_record || bytes < chunk_bytes) {
-            let parts = scratch.counts[end_record];
-            bytes += scratch.parts[end_part..end_part + parts].iter().map(|p| p.len).sum::<usize>();
-            end_part += parts;
-            end_record += 1;
-        }
+        let (end_record, end_part) =
+            chunk_end(scratch, indices.len(), first_record, first_part, chunk_bytes);
         if let Err(e) = files.read_many(&scratch.reqs[first_part..end_part], arena.as_mut_slice()) {
-            let e = match locate(indices, scratch, e.offset()) {
-                Some(index) => e.with_record(index),
-                None => e,
-            };
-            return Err(e.with_format(format));
+            return Err(read_error(e, indices, scratch, format));
+        }
+        if let Some(v) = verify {
+            let bytes = arena.as_slice();
+            let mut part = first_part;
+            for (k, &index) in indices.iter().enumerate().take(end_record).skip(first_record) {
+                let count = scratch.counts[k];
+                let raw = RawParts { spans: &scratch.parts[part..part + count], bytes, base: 0 };
+                v.check(index, &raw)
+                    .map_err(|e| record_error(e, index, scratch, part, files, format))?;
+                part += count;
+            }
         }
         for (k, &index) in indices.iter().enumerate().take(end_record).skip(first_record) {
             let count = scratch.counts[k];
             let parts = &scratch.parts[first_part..first_part + count];
-            let first_file = scratch.ranges.get(first_part).map(|r| r.file);
+            let part = first_part;
             first_part += count;
             let first_field = fields.len();
-            decode(index, parts, &mut RecordOut::new(arena, fields)).map_err(|e| {
-                let e = e.with_record(index).with_format(format);
-                match first_file {
-                    Some(f) => e.with_path(files.file_path(f)),
-                    None => e,
-                }
-            })?;
+            decode(index, parts, &mut RecordOut::new(arena, fields))
+                .map_err(|e| record_error(e, index, scratch, part, files, format))?;
             on_record(index, first_field, fields.len());
         }
         first_record = end_record;
     }
     Ok(())
+}
+
+/// The end (exclusive record and part) of the chunk starting at `first_record`: at least one
+/// record, then records while the chunk holds fewer than `chunk_bytes`.
+fn chunk_end(
+    scratch: &Scratch,
+    n: usize,
+    first_record: usize,
+    first_part: usize,
+    chunk_bytes: usize,
+) -> (usize, usize) {
+    let (mut end_record, mut end_part, mut bytes) = (first_record, first_part, 0usize);
+    while end_record < n && (end_record == first_record || bytes < chunk_bytes) {
+        let parts = scratch.counts[end_record];
+        bytes += scratch.parts[end_part..end_part + parts].iter().map(|p| p.len).sum::<usize>();
+        end_part += parts;
+        end_record += 1;
+    }
+    (end_record, end_part)
+}
+
+/// Context for an error about record `index` (whose first part is `part`).
+fn record_error<F: ReadAt + ?Sized>(
+    e: Error,
+    index: u64,
+    scratch: &Scratch,
+    part: usize,
+    files: &F,
+    format: &'static str,
+) -> Error {
+    let e = e.with_record(index).with_format(format);
+    match scratch.ranges.get(part) {
+        Some(r) => e.with_path(files.file_path(r.file)),
+        None => e,
+    }
+}
+
+/// Context for a read error: the record whose range holds the failing offset.
+fn read_error(e: Error, indices: &[u64], scratch: &Scratch, format: &'static str) -> Error {
+    let e = match locate(indices, scratch, e.offset()) {
+        Some(index) => e.with_record(index),
+        None => e,
+    };
+    e.with_format(format)
 }
 
 /// Bytes fetched before decoding when the backend reads synchronously: well inside a

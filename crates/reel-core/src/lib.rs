@@ -55,7 +55,7 @@ pub mod testing;
 pub use batch::RecordBatch;
 pub use error::{Error, ErrorKind, Result, ResultExt};
 pub use io::{Backend, MemFiles, MmapFiles, OpenFiles, PreadFiles, ReadAt, ReadReq};
-pub use layout::{Layout, LayoutSource, Plan, ReadRange};
+pub use layout::{Layout, LayoutSource, Plan, RawParts, ReadRange};
 pub use limits::{Limits, check_within, to_usize};
 pub use record::{Field, FieldName, RAW_FIELD, Record, RecordOut, RecordRef, check_array_len};
 pub use sink::{RecordSink, SinkSummary};

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use reel_core::{
-    Error, ErrorKind, FieldName, Layout, Limits, Plan, RAW_FIELD, ReadAt, RecordOut, Result,
-    SourceInfo, Span, Value, Warning, WarningKind,
+    Error, ErrorKind, FieldName, Layout, Limits, Plan, RAW_FIELD, RawParts, ReadAt, RecordOut,
+    Result, SourceInfo, Span, Value, Warning, WarningKind,
 };
 
 use crate::FORMAT;
@@ -167,28 +167,35 @@ impl Layout for FfrecordLayout {
         Ok(())
     }
 
-    fn decode(&self, index: u64, raw: &[Span], out: &mut RecordOut<'_>) -> Result<()> {
+    fn decode(&self, _index: u64, raw: &[Span], out: &mut RecordOut<'_>) -> Result<()> {
         let [span] = raw else {
             return Err(Error::corrupt("an FFRecord record is read as exactly one range"));
         };
-        // Fuzzing skips the checksum so that mutated inputs reach the code behind it.
-        if self.verify_records && !cfg!(fuzzing) {
-            let (file, local) =
-                self.locate(index).ok_or_else(|| Error::out_of_range(index, self.len()))?;
-            let stored = self.files[file].checksums[local];
-            let computed = crc32fast::hash(out.bytes(*span));
-            if stored != computed {
-                let offset = self.files[file].offsets[local];
-                return Err(Error::new(
-                    ErrorKind::Checksum,
-                    format!(
-                        "record checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
-                    ),
-                )
-                .with_offset(offset));
-            }
-        }
         out.push(self.field.clone(), Value::Bytes(*span));
+        Ok(())
+    }
+
+    /// The record's CRC-32 against the stored one. Fuzzing skips it so that mutated inputs
+    /// reach the code behind it.
+    fn has_verify(&self) -> bool {
+        self.verify_records && !cfg!(fuzzing)
+    }
+
+    fn verify(&self, index: u64, raw: &RawParts<'_>) -> Result<()> {
+        let (file, local) =
+            self.locate(index).ok_or_else(|| Error::out_of_range(index, self.len()))?;
+        let stored = self.files[file].checksums[local];
+        let computed = crc32fast::hash(raw.get(0));
+        if stored != computed {
+            let offset = self.files[file].offsets[local];
+            return Err(Error::new(
+                ErrorKind::Checksum,
+                format!(
+                    "record checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
+                ),
+            )
+            .with_offset(offset));
+        }
         Ok(())
     }
 }
