@@ -3,4 +3,4 @@
 #[path = "../harness/mod.rs"]
 mod harness;
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::formats::ffrecord_pickle(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::ffrecord::ffrecord_pickle(data));

@@ -9,7 +9,7 @@ use reel::{OpenOptions, RecordSource};
 use super::{exercise, limits};
 
 /// File names the sniffers look for, so the fuzzer can reach every format's open path.
-const NAMES: &[&str] = &[
+pub const NAMES: &[&str] = &[
     "data.ffr",
     "PART_00000.ffr",
     "PART_00001.ffr",

@@ -7,7 +7,12 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod dir;
-pub mod formats;
+pub mod ffrecord;
+pub mod granular;
+pub mod gulp;
+pub mod input;
+pub mod ofrecord;
+pub mod syrah;
 
 use reel::{Limits, RecordBatch, RecordSource, RecordSourceExt};
 
@@ -16,9 +21,21 @@ pub type Target = fn(&[u8]);
 
 /// The targets, for the replay test.
 pub const TARGETS: &[(&str, Target)] = &[
-    ("ffrecord_file", formats::ffrecord_file),
-    ("ffrecord_pickle", formats::ffrecord_pickle),
-    ("ffrecord_roundtrip", formats::ffrecord_roundtrip),
+    ("ffrecord_file", ffrecord::ffrecord_file),
+    ("ffrecord_pickle", ffrecord::ffrecord_pickle),
+    ("ffrecord_roundtrip", ffrecord::ffrecord_roundtrip),
+    ("syrah_file", syrah::syrah_file),
+    ("syrah_roundtrip", syrah::syrah_roundtrip),
+    ("ofrecord_frames", ofrecord::ofrecord_frames),
+    ("ofrecord_protobuf", ofrecord::ofrecord_protobuf),
+    ("ofrecord_roundtrip", ofrecord::ofrecord_roundtrip),
+    ("granular_bag", granular::granular_bag),
+    ("granular_dataset", granular::granular_dataset),
+    ("granular_codecs", granular::granular_codecs),
+    ("granular_roundtrip", granular::granular_roundtrip),
+    ("gulp_meta", gulp::gulp_meta),
+    ("gulp_chunk", gulp::gulp_chunk),
+    ("gulp_roundtrip", gulp::gulp_roundtrip),
     ("backends_agree", dir::backends_agree),
     ("open_dir", dir::open_dir),
 ];
@@ -29,6 +46,8 @@ pub fn limits() -> Limits {
     l.max_record_bytes = 16 << 20;
     l.max_batch_bytes = 64 << 20;
     l.max_records = 1 << 20;
+    l.max_metadata_bytes = 16 << 20;
+    l.max_decoded_bytes = 16 << 20;
     l
 }
 

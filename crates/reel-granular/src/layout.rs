@@ -520,7 +520,7 @@ impl GranularLayout {
 
     /// Bytes of data and index the dataset holds (the reference's `size`).
     pub(crate) fn size(&self) -> u64 {
-        self.shards.iter().map(|s| s.size).sum()
+        self.shards.iter().fold(0, |total, s| total.saturating_add(s.size))
     }
 }
 
@@ -639,13 +639,15 @@ fn open_shard(
                         ),
                     });
                 }
-                size += data_end + idx_len;
+                // The index is not checked against the data until a record is read, so a
+                // damaged one can claim any end offset.
+                size = size.saturating_add(data_end.saturating_add(idx_len));
                 table
             }
             _ => {
                 let t = bag::read_single_file(files, cf.bag, &opt.limits)
                     .map_err(|e| e.with_path(&data_path).with_format(FORMAT))?;
-                size += files.file_len(cf.bag);
+                size = size.saturating_add(files.file_len(cf.bag));
                 ColumnIndex::Memory(t)
             }
         };
@@ -670,7 +672,7 @@ fn open_shard(
             let data = files
                 .read_to_vec(refs_file, 0, table.data_len())
                 .map_err(|e| e.with_path(&path))?;
-            size += files.file_len(refs_file);
+            size = size.saturating_add(files.file_len(refs_file));
             Some(Refs { table, data: Arc::from(data), path })
         }
         None => None,

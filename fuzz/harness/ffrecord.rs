@@ -1,4 +1,5 @@
-//! Single-format parser targets: bytes straight into a reader through `MemFiles`.
+//! FFRecord targets: bytes straight into a reader through `MemFiles`, the packed-folder
+//! pickle subset, and records written and read back.
 
 use reel::MemFiles;
 use reel::ffrecord::{FfrecordOptions, FfrecordReader, FfrecordWriter, pickle};
