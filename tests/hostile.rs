@@ -3,39 +3,16 @@
 //! small fixed allowance), as measured by a counting allocator.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use reel::{ErrorKind, Format, RecordSourceExt};
 
-struct Counting;
-
-thread_local! {
-    static PEAK: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator; records the largest request on this thread.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        PEAK.with(|p| p.set(p.get().max(layout.size())));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        PEAK.with(|p| p.set(p.get().max(new_size)));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "../crates/reel-core/tests/support/tracking_alloc.rs"]
+mod tracking_alloc;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: tracking_alloc::TrackingAllocator = tracking_alloc::TrackingAllocator;
 
 /// Allowance for fixed-size buffers (I/O windows, hash tables) independent of the input.
 const ALLOWANCE: usize = 1 << 20;
@@ -48,7 +25,7 @@ fn refuse(what: &str, format: Format, path: &Path) {
     } else {
         std::fs::metadata(path).unwrap().len()
     };
-    PEAK.with(|p| p.set(0));
+    tracking_alloc::reset_largest();
     let t = Instant::now();
     let outcome =
         reel::open_as(path, format, &reel::OpenOptions::default().backend(reel::Backend::Pread))
@@ -59,7 +36,7 @@ fn refuse(what: &str, format: Format, path: &Path) {
                 Ok(s.len())
             });
     let elapsed = t.elapsed();
-    let peak = PEAK.with(Cell::get);
+    let peak = tracking_alloc::largest();
     let e = outcome.expect_err(&format!("{what}: a hostile file was accepted"));
     assert!(
         matches!(e.kind(), ErrorKind::Corrupt | ErrorKind::Limit | ErrorKind::Checksum),

@@ -1,42 +1,14 @@
 //! A reused `RecordBatch` (and `Record`) costs no allocation once warm, on every backend.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use reel_core::{Backend, Record, RecordBatch, RecordSource};
 use reel_ffrecord::{FfrecordOptions, FfrecordReader, dump};
 
-struct Counting;
-
-thread_local! {
-    static COUNT: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator; only counts calls made on the current thread.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        COUNT.with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        COUNT.with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "../../reel-core/tests/support/tracking_alloc.rs"]
+mod tracking_alloc;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations() -> u64 {
-    COUNT.with(Cell::get)
-}
+static GLOBAL: tracking_alloc::TrackingAllocator = tracking_alloc::TrackingAllocator;
 
 #[test]
 fn steady_state_batches_do_not_allocate() {
@@ -59,7 +31,7 @@ fn steady_state_batches_do_not_allocate() {
         for i in 0..500 {
             r.read_into(i, &mut record).unwrap();
         }
-        let before = allocations();
+        let before = tracking_alloc::allocations();
         for idx in &batches {
             r.read_batch_into(idx, &mut batch).unwrap();
             assert_eq!(batch.len(), idx.len());
@@ -67,6 +39,11 @@ fn steady_state_batches_do_not_allocate() {
         for i in 0..500 {
             r.read_into(i, &mut record).unwrap();
         }
-        assert_eq!(allocations() - before, 0, "{}: steady-state reads allocated", backend.name());
+        assert_eq!(
+            tracking_alloc::allocations() - before,
+            0,
+            "{}: steady-state reads allocated",
+            backend.name()
+        );
     }
 }

@@ -3,37 +3,15 @@
 //! process-wide (workers allocate on their own threads), so this binary holds one test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use reel_core::Backend;
 use reel_ffrecord::{FfrecordOptions, FfrecordReader, dump};
 use reel_loader::{Loader, Shuffle, copy_fields};
 
-struct Counting;
-
-static COUNT: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards to the system allocator; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        COUNT.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        COUNT.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "../../reel-core/tests/support/tracking_alloc.rs"]
+mod tracking_alloc;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: tracking_alloc::TrackingAllocator = tracking_alloc::TrackingAllocator;
 
 #[test]
 fn steady_state_steps_do_not_allocate() {
@@ -73,13 +51,13 @@ fn steady_state_steps_do_not_allocate() {
         for _ in 0..200 {
             assert_eq!(loader.next().unwrap().unwrap().len(), 32);
         }
-        let before = COUNT.load(Ordering::SeqCst);
+        let before = tracking_alloc::allocations_all_threads();
         let mut bytes = 0;
         for _ in 0..60 {
             let batch = loader.next().unwrap().unwrap();
             bytes += batch.iter().map(|r| r.bytes("data").unwrap().len()).sum::<usize>();
         }
-        let allocated = COUNT.load(Ordering::SeqCst) - before;
+        let allocated = tracking_alloc::allocations_all_threads() - before;
         assert_eq!(bytes, 60 * 32 * 256);
         assert_eq!(
             allocated, 0,

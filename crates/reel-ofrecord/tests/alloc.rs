@@ -5,39 +5,14 @@
 
 mod support;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use reel_core::{ErrorKind, MemFiles, RecordSourceExt};
 use reel_ofrecord::{OfrecordOptions, OfrecordReader, encode_record};
 
-struct Largest;
-
-thread_local! {
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator; only records the largest size asked for on
-// the current thread.
-unsafe impl GlobalAlloc for Largest {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LARGEST.with(|c| c.set(c.get().max(layout.size())));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LARGEST.with(|c| c.set(c.get().max(new_size)));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "../../reel-core/tests/support/tracking_alloc.rs"]
+mod tracking_alloc;
 
 #[global_allocator]
-static GLOBAL: Largest = Largest;
+static GLOBAL: tracking_alloc::TrackingAllocator = tracking_alloc::TrackingAllocator;
 
 #[test]
 fn a_terabyte_claim_fails_fast_without_allocating() {
@@ -46,9 +21,9 @@ fn a_terabyte_claim_fails_fast_without_allocating() {
     bytes.extend_from_slice(&(1u64 << 40).to_le_bytes());
     bytes.extend_from_slice(&payload);
     let files = MemFiles::single("part-00000", bytes.clone());
-    LARGEST.with(|c| c.set(0));
+    tracking_alloc::reset_largest();
     let e = OfrecordReader::from_files(files, &OfrecordOptions::default()).err().unwrap();
-    let largest = LARGEST.with(Cell::get);
+    let largest = tracking_alloc::largest();
     assert_eq!(e.kind(), ErrorKind::Corrupt);
     assert!(largest < 128 << 10, "opening allocated {largest} bytes at once");
 
@@ -63,9 +38,9 @@ fn a_terabyte_claim_fails_fast_without_allocating() {
         &OfrecordOptions::default(),
     )
     .unwrap();
-    LARGEST.with(|c| c.set(0));
+    tracking_alloc::reset_largest();
     for i in 0..50 {
         r.read(i).unwrap();
     }
-    assert!(LARGEST.with(Cell::get) <= good.len(), "a read allocated more than the file");
+    assert!(tracking_alloc::largest() <= good.len(), "a read allocated more than the file");
 }

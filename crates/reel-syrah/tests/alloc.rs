@@ -2,42 +2,14 @@
 //! for whole items and for selected arrays.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use reel_core::{Backend, DType, Record, RecordBatch, RecordSource};
 use reel_syrah::{SyrahOptions, SyrahReader, SyrahWriter};
 
-struct Counting;
-
-thread_local! {
-    static COUNT: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator; only counts calls made on the current thread.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        COUNT.with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        COUNT.with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "../../reel-core/tests/support/tracking_alloc.rs"]
+mod tracking_alloc;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations() -> u64 {
-    COUNT.with(Cell::get)
-}
+static GLOBAL: tracking_alloc::TrackingAllocator = tracking_alloc::TrackingAllocator;
 
 #[test]
 fn steady_state_batches_do_not_allocate() {
@@ -74,8 +46,13 @@ fn steady_state_batches_do_not_allocate() {
             }
         };
         run(&mut batch, &mut record);
-        let before = allocations();
+        let before = tracking_alloc::allocations();
         run(&mut batch, &mut record);
-        assert_eq!(allocations() - before, 0, "{}: steady-state reads allocated", backend.name());
+        assert_eq!(
+            tracking_alloc::allocations() - before,
+            0,
+            "{}: steady-state reads allocated",
+            backend.name()
+        );
     }
 }

@@ -1,0 +1,73 @@
+//! A global allocator for allocation tests, shared by the workspace's crates through
+//! `#[path]` (a test helper, so it stays out of every library):
+//!
+//! ```ignore
+//! #[path = "../../reel-core/tests/support/tracking_alloc.rs"]
+//! mod tracking_alloc;
+//! #[global_allocator]
+//! static GLOBAL: tracking_alloc::TrackingAllocator = tracking_alloc::TrackingAllocator;
+//! ```
+//!
+//! It forwards to the system allocator and records how many allocations were made (on the
+//! current thread, and on all threads) and the largest size asked for on the current thread.
+//! Per-thread counts keep tests that run in parallel in one binary from seeing each other.
+#![allow(dead_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The counting allocator; install it with `#[global_allocator]`.
+pub struct TrackingAllocator;
+
+thread_local! {
+    static CALLS: Cell<u64> = const { Cell::new(0) };
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+static CALLS_ALL_THREADS: AtomicU64 = AtomicU64::new(0);
+
+fn record(size: usize) {
+    CALLS.with(|c| c.set(c.get() + 1));
+    LARGEST.with(|c| c.set(c.get().max(size)));
+    CALLS_ALL_THREADS.fetch_add(1, Ordering::Relaxed);
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; the bookkeeping only
+// touches const-initialized thread-locals without destructors and an atomic, neither of
+// which allocates.
+unsafe impl GlobalAlloc for TrackingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        record(layout.size());
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        record(new_size);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+/// Allocations (and reallocations) made so far on the current thread.
+pub fn allocations() -> u64 {
+    CALLS.with(Cell::get)
+}
+
+/// Allocations (and reallocations) made so far on every thread.
+pub fn allocations_all_threads() -> u64 {
+    CALLS_ALL_THREADS.load(Ordering::SeqCst)
+}
+
+/// Forgets the largest allocation seen on the current thread.
+pub fn reset_largest() {
+    LARGEST.with(|c| c.set(0));
+}
+
+/// The largest single allocation asked for on the current thread since `reset_largest`.
+pub fn largest() -> usize {
+    LARGEST.with(Cell::get)
+}
