@@ -143,22 +143,9 @@ impl StagedDir {
     /// Syncs every file and directory inside, then renames the directory into place. Fails
     /// with [`ErrorKind::InvalidInput`] if a non-empty directory or a file is already there.
     pub fn commit(mut self) -> Result<()> {
-        sync_tree(&self.temp_path)?;
-        if self.final_path.exists() {
-            // An empty directory (e.g. made by the caller beforehand) is replaced.
-            fs::remove_dir(&self.final_path).map_err(|e| {
-                Error::new(
-                    ErrorKind::InvalidInput,
-                    format!("output already exists and is not an empty directory ({e})"),
-                )
-                .with_path(&self.final_path)
-            })?;
-        }
-        fs::rename(&self.temp_path, &self.final_path).map_err(|e| {
-            Error::io(e, "cannot move staged directory into place").with_path(&self.final_path)
-        })?;
+        publish_dir(&self.temp_path, &self.final_path)?;
         self.committed = true;
-        sync_dir(parent_of(&self.final_path))
+        Ok(())
     }
 
     /// Like [`commit`](Self::commit), but replaces whatever is at the final path. The old
@@ -193,6 +180,29 @@ impl Drop for StagedDir {
             let _ = fs::remove_dir_all(&self.temp_path);
         }
     }
+}
+
+/// Makes the directory `staged` durable (every file and directory in it synced) and renames
+/// it to `target`, then syncs `target`'s parent. An empty directory at `target` (e.g. made by
+/// the caller beforehand) is replaced; anything else there fails with
+/// [`ErrorKind::InvalidInput`] and leaves `staged` untouched.
+///
+/// For writers that manage their own staging directory (a resumable writer keeps it under a
+/// fixed name); others use [`StagedDir`].
+pub fn publish_dir(staged: &Path, target: &Path) -> Result<()> {
+    sync_tree(staged)?;
+    if target.exists() {
+        fs::remove_dir(target).map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!("output already exists and is not an empty directory ({e})"),
+            )
+            .with_path(target)
+        })?;
+    }
+    fs::rename(staged, target)
+        .map_err(|e| Error::io(e, "cannot move staged directory into place").with_path(target))?;
+    sync_dir(parent_of(target))
 }
 
 fn remove_any(path: &Path) -> io::Result<()> {

@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use reel_core::staged::{sync_dir, sync_tree};
+use reel_core::staged::publish_dir;
 use reel_core::{Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary};
 
 use super::bag_writer::BagWriter;
@@ -380,7 +380,7 @@ impl GranularWriter {
                 fs::rename(&partial, &spec).map_err(|e| {
                     Error::io(e, "cannot publish spec").with_path(&spec).with_format(FORMAT)
                 })?;
-                if let Err(e) = publish(&self.dir, &target) {
+                if let Err(e) = publish_dir(&self.dir, &target) {
                     // Not published: make the staging directory unopenable again.
                     let _ = fs::rename(&spec, &partial);
                     return Err(e.with_format(FORMAT));
@@ -410,24 +410,6 @@ impl Drop for GranularWriter {
             let _ = fs::remove_dir_all(&self.dir);
         }
     }
-}
-
-/// Syncs the staged directory and renames it to `target` (replacing an empty directory).
-fn publish(staged: &Path, target: &Path) -> Result<()> {
-    sync_tree(staged)?;
-    if target.exists() {
-        fs::remove_dir(target).map_err(|e| {
-            Error::new(
-                ErrorKind::InvalidInput,
-                format!("output already exists and is not an empty directory ({e})"),
-            )
-            .with_path(target)
-        })?;
-    }
-    fs::rename(staged, target)
-        .map_err(|e| Error::io(e, "cannot move dataset into place").with_path(target))?;
-    let parent = target.parent().filter(|p| !p.as_os_str().is_empty());
-    sync_dir(parent.unwrap_or(Path::new(".")))
 }
 
 impl RecordSink for GranularWriter {

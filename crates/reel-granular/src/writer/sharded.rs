@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use reel_core::staged::{sync_dir, sync_tree};
+use reel_core::staged::publish_dir;
 use reel_core::{Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary};
 
 use super::dataset::{GranularWriter, GranularWriterOptions, PARTIAL_SPEC, staging_path};
@@ -338,7 +338,7 @@ impl ShardedWriter {
         self.check_open()?;
         self.close_shard()?;
         if self.root_staged {
-            let r = publish(&self.base, &self.root);
+            let r = publish_dir(&self.base, &self.root);
             if let Err(e) = r {
                 self.state = State::Broken;
                 return Err(e);
@@ -366,23 +366,6 @@ impl ShardedWriter {
             None => Ok(()),
         }
     }
-}
-
-fn publish(staging: &Path, root: &Path) -> Result<()> {
-    sync_tree(staging)?;
-    if root.exists() {
-        fs::remove_dir(root).map_err(|e| {
-            Error::new(
-                ErrorKind::InvalidInput,
-                format!("output already exists and is not an empty directory ({e})"),
-            )
-            .with_path(root)
-        })?;
-    }
-    fs::rename(staging, root)
-        .map_err(|e| Error::io(e, "cannot move dataset into place").with_path(root))?;
-    let parent = root.parent().filter(|p| !p.as_os_str().is_empty());
-    sync_dir(parent.unwrap_or(Path::new(".")))
 }
 
 impl Drop for ShardedWriter {
