@@ -246,20 +246,7 @@ impl OfrecordWriter {
     }
 
     fn check_open(&self) -> Result<()> {
-        if self.staged.is_none() {
-            return Err(Error::new(ErrorKind::Closed, "the writer is already finished")
-                .with_path(&self.path)
-                .with_format(FORMAT));
-        }
-        if self.broken {
-            return Err(Error::new(
-                ErrorKind::Io,
-                "an earlier write failed; the writer cannot continue (nothing was saved)",
-            )
-            .with_path(&self.path)
-            .with_format(FORMAT));
-        }
-        Ok(())
+        check_writable(self.staged.is_none(), self.broken, &self.path)
     }
 
     /// Writes the frame the encoder holds, rolling to a new part first if needed.
@@ -418,20 +405,7 @@ impl OfrecordFileWriter {
     }
 
     fn check_open(&self) -> Result<()> {
-        if self.out.is_none() {
-            return Err(Error::new(ErrorKind::Closed, "the writer is already finished")
-                .with_path(&self.path)
-                .with_format(FORMAT));
-        }
-        if self.broken {
-            return Err(Error::new(
-                ErrorKind::Io,
-                "an earlier write failed; the writer cannot continue (nothing was saved)",
-            )
-            .with_path(&self.path)
-            .with_format(FORMAT));
-        }
-        Ok(())
+        check_writable(self.out.is_none(), self.broken, &self.path)
     }
 
     fn write_current(&mut self) -> Result<u64> {
@@ -478,4 +452,20 @@ impl RecordSink for OfrecordFileWriter {
     fn finish(&mut self) -> Result<SinkSummary> {
         OfrecordFileWriter::finish(self)
     }
+}
+
+/// The error for appending to a writer that is finished, or broken by an earlier failed
+/// write (whose output would have a hole).
+fn check_writable(finished: bool, broken: bool, path: &Path) -> Result<()> {
+    let error = if finished {
+        Error::new(ErrorKind::Closed, "the writer is already finished")
+    } else if broken {
+        Error::new(
+            ErrorKind::Io,
+            "an earlier write failed; the writer cannot continue (nothing was saved)",
+        )
+    } else {
+        return Ok(());
+    };
+    Err(error.with_path(path).with_format(FORMAT))
 }
