@@ -1,5 +1,7 @@
 //! The `reel` command.
 
+#![forbid(unsafe_code)]
+
 mod bench;
 mod cat;
 mod common;

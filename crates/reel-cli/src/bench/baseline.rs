@@ -7,17 +7,19 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use super::SEED;
 use super::measure::{Run, run_for, run_parallel};
 use super::workload::{Batches, Dataset};
+use super::{ColdEviction, SEED};
 
-/// One `pread` per record into a reused buffer: what a straightforward reader does.
+/// One `pread` per record into a reused buffer: what a straightforward reader does. Cold,
+/// it is kept cold exactly like reel's buffered backends (`eviction`).
 pub fn pread_loop(
     ds: &Dataset,
     batch: usize,
     threads: usize,
     budget: Duration,
     warmup: usize,
+    eviction: &ColdEviction<'_>,
 ) -> reel::Result<Run> {
     let f = File::open(&ds.path).map_err(|e| reel::Error::io(e, "open").with_path(&ds.path))?;
     run_parallel(threads, budget, warmup, |t| {
@@ -25,6 +27,7 @@ pub fn pread_loop(
         let mut buf = vec![0u8; ds.record_size * batch];
         let mut batches = Batches::new(ds.records, batch, SEED + t as u64);
         Ok(move || {
+            eviction.tick();
             let idx = batches.next_batch();
             for (k, &i) in idx.iter().enumerate() {
                 let dst = &mut buf[k * ds.record_size..(k + 1) * ds.record_size];

@@ -223,9 +223,8 @@ fn measure_round(
     };
 
     if !args.no_baselines {
-        let run = with_eviction(cold, &ds.path, || {
-            baseline::pread_loop(ds, args.batch, args.threads, budget, warmup)
-        })?;
+        let eviction = ColdEviction::new(cold, &ds.path);
+        let run = baseline::pread_loop(ds, args.batch, args.threads, budget, warmup, &eviction)?;
         rows.push(row("pread loop", run, String::new()));
     }
     if !cold && !args.no_baselines {
@@ -283,20 +282,13 @@ fn reel_run(
     let options = reel::OpenOptions::default().backend(backend).verify(verify);
     let reader = reel::open_as(&ds.formatted, ds.format, &options)?;
     let warmup = if cold { 2 } else { 0 };
-    let last_evict = std::sync::Mutex::new(Instant::now());
+    let eviction = ColdEviction::new(cold, &ds.formatted);
     run_parallel(args.threads, budget, warmup, |t| {
-        let (reader, last_evict) = (&reader, &last_evict);
+        let (reader, eviction) = (&reader, &eviction);
         let mut out = RecordBatch::new();
         let mut batches = Batches::new(ds.records, args.batch, SEED + t as u64);
         Ok(move || {
-            if cold && t == 0 {
-                let mut last =
-                    last_evict.lock().map_err(|_| reel::Error::invalid_input("poisoned"))?;
-                if last.elapsed() > Duration::from_millis(50) {
-                    evict(&ds.formatted);
-                    *last = Instant::now();
-                }
-            }
+            eviction.tick();
             let idx = batches.next_batch();
             reader.read_batch_into(idx, &mut out)?;
             Ok((idx.len() as u64, out.buffer_len() as u64))
@@ -304,15 +296,33 @@ fn reel_run(
     })
 }
 
-fn with_eviction(
-    cold: bool,
-    path: &Path,
-    f: impl FnOnce() -> reel::Result<Run>,
-) -> reel::Result<Run> {
-    if cold {
-        evict(path);
+/// Keeps a cold dataset cold while a buffered reader runs: its pages are dropped from the
+/// page cache when the run starts and then every 50 ms, so records a run reads twice (or
+/// that an earlier run read) are not served from memory. Does nothing for warm runs.
+pub(crate) struct ColdEviction<'a> {
+    path: Option<&'a Path>,
+    last: std::sync::Mutex<Instant>,
+}
+
+impl<'a> ColdEviction<'a> {
+    fn new(cold: bool, path: &'a Path) -> Self {
+        let path = cold.then_some(path);
+        if let Some(p) = path {
+            evict(p);
+        }
+        ColdEviction { path, last: std::sync::Mutex::new(Instant::now()) }
     }
-    f()
+
+    /// Called before each batch by every reader thread; one of them evicts when it is due.
+    pub(crate) fn tick(&self) {
+        let Some(path) = self.path else { return };
+        if let Ok(mut last) = self.last.try_lock()
+            && last.elapsed() > Duration::from_millis(50)
+        {
+            evict(path);
+            *last = Instant::now();
+        }
+    }
 }
 
 /// Drops the pages of a file, or of every file below a directory, from the page cache.
@@ -323,23 +333,15 @@ fn evict(path: &Path) {
         }
         return;
     }
-    use std::os::fd::AsRawFd;
     if let Ok(f) = std::fs::File::open(path) {
-        // SAFETY: posix_fadvise only takes an open descriptor and integers.
-        unsafe {
-            libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
-        }
+        // Best effort: a file whose pages stay cached only makes a cold row look warmer.
+        let _ = rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed);
     }
 }
 
 fn is_tmpfs(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else { return false };
-    let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
-    // SAFETY: `c` is NUL-terminated and `st` is a properly sized out buffer.
-    let rc = unsafe { libc::statfs(c.as_ptr(), st.as_mut_ptr()) };
-    // SAFETY: statfs succeeded, so the struct is initialised.
-    rc == 0 && unsafe { st.assume_init() }.f_type == libc::TMPFS_MAGIC
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    rustix::fs::statfs(path).is_ok_and(|st| st.f_type as u64 == TMPFS_MAGIC)
 }
 
 fn human(size: usize) -> String {
