@@ -83,6 +83,14 @@ pub trait Layout: Send + Sync {
     fn has_verify(&self) -> bool {
         false
     }
+
+    /// A hint that record `index` (`index < len()`) is about to be planned. Layouts whose
+    /// index tables outgrow the CPU cache prefetch the entry
+    /// ([`prefetch_read`](crate::prefetch_read)), so that a batch's lookups miss the cache
+    /// together instead of one after another. The default does nothing.
+    fn prefetch(&self, index: u64) {
+        let _ = index;
+    }
 }
 
 /// The raw bytes of one record's planned ranges, as [`Layout::verify`] sees them.
@@ -185,6 +193,10 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
         mut decode: impl FnMut(u64, &[Span], &mut RecordOut<'_>) -> Result<()>,
     ) -> Result<()> {
         out.clear();
+        let len = self.layout.len();
+        for &index in indices.iter().filter(|&&i| i < len) {
+            self.layout.prefetch(index);
+        }
         let RecordBatch { arena, fields, scratch, slots } = out;
         let result = fill(
             &self.files,

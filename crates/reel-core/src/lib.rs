@@ -43,6 +43,7 @@ mod error;
 pub mod io;
 mod layout;
 mod limits;
+mod prefetch;
 mod record;
 mod sink;
 mod source;
@@ -57,6 +58,7 @@ pub use error::{Error, ErrorKind, Result, ResultExt};
 pub use io::{Backend, MemFiles, MmapFiles, OpenFiles, PreadFiles, ReadAt, ReadReq};
 pub use layout::{Layout, LayoutSource, Plan, RawParts, ReadRange};
 pub use limits::{Limits, check_within, to_usize};
+pub use prefetch::prefetch_read;
 pub use record::{Field, FieldName, RAW_FIELD, Record, RecordOut, RecordRef, check_array_len};
 pub use sink::{RecordSink, SinkSummary};
 pub use source::{

@@ -167,6 +167,19 @@ impl Layout for FfrecordLayout {
         Ok(())
     }
 
+    fn prefetch(&self, index: u64) {
+        let Some((file, local)) = self.locate(index) else { return };
+        let tables = &self.files[file];
+        if let Some(offset) = tables.offsets.get(local) {
+            reel_core::prefetch_read(offset);
+        }
+        if self.verify_records
+            && let Some(checksum) = tables.checksums.get(local)
+        {
+            reel_core::prefetch_read(checksum);
+        }
+    }
+
     fn decode(&self, _index: u64, raw: &[Span], out: &mut RecordOut<'_>) -> Result<()> {
         let [span] = raw else {
             return Err(Error::corrupt("an FFRecord record is read as exactly one range"));

@@ -117,6 +117,13 @@ impl BagTable {
         Some((start, self.ends[i as usize] - start))
     }
 
+    /// Warms the table entries [`range`](Self::range) reads for record `i`.
+    pub fn prefetch(&self, i: u64) {
+        if let Some(end) = usize::try_from(i).ok().and_then(|i| self.ends.get(i)) {
+            reel_core::prefetch_read(end);
+        }
+    }
+
     /// `(offset, len)` of the `count` consecutive records from `first` (one contiguous read).
     pub fn span(&self, first: u64, count: u64) -> Option<(u64, u64)> {
         if count == 0 {

@@ -173,6 +173,10 @@ impl Layout for BagLayout {
         Ok(())
     }
 
+    fn prefetch(&self, index: u64) {
+        self.table.prefetch(index);
+    }
+
     fn decode(&self, _index: u64, raw: &[Span], out: &mut RecordOut<'_>) -> Result<()> {
         let [span] = raw else {
             return Err(Error::corrupt("a bag record is read as exactly one range"));

@@ -163,6 +163,14 @@ impl Layout for OfrecordLayout {
         self.plan_payload(index, plan)
     }
 
+    fn prefetch(&self, index: u64) {
+        let Some((part, local)) = self.locate(index) else { return };
+        let entry = self.parts.get(part).and_then(|starts| starts.get(local as usize));
+        if let Some(entry) = entry {
+            reel_core::prefetch_read(entry);
+        }
+    }
+
     fn decode(&self, index: u64, raw: &[Span], out: &mut RecordOut<'_>) -> Result<()> {
         self.decode_features(raw, out, None).map_err(|e| match self.frame(index) {
             Some(f) => e.with_offset(f.payload_offset()),
