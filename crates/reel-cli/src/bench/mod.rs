@@ -249,6 +249,18 @@ fn measure_round(
             format!("iodepth {depth}{}", if cold { ", O_DIRECT" } else { "" }),
         ));
     }
+    // fio reads page-aligned blocks of the record size; an O_DIRECT read of a packed
+    // record fetches its page span, so the device's limit for reel is fio at that size.
+    let span = ds.direct_span();
+    if cold
+        && span != ds.record_size
+        && !args.no_fio
+        && !args.no_baselines
+        && let Some((run, depth)) =
+            baseline::fio_best(&ds.path, span, true, budget.as_secs().max(2))
+    {
+        rows.push(row(FIO_SPAN, run, format!("iodepth {depth}, O_DIRECT, {} blocks", human(span))));
+    }
     for name in names {
         if cold && name == "memory" {
             continue; // reads the whole file at open: never cold
@@ -354,6 +366,9 @@ fn human(size: usize) -> String {
     }
 }
 
+/// The fio row at the page span of a record (see [`Dataset::direct_span`]).
+const FIO_SPAN: &str = "fio io_uring, page span";
+
 fn report(rows: &[Row], json: bool) {
     let best = |r: &Row, pred: &dyn Fn(&Row) -> bool| {
         rows.iter()
@@ -373,6 +388,7 @@ fn report(rows: &[Row], json: bool) {
         "×pread",
         "×raw",
         "×fio",
+        "×span",
         "note",
     ]);
     for r in rows {
@@ -386,6 +402,7 @@ fn report(rows: &[Row], json: bool) {
             None
         };
         let fio = best(r, &|o| o.reader == "fio io_uring");
+        let fio_span = best(r, &|o| o.reader == FIO_SPAN);
         let fmt = |x: Option<f64>| x.map_or_else(String::new, |v| format!("{v:.2}"));
         t.row(vec![
             r.mode.to_string(),
@@ -397,13 +414,15 @@ fn report(rows: &[Row], json: bool) {
             fmt(ratio(r, pread)),
             fmt(ratio(r, raw)),
             fmt(ratio(r, fio)),
+            fmt(ratio(r, fio_span)),
             r.note.clone(),
         ]);
         json_rows.push(serde_json::json!({
             "mode": r.mode, "record_bytes": r.size, "reader": r.reader,
             "records_per_sec": r.run.records_per_sec(), "gb_per_sec": r.run.gb_per_sec(),
             "cpu_us_per_record": r.run.cpu_us_per_record(),
-            "vs_pread": ratio(r, pread), "vs_raw": ratio(r, raw), "vs_fio": ratio(r, fio), "note": r.note,
+            "vs_pread": ratio(r, pread), "vs_raw": ratio(r, raw), "vs_fio": ratio(r, fio),
+            "vs_fio_span": ratio(r, fio_span), "note": r.note,
         }));
     }
     if json {
@@ -413,6 +432,11 @@ fn report(rows: &[Row], json: bool) {
         println!(
             "\n×raw: warm ≤4 KiB records against the mmap+copy loop, larger ones against a raw copy into a fresh buffer."
         );
+        if rows.iter().any(|r| r.reader == FIO_SPAN) {
+            println!(
+                "×span: against fio reading blocks of a record's page span, the bytes an O_DIRECT read of a packed record fetches."
+            );
+        }
         println!(
             "reel rows read with FFRecord checksums off; the crc rows show the checksum's cost."
         );

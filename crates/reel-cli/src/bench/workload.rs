@@ -82,6 +82,23 @@ pub fn dataset(
     Ok(Dataset { path, formatted, format, record_size, records, offsets })
 }
 
+impl Dataset {
+    /// The bytes an `O_DIRECT` read of one record fetches: its range widened to whole
+    /// 4 KiB pages. FFRecord packs records after its header at any offset, so most records
+    /// straddle one page more than their size; this is the median over the records.
+    pub fn direct_span(&self) -> usize {
+        const PAGE: u64 = 4096;
+        let size = self.record_size as u64;
+        let mut spans: Vec<u64> = self
+            .offsets
+            .iter()
+            .map(|&o| (o + size).div_ceil(PAGE) * PAGE - o / PAGE * PAGE)
+            .collect();
+        spans.sort_unstable();
+        spans.get(spans.len() / 2).map_or(self.record_size, |&s| s as usize)
+    }
+}
+
 /// A record of `format` whose only payload is `payload` (Gulp needs an id and JPEG-looking
 /// frames: the payload starts with the JPEG start marker).
 fn fixed_size_record(format: Format, i: u64, payload: &[u8], out: &mut Record) {
@@ -144,5 +161,31 @@ impl Batches {
         let k = self.next % self.batches.len();
         self.next += 1;
         &self.batches[k]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packed(header: u64, record_size: usize, records: u64) -> Dataset {
+        Dataset {
+            path: PathBuf::new(),
+            formatted: PathBuf::new(),
+            format: Format::Ffrecord,
+            record_size,
+            records,
+            offsets: (0..records).map(|i| header + i * record_size as u64).collect(),
+        }
+    }
+
+    #[test]
+    fn direct_span_counts_the_pages_a_packed_record_straddles() {
+        // Every 16 KiB record 12 bytes past a page boundary touches five pages.
+        assert_eq!(packed(12, 16 << 10, 64).direct_span(), 20 << 10);
+        // Three of four 1 KiB records fit in one page; the fourth straddles two.
+        assert_eq!(packed(12, 1 << 10, 64).direct_span(), 4 << 10);
+        // Page-aligned records fetch exactly their size.
+        assert_eq!(packed(4096, 16 << 10, 64).direct_span(), 16 << 10);
     }
 }
