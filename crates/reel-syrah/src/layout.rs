@@ -409,6 +409,12 @@ impl Layout for SyrahLayout {
         self.plan_arrays::<&str>(index, None, plan)
     }
 
+    fn prefetch(&self, index: u64) {
+        if let Some((k, local)) = self.locate(index) {
+            self.files[k].metadata.prefetch(local);
+        }
+    }
+
     fn decode(&self, index: u64, raw: &[Span], out: &mut RecordOut<'_>) -> Result<()> {
         self.decode_arrays::<&str>(index, None, None, raw, out)
     }

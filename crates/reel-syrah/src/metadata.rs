@@ -240,6 +240,18 @@ impl SyrahMetadata {
         Ok(outside)
     }
 
+    /// Warms the entries [`location`](Self::location) reads for `item`, in every column.
+    pub fn prefetch(&self, item: u64) {
+        let Ok(item) = usize::try_from(item) else { return };
+        for c in &self.columns {
+            for at in [c.offsets_at, c.sizes_at] {
+                if let Some(entry) = item.checked_mul(8).and_then(|o| self.bytes.get(at + o)) {
+                    reel_core::prefetch_read(entry);
+                }
+            }
+        }
+    }
+
     fn raw_entry(&self, at: usize, i: u64) -> i64 {
         // Positions and counts were checked against the document when it was parsed.
         let start = at + 8 * i as usize;
