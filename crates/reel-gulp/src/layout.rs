@@ -404,6 +404,23 @@ impl Layout for GulpLayout {
         self.plan_frames(index, None, plan)
     }
 
+    /// A video's entry, frame table, id and metadata text are four places in memory that a
+    /// random read meets; all are touched.
+    fn prefetch(&self, index: u64) {
+        let Some(v) = self.video(index) else { return };
+        reel_core::prefetch_read(&v.bytes);
+        if let Some(frame) = self.frames.get(v.first_frame) {
+            reel_core::prefetch_read(&frame.loc);
+        }
+        if let Some(b) = v.id.as_bytes().first() {
+            reel_core::prefetch_read(b);
+        }
+        let meta = self.meta_texts.get(v.chunk as usize).map(String::as_bytes);
+        if let Some(b) = meta.and_then(|m| m.get(v.meta_span.start)) {
+            reel_core::prefetch_read(b);
+        }
+    }
+
     fn decode(&self, index: u64, raw: &[Span], out: &mut RecordOut<'_>) -> Result<()> {
         self.decode_frames(index, None, self.decode, raw, out)
     }
