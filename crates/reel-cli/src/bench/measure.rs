@@ -33,7 +33,7 @@ impl Run {
 }
 
 fn cpu_seconds() -> f64 {
-    // User plus system time of every thread of the process, as getrusage reports it.
+    // User plus system CPU time of every thread of the process.
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
     t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }

@@ -238,28 +238,10 @@ fn measure_round(
         let run = baseline::fresh_copy_loop(ds, &data, args.batch, budget, warmup)?;
         rows.push(row("raw copy (fresh buffer)", run, String::new()));
     }
-    if !args.no_fio
-        && !args.no_baselines
-        && let Some((run, depth)) =
-            baseline::fio_best(&ds.path, ds.record_size, cold, budget.as_secs().max(2))
-    {
-        rows.push(row(
-            "fio io_uring",
-            run,
-            format!("iodepth {depth}{}", if cold { ", O_DIRECT" } else { "" }),
-        ));
-    }
-    // fio reads page-aligned blocks of the record size; an O_DIRECT read of a packed
-    // record fetches its page span, so the device's limit for reel is fio at that size.
-    let span = ds.direct_span();
-    if cold
-        && span != ds.record_size
-        && !args.no_fio
-        && !args.no_baselines
-        && let Some((run, depth)) =
-            baseline::fio_best(&ds.path, span, true, budget.as_secs().max(2))
-    {
-        rows.push(row(FIO_SPAN, run, format!("iodepth {depth}, O_DIRECT, {} blocks", human(span))));
+    if !args.no_fio && !args.no_baselines {
+        for (reader, run, note) in fio_rows(ds, cold, budget.as_secs().max(2)) {
+            rows.push(row(reader, run, note));
+        }
     }
     for name in names {
         if cold && name == "memory" {
@@ -280,6 +262,28 @@ fn measure_round(
         rows.push(row(name, run, note));
     }
     Ok(rows)
+}
+
+/// fio at the record size and, cold, also at the record's page span: fio reads
+/// page-aligned blocks, while an O_DIRECT read of a packed record fetches every page it
+/// straddles, so the device's limit for reel is fio at that size.
+fn fio_rows(ds: &Dataset, cold: bool, secs: u64) -> Vec<(&'static str, Run, String)> {
+    let mut rows = Vec::new();
+    if let Some((run, depth)) = baseline::fio_best(&ds.path, ds.record_size, cold, secs) {
+        let note = format!("iodepth {depth}{}", if cold { ", O_DIRECT" } else { "" });
+        rows.push(("fio io_uring", run, note));
+    }
+    if !cold {
+        return rows;
+    }
+    let span = ds.direct_span();
+    if span != ds.record_size
+        && let Some((run, depth)) = baseline::fio_best(&ds.path, span, true, secs)
+    {
+        let note = format!("iodepth {depth}, O_DIRECT, {} blocks", human(span));
+        rows.push((FIO_SPAN, run, note));
+    }
+    rows
 }
 
 /// Random batches through reel on `backend`, each thread reusing one batch buffer.

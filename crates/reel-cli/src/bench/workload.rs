@@ -94,8 +94,11 @@ impl Dataset {
             .iter()
             .map(|&o| (o + size).div_ceil(PAGE) * PAGE - o / PAGE * PAGE)
             .collect();
-        spans.sort_unstable();
-        spans.get(spans.len() / 2).map_or(self.record_size, |&s| s as usize)
+        let middle = spans.len() / 2;
+        if spans.is_empty() {
+            return self.record_size;
+        }
+        *spans.select_nth_unstable(middle).1 as usize
     }
 }
 
