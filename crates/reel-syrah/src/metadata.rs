@@ -242,23 +242,24 @@ impl SyrahMetadata {
 
     /// Warms the entries [`location`](Self::location) reads for `item`, in every column.
     pub fn prefetch(&self, item: u64) {
-        let Ok(item) = usize::try_from(item) else { return };
         for c in &self.columns {
             for at in [c.offsets_at, c.sizes_at] {
-                if let Some(entry) = item.checked_mul(8).and_then(|o| self.bytes.get(at + o)) {
+                if let Some(entry) = self.entry(at, item) {
                     reel_core::prefetch_read(entry);
                 }
             }
         }
     }
 
-    fn raw_entry(&self, at: usize, i: u64) -> i64 {
+    /// The 8 stored bytes of entry `i` of the vector at `at`.
+    fn entry(&self, at: usize, i: u64) -> Option<&[u8; 8]> {
         // Positions and counts were checked against the document when it was parsed.
         let start = at + 8 * i as usize;
-        match self.bytes.get(start..start + 8) {
-            Some(b) => i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-            None => -1,
-        }
+        self.bytes.get(start..start + 8)?.try_into().ok()
+    }
+
+    fn raw_entry(&self, at: usize, i: u64) -> i64 {
+        self.entry(at, i).map_or(-1, |b| i64::from_le_bytes(*b))
     }
 
     /// Number of items (the length of the first array's offset vector).
