@@ -1,8 +1,8 @@
 //! The golden corpus: where it is, what its manifests say, and comparing values with them.
 //!
 //! The corpus root is `REEL_GOLDEN_DIR` (a relative path is taken from the workspace root),
-//! or `../shared/golden` beside the workspace. A missing corpus fails the test: the golden
-//! tests never skip.
+//! or the repository's own copy in `tests/golden`, so a fresh clone tests itself. A missing
+//! corpus fails the test: the golden tests never skip.
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +23,7 @@ pub fn golden_root() -> PathBuf {
             let p = PathBuf::from(p);
             if p.is_absolute() { p } else { workspace_root().join(p) }
         }
-        None => workspace_root().join("../shared/golden"),
+        None => workspace_root().join("tests/golden"),
     };
     assert!(
         root.join("index.json").is_file(),
