@@ -93,6 +93,48 @@ pub fn check_within(offset: u64, len: u64, file_len: u64, what: &str) -> Result<
     }
 }
 
+/// An empty vector with room for `count` elements of `T`, for a table whose size comes from
+/// a file: the total byte size is checked against `limit` first, then allocated fallibly, so
+/// a sparse file claiming a billion entries, or a machine short of memory, gives an
+/// [`ErrorKind::Limit`] error naming `what` and the number instead of an abort.
+pub fn try_vec_with_capacity<T>(count: u64, limit: u64, what: &str) -> Result<Vec<T>> {
+    let bytes = count.saturating_mul(std::mem::size_of::<T>() as u64);
+    if bytes > limit {
+        return Err(Error::new(
+            ErrorKind::Limit,
+            format!(
+                "{what} claims {count} entries ({bytes} bytes in memory), above the configured limit of {limit} bytes"
+            ),
+        ));
+    }
+    let mut v = Vec::new();
+    try_reserve(&mut v, count, what)?;
+    Ok(v)
+}
+
+/// A zeroed byte buffer of `len` bytes for data whose size comes from a file, checked
+/// against `limit` and allocated fallibly (see [`try_vec_with_capacity`]).
+pub fn try_zeroed(len: u64, limit: u64, what: &str) -> Result<Vec<u8>> {
+    let mut v = try_vec_with_capacity::<u8>(len, limit, what)?;
+    v.resize(len as usize, 0);
+    Ok(v)
+}
+
+/// Reserves room for `additional` more elements, failing with [`ErrorKind::Limit`] (naming
+/// `what` and the number) instead of aborting when the memory is not there.
+pub fn try_reserve<T>(v: &mut Vec<T>, additional: u64, what: &str) -> Result<()> {
+    let n = to_usize(additional, what)?;
+    v.try_reserve_exact(n).map_err(|_| {
+        Error::new(
+            ErrorKind::Limit,
+            format!(
+                "cannot allocate memory for {what}: {additional} entries of {} bytes",
+                std::mem::size_of::<T>()
+            ),
+        )
+    })
+}
+
 /// Converts a length read from a file to `usize`, failing (instead of truncating) on
 /// targets where it does not fit.
 pub fn to_usize(len: u64, what: &str) -> Result<usize> {

@@ -14,15 +14,25 @@ use crate::{Error, ErrorKind, Result};
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The temporary sibling of `path`, unique within this process and unlikely across processes.
+/// Its name keeps at most the first 160 bytes of the final name, so a final name the file
+/// system accepts always gives a staging name it accepts too.
 fn temp_sibling(path: &Path) -> Result<PathBuf> {
     let name = path
         .file_name()
         .ok_or_else(|| Error::invalid_input("output path has no file name").with_path(path))?;
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let mut temp = std::ffi::OsString::from(".");
-    temp.push(name);
-    temp.push(format!(".reel-tmp-{}-{n}", std::process::id()));
-    Ok(path.with_file_name(temp))
+    let lossy = name.to_string_lossy();
+    let mut cut = lossy.len().min(160);
+    while !lossy.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    Ok(path.with_file_name(format!(".{}.reel-tmp-{}-{n}", &lossy[..cut], std::process::id())))
+}
+
+/// Checks what can be checked about `final_path` before staging next to it (its name's
+/// length, its directory), so that errors name the user's path, not the staging name.
+fn check_final(final_path: &Path) -> Result<()> {
+    crate::paths::check_destination(final_path, &[], crate::paths::Existing::Overwrite)
 }
 
 fn parent_of(path: &Path) -> &Path {
@@ -58,13 +68,15 @@ impl StagedFile {
     /// Creates the temporary file next to `final_path`. The parent directory must exist.
     pub fn create(final_path: impl AsRef<Path>) -> Result<Self> {
         let final_path = final_path.as_ref().to_path_buf();
+        check_final(&final_path)?;
         let temp_path = temp_sibling(&final_path)?;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&temp_path)
-            .map_err(|e| Error::io(e, "cannot create staging file").with_path(&temp_path))?;
+        let file =
+            OpenOptions::new().read(true).write(true).create_new(true).open(&temp_path).map_err(
+                |e| {
+                    Error::io(e, format!("cannot create a staging file ({})", temp_path.display()))
+                        .with_path(&final_path)
+                },
+            )?;
         Ok(StagedFile { final_path, temp_path, file, committed: false })
     }
 
@@ -124,9 +136,12 @@ impl StagedDir {
     /// Creates an empty temporary directory next to `final_path`.
     pub fn create(final_path: impl AsRef<Path>) -> Result<Self> {
         let final_path = final_path.as_ref().to_path_buf();
+        check_final(&final_path)?;
         let temp_path = temp_sibling(&final_path)?;
-        fs::create_dir(&temp_path)
-            .map_err(|e| Error::io(e, "cannot create staging directory").with_path(&temp_path))?;
+        fs::create_dir(&temp_path).map_err(|e| {
+            Error::io(e, format!("cannot create a staging directory ({})", temp_path.display()))
+                .with_path(&final_path)
+        })?;
         Ok(StagedDir { final_path, temp_path, committed: false })
     }
 
@@ -152,24 +167,8 @@ impl StagedDir {
     /// content is moved aside first and deleted only after the new directory is in place.
     pub fn commit_replace(mut self) -> Result<()> {
         sync_tree(&self.temp_path)?;
-        let old = if self.final_path.exists() {
-            let aside = temp_sibling(&self.final_path)?;
-            fs::rename(&self.final_path, &aside).map_err(|e| {
-                Error::io(e, "cannot move old output aside").with_path(&self.final_path)
-            })?;
-            Some(aside)
-        } else {
-            None
-        };
-        fs::rename(&self.temp_path, &self.final_path).map_err(|e| {
-            Error::io(e, "cannot move staged directory into place").with_path(&self.final_path)
-        })?;
+        replace_path(&self.temp_path, &self.final_path)?;
         self.committed = true;
-        sync_dir(parent_of(&self.final_path))?;
-        if let Some(old) = old {
-            remove_any(&old)
-                .map_err(|e| Error::io(e, "cannot remove old output").with_path(&old))?;
-        }
         Ok(())
     }
 }
@@ -191,6 +190,16 @@ impl Drop for StagedDir {
 /// fixed name); others use [`StagedDir`].
 pub fn publish_dir(staged: &Path, target: &Path) -> Result<()> {
     sync_tree(staged)?;
+    if let Ok(meta) = fs::symlink_metadata(target)
+        && !meta.is_dir()
+    {
+        let what = if meta.file_type().is_symlink() {
+            "a symbolic link is in the way (remove it or choose another path)"
+        } else {
+            "output already exists and is not a directory"
+        };
+        return Err(Error::new(ErrorKind::InvalidInput, what).with_path(target));
+    }
     if target.exists() {
         fs::remove_dir(target).map_err(|e| {
             Error::new(
@@ -205,8 +214,37 @@ pub fn publish_dir(staged: &Path, target: &Path) -> Result<()> {
     sync_dir(parent_of(target))
 }
 
+/// A fresh name beside `target` for output that will replace it (see [`replace_path`]):
+/// hidden, unique, and short enough for the file system whenever `target`'s name is.
+pub fn staging_path(target: &Path) -> Result<PathBuf> {
+    temp_sibling(target)
+}
+
+/// Moves the finished, durable output `staged` (a file or a directory) to `target`,
+/// replacing whatever is there: the old content is moved aside first and deleted only once
+/// the new output is in place, so a crash leaves one or the other under `target`.
+pub fn replace_path(staged: &Path, target: &Path) -> Result<()> {
+    let old = if fs::symlink_metadata(target).is_ok() {
+        let aside = temp_sibling(target)?;
+        fs::rename(target, &aside)
+            .map_err(|e| Error::io(e, "cannot move the old output aside").with_path(target))?;
+        Some(aside)
+    } else {
+        None
+    };
+    fs::rename(staged, target)
+        .map_err(|e| Error::io(e, "cannot move the new output into place").with_path(target))?;
+    sync_dir(parent_of(target))?;
+    if let Some(old) = old {
+        remove_any(&old)
+            .map_err(|e| Error::io(e, "cannot remove the old output").with_path(&old))?;
+    }
+    Ok(())
+}
+
 fn remove_any(path: &Path) -> io::Result<()> {
-    if path.is_dir() { fs::remove_dir_all(path) } else { fs::remove_file(path) }
+    let is_dir = fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+    if is_dir { fs::remove_dir_all(path) } else { fs::remove_file(path) }
 }
 
 /// Syncs every regular file below `dir`, then every directory (children before parents).

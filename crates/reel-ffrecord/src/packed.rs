@@ -244,9 +244,7 @@ pub fn pack_folder(folder: impl AsRef<Path>, out_file: impl AsRef<Path>) -> Resu
 
     let mut writer = FfrecordWriter::create(out_file, files.len() as u64 + 1)?;
     for path in &files {
-        let f =
-            std::fs::File::open(path).map_err(|e| Error::io(e, "cannot open").with_path(path))?;
-        let len = f.metadata().map_err(|e| Error::io(e, "cannot stat").with_path(path))?.len();
+        let (f, len) = reel_core::paths::open_input(path)?;
         writer.write_one_from(f, len).map_err(|e| e.with_path(path))?;
     }
     writer.write_one(&meta)?;

@@ -58,8 +58,9 @@ impl FfrecordOptions {
 /// The files an FFRecord path stands for: a file is itself; a directory is every `*.ffr`
 /// directly inside it, sorted by name (what the reference's `FileReader(dir)` reads).
 pub fn dataset_files(path: &Path) -> Result<Vec<PathBuf>> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(e, "cannot open").with_path(path))?;
-    if !meta.is_dir() {
+    // Stat first: a FIFO, device or socket is refused here instead of blocking later.
+    let kind = reel_core::paths::input_kind(path)?;
+    if kind != reel_core::paths::InputKind::Dir {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut files = Vec::new();
@@ -68,7 +69,9 @@ pub fn dataset_files(path: &Path) -> Result<Vec<PathBuf>> {
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(e, "cannot list").with_path(path))?;
         let p = entry.path();
-        if p.extension().is_some_and(|x| x == "ffr") && p.is_file() {
+        // Anything so named but a directory is taken, so a FIFO or a dangling link is
+        // reported when opened rather than silently left out.
+        if p.extension().is_some_and(|x| x == "ffr") && !p.is_dir() {
             files.push(p);
         }
     }

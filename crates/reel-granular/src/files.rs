@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use reel_core::{Error, ErrorKind, Result};
+use reel_core::{Error, Result};
 
 use crate::spec::{GranularSpec, check_key_is_file_name};
 
@@ -92,9 +92,7 @@ impl DatasetFiles {
         generation: Option<Generation>,
         shards: ShardSelection,
     ) -> Result<Self> {
-        let meta = std::fs::metadata(path)
-            .map_err(|e| Error::io(e, "cannot open dataset").with_path(path))?;
-        if !meta.is_dir() {
+        if reel_core::paths::input_kind(path)? != reel_core::paths::InputKind::Dir {
             return Err(Error::invalid_input(
                 "a Granular dataset is a directory (open a single .bag file with BagReader)",
             )
@@ -106,7 +104,10 @@ impl DatasetFiles {
             shards: Vec::new(),
             paths: Vec::new(),
         };
-        if path.join("spec.json").exists() || shard_dirs(path)?.is_empty() {
+        // Any entry named spec.json (even a FIFO or a directory) makes this a dataset
+        // directory, so that reading it reports what is wrong with it.
+        if std::fs::symlink_metadata(path.join("spec.json")).is_ok() || shard_dirs(path)?.is_empty()
+        {
             set.add_shard(path, generation)?;
             return Ok(set);
         }
@@ -148,14 +149,8 @@ impl DatasetFiles {
 
     fn add_shard(&mut self, dir: &Path, generation: Option<Generation>) -> Result<()> {
         let spec_path = dir.join("spec.json");
-        let bytes = std::fs::read(&spec_path).map_err(|e| {
-            let e = Error::io(e, "cannot read spec.json").with_path(&spec_path);
-            if spec_path.exists() {
-                e
-            } else {
-                Error::new(ErrorKind::NotFound, e.message()).with_path(&spec_path)
-            }
-        })?;
+        let limit = reel_core::Limits::default().max_metadata_bytes;
+        let bytes = reel_core::paths::read_input(&spec_path, limit, "spec.json")?;
         let spec = GranularSpec::parse(&bytes).map_err(|e| e.with_path(&spec_path))?;
         let generation = match generation {
             Some(g) => g,

@@ -95,9 +95,9 @@ impl GulpReader {
     /// Opens the gulp directory `dir`.
     pub fn open_with(dir: impl AsRef<Path>, options: &GulpOptions) -> Result<Self> {
         let dir = dir.as_ref();
-        let meta = std::fs::metadata(dir)
-            .map_err(|e| Error::io(e, "cannot open").with_path(dir).with_format(FORMAT))?;
-        if !meta.is_dir() {
+        // Stat first: a FIFO, device or socket is refused here instead of blocking later.
+        let kind = reel_core::paths::input_kind(dir).map_err(|e| e.with_format(FORMAT))?;
+        if kind != reel_core::paths::InputKind::Dir {
             return Err(Error::invalid_input(
                 "a GulpIO2 dataset is a directory of data_<n>.gulp and meta_<n>.gmeta files",
             )

@@ -336,14 +336,18 @@ fn read_meta(n: u64, path: &Path, limits: &Limits, out: &mut Collector) -> Optio
         path: Some(path.to_path_buf()),
         ..issue(severity, kind, message)
     };
-    let len = match std::fs::metadata(path) {
-        Ok(m) => m.len(),
-        Err(e) => {
+    let len = match reel_core::paths::input_kind(path) {
+        Ok(reel_core::paths::InputKind::File(len)) => len,
+        Ok(reel_core::paths::InputKind::Dir) => {
             out.push(at(
                 Severity::Error,
                 SanityIssueKind::UnreadableMeta,
-                format!("cannot stat: {e}"),
+                "is a directory, not a file".into(),
             ));
+            return None;
+        }
+        Err(e) => {
+            out.push(at(Severity::Error, SanityIssueKind::UnreadableMeta, e.message().into()));
             return None;
         }
     };
@@ -359,8 +363,8 @@ fn read_meta(n: u64, path: &Path, limits: &Limits, out: &mut Collector) -> Optio
         out.push(at(Severity::Error, SanityIssueKind::UnreadableMeta, e.to_string()));
         return None;
     }
-    let parsed = std::fs::read(path)
-        .map_err(|e| (e.to_string(), None))
+    let parsed = reel_core::paths::read_input(path, limits.max_metadata_bytes, "the meta file")
+        .map_err(|e| (e.message().to_string(), None))
         .and_then(|b| {
             String::from_utf8(b).map_err(|e| {
                 let at = e.utf8_error().valid_up_to() as u64;

@@ -326,7 +326,7 @@ fn empty_directories_and_chunks() {
     let e = GulpReader::open(dir.path().join("meta_0.gmeta")).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     let e = GulpReader::open(dir.path().join("missing")).err().unwrap();
-    assert_eq!(e.kind(), ErrorKind::Io);
+    assert_eq!(e.kind(), ErrorKind::NotFound);
 }
 
 fn open_mem(meta: &str, data: Vec<u8>) -> Result<GulpReader<MemFiles>> {

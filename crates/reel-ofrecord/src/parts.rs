@@ -85,9 +85,9 @@ pub fn dataset_files(
     naming: &PartNaming,
     part_count: Option<u64>,
 ) -> Result<Vec<PathBuf>> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| Error::io(e, "cannot open").with_path(path).with_format(FORMAT))?;
-    if !meta.is_dir() {
+    // Stat first: a FIFO, device or socket is refused here instead of blocking later.
+    let kind = reel_core::paths::input_kind(path).map_err(|e| e.with_format(FORMAT))?;
+    if kind != reel_core::paths::InputKind::Dir {
         return Ok(vec![path.to_path_buf()]);
     }
     if let Some(count) = part_count {
@@ -112,7 +112,9 @@ pub fn dataset_files(
             continue;
         };
         let p = entry.path();
-        if p.is_file() {
+        // Anything so named but a directory is a part, so a FIFO or a dangling link is
+        // reported when opened rather than silently left out.
+        if !p.is_dir() {
             found.push((n, p));
         }
     }

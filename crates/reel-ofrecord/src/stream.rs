@@ -1,7 +1,6 @@
 //! One sequential pass over OFRecord parts, without building an index.
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -170,11 +169,11 @@ impl OfrecordStream {
         let Some(input) = self.pending.pop_front() else { return Ok(false) };
         let (reader, len, path): (Box<dyn Read + Send>, _, _) = match input {
             Input::Path(path) => {
-                let file = File::open(&path).map_err(|e| {
+                let (file, len) = reel_core::paths::open_input(&path).map_err(|e| {
                     self.finished = true;
-                    Error::io(e, "cannot open part file").with_path(&path).with_format(FORMAT)
+                    e.with_format(FORMAT)
                 })?;
-                let len = file.metadata().ok().map(|m| m.len());
+                let len = Some(len);
                 (Box::new(file), len, path)
             }
             Input::Reader { reader, len, name } => (reader, len, name),

@@ -39,8 +39,9 @@ impl SyrahOptions {
 /// directly inside it, sorted by name, read as one concatenated dataset (a reel
 /// convenience: the reference opens one file at a time).
 pub fn dataset_files(path: &Path) -> Result<Vec<PathBuf>> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(e, "cannot open").with_path(path))?;
-    if !meta.is_dir() {
+    // Stat first: a FIFO, device or socket is refused here instead of blocking later.
+    let kind = reel_core::paths::input_kind(path)?;
+    if kind != reel_core::paths::InputKind::Dir {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut files = Vec::new();
@@ -49,7 +50,9 @@ pub fn dataset_files(path: &Path) -> Result<Vec<PathBuf>> {
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(e, "cannot list").with_path(path))?;
         let p = entry.path();
-        if p.extension().is_some_and(|x| x == "syr") && p.is_file() {
+        // Anything so named but a directory is taken, so a FIFO or a dangling link is
+        // reported when opened rather than silently left out.
+        if p.extension().is_some_and(|x| x == "syr") && !p.is_dir() {
             files.push(p);
         }
     }

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::Path;
 
-use reel_core::{Backend, Error, ErrorKind, Limits, RecordSource, Result};
+use reel_core::{Backend, Error, Limits, RecordSource, Result};
 
 use crate::formats;
 
@@ -124,6 +124,9 @@ pub fn open_as(
     options: &OpenOptions,
 ) -> Result<Box<dyn RecordSource>> {
     let path = path.as_ref();
+    // A FIFO, device or socket would block or never end; refuse it before any format
+    // looks at it.
+    reel_core::paths::input_kind(path)?;
     let handler = formats::handler(format).ok_or_else(|| {
         Error::unsupported(format!(
             "format {format} is not built into this reel (enable the Cargo feature \"{}\")",
@@ -134,11 +137,11 @@ pub fn open_as(
     (handler.open)(path, options)
 }
 
-/// Works out the format of the dataset at `path` from its names and first bytes.
+/// Works out the format of the dataset at `path` from its names and first bytes. A path
+/// that is neither a regular file nor a directory (a FIFO, a device, a socket, a symbolic
+/// link loop) is refused with an error saying what it is, before anything is opened.
 pub fn sniff(path: &Path) -> Result<Format> {
-    if !path.exists() {
-        return Err(Error::new(ErrorKind::NotFound, "no such file or directory").with_path(path));
-    }
+    reel_core::paths::input_kind(path)?;
     for format in Format::enabled() {
         if let Some(h) = formats::handler(format)
             && (h.sniff)(path)

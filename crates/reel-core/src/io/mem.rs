@@ -29,7 +29,8 @@ impl MemFiles {
         let mut files = Vec::with_capacity(paths.len());
         for p in paths {
             let (mut f, len) = open_regular(p)?;
-            let mut buf = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+            let mut buf = crate::limits::try_vec_with_capacity(len, u64::MAX, "file contents")
+                .map_err(|e| e.with_path(p))?;
             std::io::Read::read_to_end(&mut f, &mut buf)
                 .map_err(|e| Error::io(e, "cannot read").with_path(p))?;
             files.push((p.clone(), Arc::from(buf)));

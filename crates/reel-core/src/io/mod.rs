@@ -16,7 +16,7 @@ pub use mem::MemFiles;
 pub use mmap::MmapFiles;
 pub use pread::PreadFiles;
 
-use crate::limits::{check_within, to_usize};
+use crate::limits::{check_within, try_zeroed};
 use crate::{Error, Result};
 
 /// One read of a batch: `len` bytes of file `file` at `offset`, into `dest..dest + len` of
@@ -82,7 +82,8 @@ pub trait ReadAt: Send + Sync {
     fn read_to_vec(&self, file: u32, offset: u64, len: u64) -> Result<Vec<u8>> {
         check_within(offset, len, self.file_len(file), "read")
             .map_err(|e| e.with_path(self.file_path(file)))?;
-        let mut buf = vec![0; to_usize(len, "read")?];
+        let mut buf =
+            try_zeroed(len, u64::MAX, "read").map_err(|e| e.with_path(self.file_path(file)))?;
         self.read_exact_at(file, offset, &mut buf)?;
         Ok(buf)
     }
@@ -226,15 +227,10 @@ impl fmt::Debug for Backend {
     }
 }
 
-/// Stats `path` and fails with context if it is not a readable regular file.
+/// Opens a regular file of a set; FIFOs, devices and sockets are refused without blocking
+/// (see [`crate::paths::open_input`]).
 pub(crate) fn open_regular(path: &Path) -> Result<(std::fs::File, u64)> {
-    let file =
-        std::fs::File::open(path).map_err(|e| Error::io(e, "cannot open").with_path(path))?;
-    let meta = file.metadata().map_err(|e| Error::io(e, "cannot stat").with_path(path))?;
-    if !meta.is_file() {
-        return Err(Error::invalid_input("not a regular file").with_path(path));
-    }
-    Ok((file, meta.len()))
+    crate::paths::open_input(path)
 }
 
 /// The error for a read past the end of a file.

@@ -193,8 +193,11 @@ impl GranularWriter {
             .with_path(&target)
             .with_format(FORMAT));
         };
-        let bytes = fs::read(&spec_file)
-            .map_err(|e| Error::io(e, "cannot read spec").with_path(&spec_file))?;
+        let bytes = reel_core::paths::read_input(
+            &spec_file,
+            reel_core::Limits::default().max_metadata_bytes,
+            "spec.json",
+        )?;
         let spec = check_spec(&GranularSpec::parse(&bytes).map_err(|e| e.with_path(&spec_file))?)?;
         let fields = encoders(&spec, options)?;
         let mut w = GranularWriter {

@@ -230,9 +230,12 @@ impl GulpChunkWriter {
             }
         }
         let fail = |e: Error, p: &Path| e.with_path(p).with_format(FORMAT);
-        let text = std::fs::read(&meta_path)
-            .map_err(|e| fail(Error::io(e, "cannot read meta file"), &meta_path))?;
-        options.limits.check_metadata(text.len() as u64).map_err(|e| fail(e, &meta_path))?;
+        let text = reel_core::paths::read_input(
+            &meta_path,
+            options.limits.max_metadata_bytes,
+            "the meta file",
+        )
+        .map_err(|e| e.with_format(FORMAT))?;
         let text = String::from_utf8(text)
             .map_err(|_| fail(Error::corrupt("the meta file is not UTF-8 text"), &meta_path))?;
         let max_depth = options.limits.max_nesting;

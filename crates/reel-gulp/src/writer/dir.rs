@@ -339,9 +339,12 @@ pub(crate) fn existing_ids(dir: &Path, options: &GulpWriteOptions) -> Result<Has
     let mut ids = HashSet::new();
     for chunk in discover_chunks(dir)? {
         let fail = |e: Error| e.with_path(&chunk.meta).with_format(FORMAT);
-        let bytes =
-            std::fs::read(&chunk.meta).map_err(|e| fail(Error::io(e, "cannot read meta file")))?;
-        options.limits.check_metadata(bytes.len() as u64).map_err(fail)?;
+        let bytes = reel_core::paths::read_input(
+            &chunk.meta,
+            options.limits.max_metadata_bytes,
+            "the meta file",
+        )
+        .map_err(|e| e.with_format(FORMAT))?;
         let text = String::from_utf8(bytes)
             .map_err(|_| fail(Error::corrupt("the meta file is not UTF-8 text")))?;
         for e in parse_index(&text, options.limits.max_nesting).map_err(fail)? {

@@ -32,8 +32,7 @@ fn sniff(path: &Path) -> bool {
 }
 
 fn header_checks_out(path: &Path) -> std::io::Result<bool> {
-    let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
+    let Ok((mut f, len)) = reel_core::paths::open_input(path) else { return Ok(false) };
     let mut fixed = [0u8; 12];
     if len < 12 || f.read_exact(&mut fixed).is_err() {
         return Ok(false);
@@ -44,10 +43,17 @@ fn header_checks_out(path: &Path) -> std::io::Result<bool> {
     if h.meta_crc == 0 || h.n > (64 << 20) {
         return Ok(false);
     }
-    let mut tables = vec![0u8; (h.n * 12) as usize];
-    f.read_exact(&mut tables)?;
+    // The tables are checksummed through a small buffer: a sparse file may claim millions
+    // of records, and sniffing must not allocate what the header claims.
     let mut crc = crc32fast::Hasher::new();
     crc.update(&fixed[4..]);
-    crc.update(&tables);
+    let mut left = h.n * 12;
+    let mut buf = [0u8; 64 << 10];
+    while left > 0 {
+        let take = left.min(buf.len() as u64) as usize;
+        f.read_exact(&mut buf[..take])?;
+        crc.update(&buf[..take]);
+        left -= take as u64;
+    }
     Ok(crc.finalize() == h.meta_crc)
 }

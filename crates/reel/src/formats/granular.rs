@@ -26,11 +26,14 @@ fn open(path: &Path, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
 }
 
 /// A directory with `spec.json`; a sharded root (no `spec.json`, a `000000/` folder that
-/// has one); or a file named `*.bag`. Only names are looked at, never file contents.
+/// has one); or a file named `*.bag`. Only names are looked at, never file contents: a
+/// `spec.json` that is not a regular file (a directory, a FIFO) still marks the dataset as
+/// Granular, so opening it says what is wrong with `spec.json` instead of "unknown format".
 fn sniff(path: &Path) -> bool {
+    let named = |p: &Path| std::fs::symlink_metadata(p).is_ok();
     if path.is_dir() {
-        return path.join("spec.json").is_file()
-            || path.join(reel_granular::shard_name(0)).join("spec.json").is_file();
+        return named(&path.join("spec.json"))
+            || named(&path.join(reel_granular::shard_name(0)).join("spec.json"));
     }
-    path.is_file() && path.extension().is_some_and(|e| e == "bag")
+    reel_core::paths::is_regular_file(path) && path.extension().is_some_and(|e| e == "bag")
 }

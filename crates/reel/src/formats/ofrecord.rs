@@ -34,7 +34,7 @@ fn sniff(path: &Path) -> bool {
     if path.is_dir() {
         let Ok(entries) = std::fs::read_dir(path) else { return false };
         return entries.filter_map(|e| e.ok()).any(|e| {
-            e.path().is_file() && e.file_name().to_str().is_some_and(|n| naming.parse(n).is_some())
+            !e.path().is_dir() && e.file_name().to_str().is_some_and(|n| naming.parse(n).is_some())
         });
     }
     let named =
@@ -43,8 +43,7 @@ fn sniff(path: &Path) -> bool {
 }
 
 fn first_frame_plausible(path: &Path, named_as_part: bool) -> std::io::Result<bool> {
-    let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
+    let Ok((mut f, len)) = reel_core::paths::open_input(path) else { return Ok(false) };
     if len == 0 {
         return Ok(named_as_part);
     }

@@ -26,14 +26,13 @@ fn sniff(path: &Path) -> bool {
         return dataset_files(path).is_ok_and(|f| !f.is_empty());
     }
     if path.extension().is_some_and(|e| e == "syr") {
-        return path.is_file();
+        return reel_core::paths::is_regular_file(path);
     }
     header_checks_out(path).unwrap_or(false)
 }
 
 fn header_checks_out(path: &Path) -> std::io::Result<bool> {
-    let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
+    let Ok((mut f, len)) = reel_core::paths::open_input(path) else { return Ok(false) };
     let mut head = [0u8; HEADER_LEN as usize];
     if len < HEADER_LEN || f.read_exact(&mut head).is_err() {
         return Ok(false);
