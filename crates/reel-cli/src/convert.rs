@@ -14,8 +14,8 @@ use crate::progress::bar;
 pub struct ConvertArgs {
     /// The dataset to read.
     src: PathBuf,
-    /// Where to write the new dataset (must not exist; with --shard, a directory that
-    /// receives one part).
+    /// Where to write the new dataset (must not exist unless --force; with --shard, a
+    /// directory that receives one part). Never the source or a path inside it.
     dst: PathBuf,
     /// Target format: ffrecord, syrah, ofrecord, granular (or bags) or gulp.
     #[arg(long)]
@@ -26,6 +26,9 @@ pub struct ConvertArgs {
     /// Refuse the conversion if the target would lose anything.
     #[arg(long)]
     lossless_only: bool,
+    /// Replace an existing DST (only once the new dataset is complete).
+    #[arg(long)]
+    force: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -58,6 +61,7 @@ pub fn run(args: &ConvertArgs) -> reel::Result<()> {
     let mut options = ConvertOptions::new(to);
     options.open = args.open.options()?;
     options.lossless_only = args.lossless_only;
+    options.overwrite = args.force;
     if let Some(s) = &args.shard {
         let (k, n) = parse_shard(s)?;
         options = options.shard(k, n);

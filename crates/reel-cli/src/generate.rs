@@ -24,6 +24,9 @@ pub struct GenerateArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Replace an existing dataset at the output path.
+    #[arg(long)]
+    force: bool,
     /// Where to write the dataset.
     out: PathBuf,
 }
@@ -32,7 +35,7 @@ pub struct GenerateArgs {
 pub fn run(args: &GenerateArgs) -> reel::Result<()> {
     let format = Format::from_name(&args.format)
         .ok_or_else(|| reel::Error::invalid_input(format!("unknown format {:?}", args.format)))?;
-    let options = CreateOptions::default().records(args.records);
+    let options = CreateOptions::default().records(args.records).overwrite(args.force);
     let mut sink = reel::create(&args.out, format, &options)?;
     let pb = bar(args.records, "generate", args.quiet);
     for i in 0..args.records {

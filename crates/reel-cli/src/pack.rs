@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use reel::ffrecord::{PackedFolder, pack_folder};
+use reel::paths::{Existing, check_destination};
 
 use crate::progress::bar;
 
@@ -12,8 +13,11 @@ use crate::progress::bar;
 pub struct PackArgs {
     /// The directory to pack.
     dir: PathBuf,
-    /// The `.ffr` file to write.
+    /// The `.ffr` file to write (must not exist unless --force; never inside DIR).
     out: PathBuf,
+    /// Replace an existing OUT (only once the new file is complete).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Options of `reel unpack`.
@@ -30,6 +34,8 @@ pub struct UnpackArgs {
 
 /// Runs `reel pack`.
 pub fn pack(args: &PackArgs) -> reel::Result<()> {
+    let existing = if args.force { Existing::Overwrite } else { Existing::Refuse };
+    check_destination(&args.out, &[&args.dir], existing)?;
     let s = pack_folder(&args.dir, &args.out)?;
     println!(
         "packed {} files ({} bytes) into {}",
@@ -42,18 +48,14 @@ pub fn pack(args: &PackArgs) -> reel::Result<()> {
 
 /// Runs `reel unpack`.
 pub fn unpack(args: &UnpackArgs) -> reel::Result<()> {
+    // An empty directory may be there; anything else is refused, before reading.
+    check_destination(&args.dir, &[&args.packed], Existing::Refuse)?;
     let folder = PackedFolder::open(&args.packed)?;
-    if args.dir.exists()
-        && std::fs::read_dir(&args.dir).map(|mut d| d.next().is_some()).unwrap_or(true)
-    {
-        return Err(reel::Error::invalid_input("the target exists and is not an empty directory")
-            .with_path(&args.dir));
-    }
     // Unpack into a staging directory, so a failure leaves no half-unpacked tree.
     let staged = reel::StagedDir::create(&args.dir)?;
     let pb = bar(folder.num_files(), "unpack", args.quiet);
     let mut files = 0;
-    unpack_dir(&folder, "", staged.path(), &pb, &mut files)?;
+    unpack_dir(&folder, "", staged.path(), &args.dir, &pb, &mut files)?;
     pb.finish_and_clear();
     staged.commit()?;
     println!("unpacked {files} files into {}", args.dir.display());
@@ -71,25 +73,28 @@ fn safe_name(name: &str) -> reel::Result<&str> {
     Ok(name)
 }
 
+/// Writes folder `dir` of the packed file into `to` (inside the staging directory); errors
+/// name `shown`, where the same entry will appear for the user once unpacking succeeds.
 fn unpack_dir(
     folder: &PackedFolder,
     dir: &str,
     to: &Path,
+    shown: &Path,
     pb: &indicatif::ProgressBar,
     files: &mut u64,
 ) -> reel::Result<()> {
     std::fs::create_dir_all(to)
-        .map_err(|e| reel::Error::io(e, "cannot create directory").with_path(to))?;
+        .map_err(|e| reel::Error::io(e, "cannot create directory").with_path(shown))?;
     for name in folder.list(dir, true, true, false)? {
         let safe = safe_name(&name)?;
         let full = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
         let target = to.join(safe);
         if folder.is_dir(&full) {
-            unpack_dir(folder, &full, &target, pb, files)?;
+            unpack_dir(folder, &full, &target, &shown.join(safe), pb, files)?;
         } else {
             let data = folder.read_one(&full)?;
             std::fs::write(&target, data)
-                .map_err(|e| reel::Error::io(e, "cannot write").with_path(&target))?;
+                .map_err(|e| reel::Error::io(e, "cannot write").with_path(shown.join(safe)))?;
             *files += 1;
             pb.inc(1);
         }

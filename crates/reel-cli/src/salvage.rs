@@ -5,17 +5,18 @@ use std::path::Path;
 use reel::{OpenOptions, RecordBatch, RecordSource, VerifyReport};
 
 /// Copies every good record of `src` into a new dataset of the same format at `out`;
-/// returns how many were written.
+/// returns how many were written. An existing `out` is replaced only if `overwrite` is set.
 pub fn salvage(
     src: &Path,
     out: &Path,
     report: &VerifyReport,
     options: &OpenOptions,
+    overwrite: bool,
 ) -> reel::Result<u64> {
     let source = reel::open_as(src, report.format, options)?;
     let bad = report.bad_records();
     let good: Vec<u64> = (0..source.len()).filter(|i| bad.binary_search(i).is_err()).collect();
-    let mut sink = reel::create_like(&*source, out, good.len() as u64)?;
+    let mut sink = reel::create_like_with(&*source, out, good.len() as u64, overwrite)?;
     let mut batch = RecordBatch::new();
     for chunk in good.chunks(256) {
         source.read_batch_into(chunk, &mut batch)?;

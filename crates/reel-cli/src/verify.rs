@@ -7,6 +7,8 @@ use clap::Args;
 use serde_json::json;
 
 use crate::common::OpenArgs;
+use reel::paths::{Existing, check_destination};
+
 use crate::progress::bar;
 
 /// Options of `reel verify`.
@@ -14,9 +16,13 @@ use crate::progress::bar;
 pub struct VerifyArgs {
     /// The dataset (file or directory).
     path: PathBuf,
-    /// Write a copy without the bad records to this path (same format).
+    /// Write a copy without the bad records to this path (same format; it must not exist
+    /// unless --force, and is never the dataset itself).
     #[arg(long)]
     salvage: Option<PathBuf>,
+    /// With --salvage: replace an existing copy (only once the new one is complete).
+    #[arg(long, requires = "salvage")]
+    force: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -30,6 +36,11 @@ pub struct VerifyArgs {
 /// Runs `reel verify`: exit 0 when clean, 1 when damage was found, 2 when it could not run.
 pub fn run(args: &VerifyArgs) -> reel::Result<ExitCode> {
     let options = args.open.options()?;
+    if let Some(out) = &args.salvage {
+        // Refused before the (possibly long) verification, not after it.
+        let existing = if args.force { Existing::Overwrite } else { Existing::Refuse };
+        check_destination(out, &[&args.path], existing)?;
+    }
     let pb = bar(0, "verify", args.quiet || args.json);
     let report = reel::verify_with_progress(&args.path, &options, &mut |done, total| {
         pb.set_length(total);
@@ -38,7 +49,7 @@ pub fn run(args: &VerifyArgs) -> reel::Result<ExitCode> {
     pb.finish_and_clear();
     let salvaged = match &args.salvage {
         Some(out) if report.opened => {
-            Some(crate::salvage::salvage(&args.path, out, &report, &options)?)
+            Some(crate::salvage::salvage(&args.path, out, &report, &options, args.force)?)
         }
         Some(_) => {
             return Err(reel::Error::corrupt(format!(

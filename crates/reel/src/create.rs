@@ -1,8 +1,10 @@
 //! Creating a dataset of any format through one call.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use reel_core::{FieldSpec, RecordSink, RecordSource, Result};
+use reel_core::paths::{Existing, check_destination};
+use reel_core::staged::{replace_path, staging_path};
+use reel_core::{FieldSpec, RecordRef, RecordSink, RecordSource, Result, SinkSummary};
 
 use crate::Format;
 
@@ -18,12 +20,22 @@ pub struct CreateOptions {
     pub schema: Option<Vec<FieldSpec>>,
     /// The source's format version or generation, for writers that can write several.
     pub version: Option<String>,
+    /// Replace what exists at the path (off by default: an existing file, non-empty
+    /// directory or symbolic link there is refused before anything is written). Either
+    /// way, the old content is only replaced once the new dataset is complete.
+    pub overwrite: bool,
 }
 
 impl CreateOptions {
     /// Options saying `records` records will come.
     pub fn records(mut self, n: u64) -> Self {
         self.records = Some(n);
+        self
+    }
+
+    /// Options that replace an existing dataset at the path when the new one is complete.
+    pub fn overwrite(mut self, on: bool) -> Self {
+        self.overwrite = on;
         self
     }
 
@@ -35,21 +47,93 @@ impl CreateOptions {
 }
 
 /// A writer for a new `format` dataset at `path`. The dataset appears only when the sink
-/// finishes.
+/// finishes. Something already at `path` is refused with
+/// [`ErrorKind::InvalidInput`](reel_core::ErrorKind::InvalidInput) naming it, unless
+/// [`CreateOptions::overwrite`] is set (an empty directory is always replaced).
 pub fn create(
     path: impl AsRef<Path>,
     format: Format,
     options: &CreateOptions,
 ) -> Result<Box<dyn RecordSink>> {
-    crate::formats::create(format, path.as_ref(), options)
+    create_checked(path.as_ref(), format, options, &[])
+}
+
+/// [`create`], also refusing a `path` that is, holds or lies inside one of `inputs`.
+pub(crate) fn create_checked(
+    path: &Path,
+    format: Format,
+    options: &CreateOptions,
+    inputs: &[&Path],
+) -> Result<Box<dyn RecordSink>> {
+    let existing = if options.overwrite { Existing::Overwrite } else { Existing::Refuse };
+    check_destination(path, inputs, existing)?;
+    if std::fs::symlink_metadata(path).is_err() {
+        return crate::formats::create(format, path, options);
+    }
+    // Something (allowed to be replaced) is there: write beside it, swap on finish.
+    let staging = staging_path(path)?;
+    let inner = crate::formats::create(format, &staging, options)?;
+    Ok(Box::new(Replacing { inner, staging, target: path.to_path_buf() }))
+}
+
+/// A sink writing a complete dataset under a staging name and then moving it over what was
+/// at the target, so that a failed write leaves the old content untouched.
+struct Replacing {
+    inner: Box<dyn RecordSink>,
+    staging: PathBuf,
+    target: PathBuf,
+}
+
+impl RecordSink for Replacing {
+    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.inner.append(record)
+    }
+
+    fn finish(&mut self) -> Result<SinkSummary> {
+        let mut summary = self.inner.finish()?;
+        replace_path(&self.staging, &self.target)?;
+        for p in &mut summary.paths {
+            if let Ok(rest) = p.strip_prefix(&self.staging) {
+                *p = self.target.join(rest);
+            }
+        }
+        Ok(summary)
+    }
+}
+
+impl Drop for Replacing {
+    fn drop(&mut self) {
+        // The inner writer removed its own staging files if it did not finish; a finished
+        // one whose swap failed is removed here so nothing is left under the staging name.
+        if std::fs::symlink_metadata(&self.staging).is_ok() {
+            let is_dir = std::fs::symlink_metadata(&self.staging).is_ok_and(|m| m.is_dir());
+            let _ = if is_dir {
+                std::fs::remove_dir_all(&self.staging)
+            } else {
+                std::fs::remove_file(&self.staging)
+            };
+        }
+    }
 }
 
 /// A writer for a dataset of the same format, version and schema as `source`, about to
-/// receive `records` of its records (used by `verify --salvage`).
+/// receive `records` of its records (used by `verify --salvage`). Like [`create`], it
+/// refuses a `path` where something exists; [`create_like_with`] can replace it.
 pub fn create_like(
     source: &dyn RecordSource,
     path: impl AsRef<Path>,
     records: u64,
+) -> Result<Box<dyn RecordSink>> {
+    create_like_with(source, path, records, false)
+}
+
+/// [`create_like`], replacing what is at `path` (once the new dataset is complete) when
+/// `overwrite` is set.
+pub fn create_like_with(
+    source: &dyn RecordSource,
+    path: impl AsRef<Path>,
+    records: u64,
+    overwrite: bool,
 ) -> Result<Box<dyn RecordSink>> {
     let info = source.info();
     let format = Format::from_name(info.format).ok_or_else(|| {
@@ -59,6 +143,7 @@ pub fn create_like(
         records: Some(records),
         schema: info.schema.clone(),
         version: info.version.clone(),
+        overwrite,
     };
     create(path, format, &options)
 }

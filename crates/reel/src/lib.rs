@@ -35,7 +35,7 @@ mod verify;
 
 pub use backends::{all_backends, backend_by_name, backend_names, default_backend};
 pub use convert::{ConvertOptions, ConvertReport, Loss, convert};
-pub use create::{CreateOptions, create, create_like};
+pub use create::{CreateOptions, create, create_like, create_like_with};
 pub use open::{Format, OpenOptions, open, open_as, open_with, sniff};
 pub use reel_core::*;
 pub use verify::{Problem, VerifyReport, verify, verify_with_progress};

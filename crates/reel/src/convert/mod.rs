@@ -46,6 +46,8 @@ use reel_core::{
 
 pub use rules::Loss;
 
+use reel_core::paths::{Existing, check_destination};
+
 use crate::{CreateOptions, Format, OpenOptions};
 
 /// How to convert.
@@ -59,12 +61,28 @@ pub struct ConvertOptions {
     pub shard: Option<(u64, u64)>,
     /// Refuse conversions that would lose anything (instead of stating the losses).
     pub lossless_only: bool,
+    /// Replace a dataset already at the destination, once the new one is complete (off by
+    /// default: an existing destination is refused before anything is read). A destination
+    /// that is the source, or lies inside it, is refused either way.
+    pub overwrite: bool,
 }
 
 impl ConvertOptions {
     /// Converting to `to`, with default reading options.
     pub fn new(to: Format) -> Self {
-        ConvertOptions { to, open: OpenOptions::default(), shard: None, lossless_only: false }
+        ConvertOptions {
+            to,
+            open: OpenOptions::default(),
+            shard: None,
+            lossless_only: false,
+            overwrite: false,
+        }
+    }
+
+    /// Replaces an existing destination when the conversion is complete.
+    pub fn overwrite(mut self, on: bool) -> Self {
+        self.overwrite = on;
+        self
     }
 
     /// Writes part `index` of `count`.
@@ -107,8 +125,18 @@ pub fn convert_with_progress(
     options: &ConvertOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ConvertReport> {
-    let source = crate::open_with(src.as_ref(), &options.open)?;
-    convert_source(&*source, dst.as_ref(), options, progress)
+    let (src, dst) = (src.as_ref(), dst.as_ref());
+    // Before anything is read: the destination must not be the source (or inside it), and
+    // must not exist unless replacing was asked for. With shards, `dst` is the directory
+    // that receives the parts, which may exist; each part is checked when created.
+    let existing = if options.overwrite || options.shard.is_some() {
+        Existing::Overwrite
+    } else {
+        Existing::Refuse
+    };
+    check_destination(dst, &[src], existing)?;
+    let source = crate::open_with(src, &options.open)?;
+    convert_source(&*source, dst, options, progress)
 }
 
 /// Converts an open source.
@@ -154,6 +182,7 @@ pub fn convert_source(
         records: Some(range.end - range.start),
         schema: source.info().schema.clone(),
         version: source.info().version.clone(),
+        overwrite: options.overwrite,
     };
     let (mut sink, output) = match options.shard {
         Some((k, _)) => shard_sink(to, dst, k, &create)?,
@@ -214,7 +243,11 @@ fn shard_sink(
         }
     };
     let sink = match to {
-        Format::Ofrecord => crate::formats::ofrecord_part_sink(&part)?,
+        Format::Ofrecord => {
+            let existing = if create.overwrite { Existing::Overwrite } else { Existing::Refuse };
+            check_destination(&part, &[], existing)?;
+            crate::formats::ofrecord_part_sink(&part)?
+        }
         _ => crate::create(&part, to, create)?,
     };
     Ok((sink, part))
