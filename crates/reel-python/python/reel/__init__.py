@@ -1,0 +1,65 @@
+"""reel: read and write the record formats deep-learning datasets live in.
+
+FFRecord, Syrah, OFRecord, Granular/bags and GulpIO2, byte-compatible with their reference
+implementations, behind one API::
+
+    import reel
+
+    ds = reel.open("train.ffr")          # any format; told from the files
+    print(len(ds), ds.info.format)
+    record = ds[0]                       # {"data": b"..."}
+    batch = ds[[5, 1, 42]]               # one batched read, GIL released
+
+Writers per format (``reel.ffrecord.Writer`` ...), ``reel.convert``, ``reel.verify``,
+PyTorch datasets in ``reel.torch`` and drop-in reader classes of the reference packages in
+``reel.compat`` complete the package.
+"""
+
+from __future__ import annotations
+
+import os
+
+from reel._errors import (
+    ChecksumError,
+    ClosedError,
+    CorruptError,
+    InvalidInputError,
+    IoError,
+    LimitError,
+    NotFoundError,
+    OutOfRangeError,
+    ReelError,
+    SchemaError,
+    UnsupportedError,
+)
+from reel._reel import BatchBuffer, Dataset, Info, __version__, open
+
+__all__ = [
+    "open",
+    "Dataset",
+    "Info",
+    "BatchBuffer",
+    "ReelError",
+    "IoError",
+    "CorruptError",
+    "ChecksumError",
+    "UnsupportedError",
+    "OutOfRangeError",
+    "NotFoundError",
+    "SchemaError",
+    "LimitError",
+    "ClosedError",
+    "InvalidInputError",
+    "__version__",
+]
+
+
+def _reopen(
+    path: str | os.PathLike[str],
+    format: str | None,
+    backend: str,
+    verify: bool,
+    decode_images: bool,
+) -> Dataset:
+    """Opens a dataset again after unpickling (what ``Dataset.__reduce__`` names)."""
+    return open(path, format=format, backend=backend, verify=verify, decode_images=decode_images)

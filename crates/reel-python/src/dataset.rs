@@ -1,0 +1,372 @@
+//! `reel.open` and the `Dataset` it returns: the Python face of `RecordSource`.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyInt, PyList, PyMemoryView, PySlice, PyTuple};
+use reel::{Error, Format, OpenOptions, RecordBatch, RecordSource};
+use reel_granular::{GranularOptions, GranularReader};
+use reel_gulp::{FrameDecode, GulpOptions, GulpReader};
+
+use crate::buffer::BatchBuffer;
+use crate::errors::IntoPyResult;
+use crate::values::Converter;
+
+/// Records read per batch while iterating over a whole dataset.
+const ITER_BATCH: u64 = 64;
+
+/// What a dataset was opened with; enough to open it again in another process.
+#[derive(Clone, Debug)]
+pub(crate) struct OpenArgs {
+    pub(crate) path: PathBuf,
+    pub(crate) format: Option<String>,
+    pub(crate) backend: String,
+    pub(crate) verify: bool,
+    pub(crate) decode_images: bool,
+}
+
+impl OpenArgs {
+    /// The I/O backend named by `backend`.
+    pub(crate) fn backend(&self) -> reel::Result<reel::Backend> {
+        reel::backend_by_name(&self.backend).ok_or_else(|| {
+            Error::invalid_input(format!(
+                "unknown backend {:?} (this build has: {})",
+                self.backend,
+                reel::backend_names().join(", ")
+            ))
+        })
+    }
+
+    /// The options every format is opened with.
+    pub(crate) fn options(&self) -> reel::Result<OpenOptions> {
+        Ok(OpenOptions::default().backend(self.backend()?).verify(self.verify))
+    }
+
+    /// The format asked for, or the one the files have.
+    pub(crate) fn format(&self) -> reel::Result<Format> {
+        match &self.format {
+            Some(name) => Format::from_name(name).ok_or_else(|| {
+                let known: Vec<_> = Format::enabled().map(Format::name).collect();
+                Error::invalid_input(format!(
+                    "unknown format {name:?} (known: {})",
+                    known.join(", ")
+                ))
+            }),
+            None => reel::sniff(&self.path),
+        }
+    }
+
+    /// Opens the source (no Python involved: call it with the GIL released).
+    pub(crate) fn open(&self) -> reel::Result<Box<dyn RecordSource>> {
+        let options = self.options()?;
+        let format = self.format()?;
+        // Images decoded as the reference packages return them: the facade keeps the
+        // stored JPEG/PNG bytes (lossless, for conversion), so these two open directly.
+        if format == Format::Gulp && self.decode_images {
+            let opts = GulpOptions {
+                backend: options.backend,
+                limits: options.limits,
+                decode: FrameDecode::Auto,
+            };
+            return Ok(Box::new(GulpReader::open_with(&self.path, &opts)?));
+        }
+        if format == Format::Granular && self.decode_images && self.path.is_dir() {
+            let opts = GranularOptions::default()
+                .backend(options.backend)
+                .limits(options.limits)
+                .decode_images(true);
+            return Ok(Box::new(GranularReader::open_with(&self.path, &opts)?));
+        }
+        reel::open_as(&self.path, format, &options)
+    }
+}
+
+/// Opens the dataset at `path` (a file or directory) and works out its format.
+///
+/// Args:
+///     path: the dataset (str or os.PathLike).
+///     format: "ffrecord", "syrah", "ofrecord", "granular" (or "bags"), "gulp" (or
+///         "gulpio2"); None tells it from the files.
+///     backend: the I/O backend: "auto", "pread", "mmap", "memory", "io_uring",
+///         "io_uring-direct".
+///     verify: check stored checksums on every read where the format has them.
+///     decode_images: GulpIO2 frames and Granular jpg/png fields as decoded uint8 arrays,
+///         as gulpio2 and granular return them (True), or the stored JPEG/PNG bytes (False).
+///
+/// Raises:
+///     FileNotFoundError (reel.NotFoundError) if nothing is at `path`; reel.ReelError
+///     subclasses for data reel cannot read; ValueError for bad arguments.
+#[pyfunction]
+#[pyo3(signature = (path, *, format=None, backend="auto", verify=true, decode_images=true))]
+pub(crate) fn open(
+    py: Python<'_>,
+    path: PathBuf,
+    format: Option<String>,
+    backend: &str,
+    verify: bool,
+    decode_images: bool,
+) -> PyResult<Dataset> {
+    let args = OpenArgs { path, format, backend: backend.to_string(), verify, decode_images };
+    Dataset::open(py, args)
+}
+
+/// A dataset opened with `reel.open`: a sequence of records, each a dict of field name
+/// to value.
+///
+/// Safe to share between threads (every read releases the GIL) and picklable: a pickled
+/// dataset is opened again by path in the process that unpickles it.
+#[pyclass(frozen, module = "reel._reel", sequence)]
+pub struct Dataset {
+    pub(crate) source: Arc<dyn RecordSource>,
+    pub(crate) args: OpenArgs,
+}
+
+impl Dataset {
+    pub(crate) fn open(py: Python<'_>, args: OpenArgs) -> PyResult<Dataset> {
+        let source = py.detach(|| args.open()).py_err(py)?;
+        Ok(Dataset { source: Arc::from(source), args })
+    }
+
+    /// Index `i`, counted from the end when negative.
+    fn normalize(&self, i: i64) -> reel::Result<u64> {
+        let len = self.source.len();
+        let index = if i < 0 { i128::from(len) + i128::from(i) } else { i128::from(i) };
+        u64::try_from(index).ok().filter(|&x| x < len).ok_or_else(|| {
+            Error::new(
+                reel::ErrorKind::OutOfRange,
+                format!("record index {i} is out of range (the dataset has {len} records)"),
+            )
+        })
+    }
+
+    /// Reads `indices` in one batched read, the GIL released while reading.
+    pub(crate) fn read_raw(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<RecordBatch> {
+        let source = Arc::clone(&self.source);
+        py.detach(move || {
+            let mut batch = RecordBatch::new();
+            source.read_batch_into(&indices, &mut batch).map(|()| batch)
+        })
+        .py_err(py)
+    }
+
+    /// Reads `indices` and converts the records to dicts.
+    pub(crate) fn read_dicts<'py>(
+        &self,
+        py: Python<'py>,
+        indices: Vec<u64>,
+        copy: bool,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let batch = self.read_raw(py, indices)?;
+        if copy {
+            let mut conv = Converter::copying(py);
+            return batch.iter().map(|r| conv.record(r)).collect();
+        }
+        let owner = Bound::new(py, BatchBuffer::new(batch))?;
+        let view = PyMemoryView::from(owner.as_any())?;
+        let held = owner.get();
+        let mut conv = Converter::viewing(py, view, held.bytes());
+        held.batch().iter().map(|r| conv.record(r)).collect()
+    }
+
+    /// The indices a list, tuple, NumPy array or other iterable of ints names.
+    fn indices_of(&self, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+        let py = obj.py();
+        let mut out = Vec::new();
+        for item in obj.try_iter()? {
+            let i: i64 = item?.extract()?;
+            out.push(self.normalize(i).py_err(py)?);
+        }
+        Ok(out)
+    }
+}
+
+#[pymethods]
+impl Dataset {
+    /// Number of records.
+    fn __len__(&self) -> usize {
+        usize::try_from(self.source.len()).unwrap_or(usize::MAX)
+    }
+
+    /// `ds[i]` is record `i` (a dict); `ds[a:b:c]` and `ds[[i, j, ...]]` are lists of records
+    /// read in one batched read.
+    fn __getitem__<'py>(&self, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = key.py();
+        if key.is_instance_of::<PyInt>() || key.hasattr("__index__")? && !key.hasattr("__len__")? {
+            let i: i64 = key.extract()?;
+            let index = self.normalize(i).py_err(py)?;
+            return self.read(py, index, true);
+        }
+        if let Ok(slice) = key.cast::<PySlice>() {
+            let len = isize::try_from(self.source.len()).unwrap_or(isize::MAX);
+            let s = slice.indices(len)?;
+            let indices: Vec<u64> =
+                (0..s.slicelength).map(|k| (s.start + k as isize * s.step) as u64).collect();
+            return Ok(PyList::new(py, self.read_dicts(py, indices, true)?)?.into_any());
+        }
+        if key.is_instance_of::<pyo3::types::PyString>()
+            || key.is_instance_of::<pyo3::types::PyBytes>()
+        {
+            return Err(PyTypeError::new_err(
+                "dataset indices are ints, slices or sequences of ints",
+            ));
+        }
+        let indices = self.indices_of(key)?;
+        Ok(PyList::new(py, self.read_dicts(py, indices, true)?)?.into_any())
+    }
+
+    /// Record `index` as a dict of field name to value.
+    ///
+    /// With `copy=False`, byte fields are read-only `memoryview`s over reel's buffer instead
+    /// of `bytes` (no copy; `numpy.frombuffer` and `torch.frombuffer` accept them).
+    #[pyo3(signature = (index, *, copy=true))]
+    fn read<'py>(&self, py: Python<'py>, index: u64, copy: bool) -> PyResult<Bound<'py, PyAny>> {
+        let mut records = self.read_dicts(py, vec![index], copy)?;
+        Ok(records.pop().map(Bound::into_any).unwrap_or_else(|| py.None().into_bound(py)))
+    }
+
+    /// The records at `indices` (any order, repeats allowed) in one batched read, as a list
+    /// of dicts in the order asked. `copy=False` as for `read`.
+    #[pyo3(signature = (indices, *, copy=true))]
+    fn read_batch<'py>(
+        &self,
+        indices: &Bound<'py, PyAny>,
+        copy: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let py = indices.py();
+        let indices = self.indices_of(indices)?;
+        PyList::new(py, self.read_dicts(py, indices, copy)?)
+    }
+
+    /// Every record in order (read in batches).
+    fn __iter__(slf: Bound<'_, Self>) -> DatasetIter {
+        DatasetIter { dataset: slf.unbind(), next: 0, pending: VecDeque::new() }
+    }
+
+    /// Format, version, schema, files, warnings and facts.
+    #[getter]
+    fn info(&self) -> Info {
+        Info::from(self.source.info())
+    }
+
+    /// The path the dataset was opened from.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.args.path.clone()
+    }
+
+    /// The format's name.
+    #[getter]
+    fn format(&self) -> &'static str {
+        self.source.info().format
+    }
+
+    /// The I/O backend reads go through.
+    #[getter]
+    fn backend(&self) -> &'static str {
+        self.source.backend_name()
+    }
+
+    /// Pickles as "open this path again with the same options".
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let reopen = py.import("reel")?.getattr("_reopen")?;
+        let a = &self.args;
+        let args = (a.path.clone(), a.format.clone(), a.backend.clone(), a.verify, a.decode_images)
+            .into_pyobject(py)?;
+        Ok((reopen, args))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<reel.Dataset {} {} records at {:?}>",
+            self.source.info().format,
+            self.source.len(),
+            self.args.path
+        )
+    }
+}
+
+/// Iterator over every record of a dataset, reading ahead one batch at a time.
+#[pyclass(module = "reel._reel")]
+pub struct DatasetIter {
+    dataset: Py<Dataset>,
+    next: u64,
+    pending: VecDeque<Py<PyDict>>,
+}
+
+#[pymethods]
+impl DatasetIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyDict>>> {
+        if self.pending.is_empty() {
+            let ds = self.dataset.get();
+            let len = ds.source.len();
+            if self.next >= len {
+                return Ok(None);
+            }
+            let end = len.min(self.next + ITER_BATCH);
+            let records = ds.read_dicts(py, (self.next..end).collect(), true)?;
+            self.next = end;
+            self.pending.extend(records.into_iter().map(Bound::unbind));
+        }
+        Ok(self.pending.pop_front())
+    }
+}
+
+/// What a dataset is: format, version, schema, files, warnings and format-specific facts.
+#[pyclass(frozen, module = "reel._reel", get_all)]
+pub struct Info {
+    /// The format's name ("ffrecord", "syrah", ...).
+    format: String,
+    /// The format version or generation, when it can be told.
+    version: Option<String>,
+    /// (field name, the format's type name) for every field, when the format declares them.
+    schema: Option<Vec<(String, String)>>,
+    /// The files the dataset reads.
+    files: Vec<PathBuf>,
+    /// What the reader noticed while opening: (kind, file or None, message).
+    warnings: Vec<(String, Option<PathBuf>, String)>,
+    /// Format-specific facts as (name, value) pairs in display order.
+    facts: Vec<(String, String)>,
+}
+
+impl From<&reel::SourceInfo> for Info {
+    fn from(i: &reel::SourceInfo) -> Self {
+        Info {
+            format: i.format.to_string(),
+            version: i.version.clone(),
+            schema: i
+                .schema
+                .as_ref()
+                .map(|s| s.iter().map(|f| (f.name.clone(), f.kind.clone())).collect()),
+            files: i.paths.clone(),
+            warnings: i
+                .warnings
+                .iter()
+                .map(|w| (format!("{:?}", w.kind), w.path.clone(), w.message.clone()))
+                .collect(),
+            facts: i.facts.clone(),
+        }
+    }
+}
+
+#[pymethods]
+impl Info {
+    fn __repr__(&self) -> String {
+        let version = self.version.as_deref().map_or("None".to_string(), |v| format!("{v:?}"));
+        format!(
+            "Info(format={:?}, version={version}, files={}, warnings={})",
+            self.format,
+            self.files.len(),
+            self.warnings.len()
+        )
+    }
+}

@@ -1,0 +1,24 @@
+//! The Python package `reel`, compiled part (`reel._reel`).
+//!
+//! A thin adapter over the Rust crates (see DESIGN.md, "Wave 2"): it converts values and
+//! errors and releases the GIL around every read. Formats, shuffling, sharding and resume
+//! all come from the Rust side; nothing here re-implements them.
+
+mod buffer;
+mod dataset;
+mod errors;
+mod values;
+
+use pyo3::prelude::*;
+
+/// reel's compiled extension; import `reel`, not this module.
+#[pymodule]
+fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
+    m.add_class::<dataset::Dataset>()?;
+    m.add_class::<dataset::DatasetIter>()?;
+    m.add_class::<dataset::Info>()?;
+    m.add_class::<buffer::BatchBuffer>()?;
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! Record values to Python objects, as the reference readers return them.
+//!
+//! `bytes`, `str`, `int`, `float`, `bool`, `None`, `list`, `dict`, and NumPy arrays with the
+//! stored dtype and shape. Arrays are copied into memory NumPy owns (aligned, writable), so
+//! they outlive the batch buffer. Byte fields are copied into `bytes` unless the caller asked
+//! for zero-copy views, in which case they are `memoryview` slices of a [`BatchBuffer`]
+//! that keeps the whole batch alive.
+
+use std::collections::HashMap;
+
+use numpy::PyArray1;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PySlice, PyString, PyTuple};
+use reel_core::{ArrayRef, RecordRef, ValueRef};
+
+/// Converts the records of one read. Field names are made into Python strings once per read.
+pub(crate) struct Converter<'py, 'a> {
+    py: Python<'py>,
+    /// For zero-copy reads: a memoryview over the batch's buffer and that buffer's address.
+    view: Option<(Bound<'py, PyMemoryView>, &'a [u8])>,
+    names: HashMap<&'a str, Bound<'py, PyString>>,
+}
+
+impl<'py, 'a> Converter<'py, 'a> {
+    /// A converter that copies byte fields into `bytes`.
+    pub(crate) fn copying(py: Python<'py>) -> Self {
+        Converter { py, view: None, names: HashMap::new() }
+    }
+
+    /// A converter that hands out byte fields as slices of `view`, a memoryview over
+    /// `buffer` (the batch's byte buffer).
+    pub(crate) fn viewing(
+        py: Python<'py>,
+        view: Bound<'py, PyMemoryView>,
+        buffer: &'a [u8],
+    ) -> Self {
+        Converter { py, view: Some((view, buffer)), names: HashMap::new() }
+    }
+
+    /// The record as a dict of field name to value, in the record's field order.
+    pub(crate) fn record(&mut self, record: RecordRef<'a>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(self.py);
+        for (name, value) in record.iter() {
+            let key = match self.names.get(name) {
+                Some(k) => k.clone(),
+                None => {
+                    let k = PyString::intern(self.py, name);
+                    self.names.insert(name, k.clone());
+                    k
+                }
+            };
+            dict.set_item(key, self.value(value)?)?;
+        }
+        Ok(dict)
+    }
+
+    /// One value.
+    pub(crate) fn value(&mut self, value: ValueRef<'a>) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        Ok(match value {
+            ValueRef::Null => py.None().into_bound(py),
+            ValueRef::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
+            ValueRef::Int(i) => i.into_pyobject(py)?.into_any(),
+            ValueRef::UInt(u) => u.into_pyobject(py)?.into_any(),
+            ValueRef::Float(f) => f.into_pyobject(py)?.into_any(),
+            ValueRef::Bytes(b) => self.bytes(b)?,
+            ValueRef::Str(s) => PyString::new(py, s).into_any(),
+            ValueRef::Array(a) => array(py, a)?,
+            ValueRef::List(items) => {
+                let list = PyList::empty(py);
+                for item in items.iter() {
+                    list.append(self.value(item)?)?;
+                }
+                list.into_any()
+            }
+            ValueRef::Map(entries) => {
+                let dict = PyDict::new(py);
+                for (k, v) in entries.iter() {
+                    let key = self.value(k)?;
+                    // msgpack and JSON maps may have list keys; Python needs hashable ones.
+                    let key = match key.cast::<PyList>() {
+                        Ok(list) => PyTuple::new(py, list.iter())?.into_any(),
+                        Err(_) => key,
+                    };
+                    dict.set_item(key, self.value(v)?)?;
+                }
+                dict.into_any()
+            }
+        })
+    }
+
+    fn bytes(&self, b: &'a [u8]) -> PyResult<Bound<'py, PyAny>> {
+        if let Some((view, buffer)) = &self.view {
+            let base = buffer.as_ptr() as usize;
+            let start = (b.as_ptr() as usize).wrapping_sub(base);
+            // A byte value always lies inside the batch buffer; anything else is copied.
+            if start <= buffer.len() && b.len() <= buffer.len() - start {
+                let end = start + b.len();
+                let slice = PySlice::new(self.py, start as isize, end as isize, 1);
+                return view.as_any().get_item(slice);
+            }
+        }
+        Ok(PyBytes::new(self.py, b).into_any())
+    }
+}
+
+/// A NumPy array with the value's dtype and shape, in memory NumPy owns.
+pub(crate) fn array<'py>(py: Python<'py>, a: ArrayRef<'_>) -> PyResult<Bound<'py, PyAny>> {
+    let raw = PyArray1::<u8>::from_slice(py, a.data);
+    let typed = raw.call_method1("view", (a.dtype.numpy_str(),))?;
+    let shape = PyTuple::new(py, a.shape.iter().copied())?;
+    typed.call_method1("reshape", (shape,))
+}

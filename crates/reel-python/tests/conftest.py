@@ -1,0 +1,119 @@
+"""Shared helpers: where the golden corpus is and how to compare values with its manifests."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def golden_root() -> Path:
+    """REEL_GOLDEN_DIR (relative paths from the repository root) or tests/golden."""
+    env = os.environ.get("REEL_GOLDEN_DIR")
+    root = (REPO / env) if env and not os.path.isabs(env) else Path(env) if env else REPO / "tests/golden"
+    assert (root / "index.json").is_file(), f"golden corpus not found at {root}"
+    return root
+
+
+def golden_cases(format_key: str, *, corrupt: bool) -> list[str]:
+    """Dataset directories index.json lists for `format_key` (corrupt ones or the others)."""
+    index = json.loads((golden_root() / "index.json").read_text())
+    names = index["formats"][format_key]["datasets"]
+    return [n for n in names if n.startswith("corrupt/") == corrupt]
+
+
+def manifest(format_key: str, case: str) -> dict:
+    return json.loads((golden_root() / format_key / case / "expected.json").read_text())
+
+
+def sha256(data) -> str:
+    return hashlib.sha256(bytes(data)).hexdigest()
+
+
+def manifest_dtype(dtype: np.dtype) -> str:
+    if dtype.kind == "U":
+        return f"unicode_ucs4[{dtype.itemsize // 4}]"
+    return dtype.name
+
+
+def check_bytes(actual, expected: dict, where: str) -> None:
+    assert isinstance(actual, (bytes, memoryview)), f"{where}: {type(actual).__name__} is not bytes"
+    data = bytes(actual)
+    if "len" in expected:
+        assert len(data) == expected["len"], f"{where}: length"
+    if "sha256" in expected:
+        assert sha256(data) == expected["sha256"], f"{where}: sha256"
+    if "hex" in expected:
+        assert data.hex() == expected["hex"].lower(), f"{where}: hex"
+
+
+def check_value(actual, expected: dict, where: str) -> None:
+    """Compares a value reel returned with a manifest value descriptor."""
+    t = expected["type"]
+    if t == "bytes":
+        check_bytes(actual, expected, where)
+    elif t == "str":
+        assert actual == expected["value"], where
+    elif t == "int":
+        assert isinstance(actual, int) and not isinstance(actual, bool), f"{where}: {actual!r}"
+        assert actual == expected["value"], where
+    elif t == "bool":
+        assert actual is expected["value"], where
+    elif t == "null":
+        assert actual is None, where
+    elif t == "float":
+        assert isinstance(actual, float), f"{where}: {actual!r}"
+        assert struct.pack(">d", actual).hex() == expected["f64_bits"].lower(), where
+    elif t == "list":
+        assert isinstance(actual, list), f"{where}: {type(actual).__name__}"
+        assert len(actual) == len(expected["items"]), f"{where}: list length"
+        for k, (a, e) in enumerate(zip(actual, expected["items"])):
+            check_value(a, e, f"{where}[{k}]")
+    elif t == "map":
+        assert isinstance(actual, dict), f"{where}: {type(actual).__name__}"
+        items = list(actual.items())
+        assert len(items) == len(expected["entries"]), f"{where}: map size"
+        for k, ((ak, av), (ek, ev)) in enumerate(zip(items, expected["entries"])):
+            check_value(ak, ek, f"{where} key {k}")
+            check_value(av, ev, f"{where}[{ak!r}]")
+    elif t == "ndarray":
+        assert isinstance(actual, np.ndarray), f"{where}: {type(actual).__name__}"
+        assert manifest_dtype(actual.dtype) == expected["dtype"], f"{where}: dtype {actual.dtype}"
+        assert list(actual.shape) == expected["shape"], f"{where}: shape"
+        raw = actual.tobytes()
+        if "byte_len" in expected:
+            assert len(raw) == expected["byte_len"], where
+        check_bytes(raw, {k: v for k, v in expected.items() if k in ("sha256", "hex")}, where)
+    else:
+        raise AssertionError(f"{where}: unknown descriptor type {t}")
+
+
+def same(a, b) -> bool:
+    """Deep equality that compares NumPy arrays by dtype, shape and bytes."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and a.tobytes() == b.tobytes()
+        )
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    return type(a) is type(b) and a == b
+
+
+@pytest.fixture(scope="session")
+def golden() -> Path:
+    return golden_root()
