@@ -44,6 +44,7 @@ pub mod io;
 mod layout;
 mod limits;
 pub mod paths;
+pub mod pickle;
 mod prefetch;
 mod record;
 mod sink;

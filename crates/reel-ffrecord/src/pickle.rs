@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use reel_core::pickle::{Op, OpReader, long_to_i64};
 use reel_core::{Error, ErrorKind, Result};
 
 /// One entry of a packed folder: a file (its record index) or a directory.
@@ -53,21 +54,18 @@ impl FolderDir {
     }
 }
 
+// Opcodes the writer emits (the reader goes through `reel_core::pickle::OpReader`).
 const MAGIC_PROTO: u8 = 0x80;
 const FRAME: u8 = 0x95;
 const SHORT_BINUNICODE: u8 = 0x8c;
 const BINUNICODE: u8 = b'X';
 const BINUNICODE8: u8 = 0x8d;
 const MEMOIZE: u8 = 0x94;
-const BINPUT: u8 = b'q';
-const LONG_BINPUT: u8 = b'r';
 const BINGET: u8 = b'h';
 const LONG_BINGET: u8 = b'j';
-const GLOBAL: u8 = b'c';
 const STACK_GLOBAL: u8 = 0x93;
 const EMPTY_TUPLE: u8 = b')';
 const REDUCE: u8 = b'R';
-const EMPTY_DICT: u8 = b'}';
 const MARK: u8 = b'(';
 const SETITEM: u8 = b's';
 const SETITEMS: u8 = b'u';
@@ -76,6 +74,8 @@ const BININT1: u8 = b'K';
 const BININT2: u8 = b'M';
 const LONG1: u8 = 0x8a;
 const STOP: u8 = b'.';
+
+const WHAT: &str = "folder index pickle";
 
 #[derive(Clone, Debug)]
 enum Item {
@@ -87,58 +87,28 @@ enum Item {
 }
 
 struct Parser<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+    ops: OpReader<'a>,
     stack: Vec<Item>,
     marks: Vec<usize>,
     memo: HashMap<u32, Item>,
     dicts: Vec<Vec<(Arc<str>, Item)>>,
 }
 
-fn corrupt(pos: usize, what: impl Into<String>) -> Error {
-    Error::corrupt(format!("folder index pickle, byte {pos}: {}", what.into()))
-}
-
-impl<'a> Parser<'a> {
-    fn take(&mut self, n: u64) -> Result<&'a [u8]> {
-        let start = self.pos;
-        let end = usize::try_from(n).ok().and_then(|n| start.checked_add(n));
-        match end.and_then(|end| self.bytes.get(start..end)) {
-            Some(s) => {
-                self.pos += s.len();
-                Ok(s)
-            }
-            None => Err(corrupt(start, format!("needs {n} more bytes but the data ends"))),
-        }
-    }
-
-    fn u8(&mut self) -> Result<u8> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn uint(&mut self, n: usize) -> Result<u64> {
-        let b = self.take(n as u64)?;
-        Ok(b.iter().rev().fold(0u64, |acc, &x| (acc << 8) | x as u64))
+impl Parser<'_> {
+    fn corrupt(&self, what: impl std::fmt::Display) -> Error {
+        self.ops.corrupt(self.ops.position(), what)
     }
 
     fn pop(&mut self) -> Result<Item> {
         let floor = self.marks.last().copied().unwrap_or(0);
         if self.stack.len() <= floor {
-            return Err(corrupt(self.pos, "stack underflow"));
+            return Err(self.corrupt("stack underflow"));
         }
-        self.stack.pop().ok_or_else(|| corrupt(self.pos, "stack underflow"))
+        self.stack.pop().ok_or_else(|| self.corrupt("stack underflow"))
     }
 
     fn top(&self) -> Result<&Item> {
-        self.stack.last().ok_or_else(|| corrupt(self.pos, "stack underflow"))
-    }
-
-    fn string(&mut self, len: u64) -> Result<()> {
-        let at = self.pos;
-        let b = self.take(len)?;
-        let s = std::str::from_utf8(b).map_err(|_| corrupt(at, "a name is not valid UTF-8"))?;
-        self.stack.push(Item::Str(Arc::from(s)));
-        Ok(())
+        self.stack.last().ok_or_else(|| self.corrupt("stack underflow"))
     }
 
     fn global(&mut self, module: &str, name: &str) -> Result<()> {
@@ -153,10 +123,10 @@ impl<'a> Parser<'a> {
 
     fn set_items(&mut self, dict_pos: usize, items: Vec<Item>) -> Result<()> {
         let Some(Item::Dict(id)) = self.stack.get(dict_pos).cloned() else {
-            return Err(corrupt(self.pos, "items set on something that is not a dict"));
+            return Err(self.corrupt("items set on something that is not a dict"));
         };
         if items.len() % 2 != 0 {
-            return Err(corrupt(self.pos, "odd number of items for a dict"));
+            return Err(self.corrupt("odd number of items for a dict"));
         }
         let mut it = items.into_iter();
         while let (Some(k), Some(v)) = (it.next(), it.next()) {
@@ -179,73 +149,49 @@ impl<'a> Parser<'a> {
 
     fn run(&mut self) -> Result<Item> {
         loop {
-            let at = self.pos;
-            let op = self.u8()?;
+            let (at, op) = self.ops.next_op()?;
             match op {
-                MAGIC_PROTO => {
-                    let p = self.u8()?;
+                Op::Proto(p) => {
                     if !(2..=5).contains(&p) {
                         return Err(Error::unsupported(format!(
                             "pickle protocol {p} (2 to 5 are read)"
                         )));
                     }
                 }
-                FRAME => {
-                    let len = self.uint(8)?;
-                    if len > (self.bytes.len() - self.pos) as u64 {
-                        return Err(corrupt(at, "frame runs past the end of the data"));
-                    }
+                Op::Frame(_) => {}
+                Op::Text { bytes, .. } => {
+                    let s = std::str::from_utf8(bytes)
+                        .map_err(|_| self.ops.corrupt(at, "a name is not valid UTF-8"))?;
+                    self.stack.push(Item::Str(Arc::from(s)));
                 }
-                SHORT_BINUNICODE => {
-                    let n = self.uint(1)?;
-                    self.string(n)?;
-                }
-                BINUNICODE => {
-                    let n = self.uint(4)?;
-                    self.string(n)?;
-                }
-                BINUNICODE8 => {
-                    let n = self.uint(8)?;
-                    self.string(n)?;
-                }
-                MEMOIZE => {
+                Op::Memoize => {
                     let item = self.top()?.clone();
                     let idx = self.memo.len() as u32;
                     self.memo.insert(idx, item);
                 }
-                BINPUT | LONG_BINPUT => {
-                    let idx = self.uint(if op == BINPUT { 1 } else { 4 })? as u32;
+                Op::Put(idx) => {
                     let item = self.top()?.clone();
                     self.memo.insert(idx, item);
                 }
-                BINGET | LONG_BINGET => {
-                    let idx = self.uint(if op == BINGET { 1 } else { 4 })? as u32;
-                    let item =
-                        self.memo.get(&idx).cloned().ok_or_else(|| {
-                            corrupt(at, format!("memo entry {idx} is not defined"))
-                        })?;
+                Op::Get(idx) => {
+                    let item = self.memo.get(&idx).cloned().ok_or_else(|| {
+                        self.ops.corrupt(at, format!("memo entry {idx} is not defined"))
+                    })?;
                     self.stack.push(item);
                 }
-                GLOBAL => {
-                    let rest = &self.bytes[self.pos..];
-                    let mut lines = rest.splitn(3, |&b| b == b'\n');
-                    let (Some(m), Some(n), Some(_)) = (lines.next(), lines.next(), lines.next())
-                    else {
-                        return Err(corrupt(at, "GLOBAL without two lines"));
-                    };
-                    self.pos += m.len() + n.len() + 2;
-                    let m = String::from_utf8_lossy(m).into_owned();
-                    let n = String::from_utf8_lossy(n).into_owned();
+                Op::Global { module, name } => {
+                    let m = String::from_utf8_lossy(module).into_owned();
+                    let n = String::from_utf8_lossy(name).into_owned();
                     self.global(&m, &n)?;
                 }
-                STACK_GLOBAL => {
+                Op::StackGlobal => {
                     let (Item::Str(name), Item::Str(module)) = (self.pop()?, self.pop()?) else {
-                        return Err(corrupt(at, "STACK_GLOBAL needs two strings"));
+                        return Err(self.ops.corrupt(at, "STACK_GLOBAL needs two strings"));
                     };
                     self.global(&module, &name)?;
                 }
-                EMPTY_TUPLE => self.stack.push(Item::EmptyTuple),
-                REDUCE => {
+                Op::EmptyTuple => self.stack.push(Item::EmptyTuple),
+                Op::Reduce => {
                     let args = self.pop()?;
                     let callable = self.pop()?;
                     if !matches!((&callable, &args), (Item::OrderedDictClass, Item::EmptyTuple)) {
@@ -256,63 +202,47 @@ impl<'a> Parser<'a> {
                     self.dicts.push(Vec::new());
                     self.stack.push(Item::Dict(self.dicts.len() - 1));
                 }
-                EMPTY_DICT => {
+                Op::EmptyDict => {
                     self.dicts.push(Vec::new());
                     self.stack.push(Item::Dict(self.dicts.len() - 1));
                 }
-                MARK => self.marks.push(self.stack.len()),
-                SETITEM => {
+                Op::Mark => self.marks.push(self.stack.len()),
+                Op::SetItem => {
                     let v = self.pop()?;
                     let k = self.pop()?;
                     let dict_pos = self
                         .stack
                         .len()
                         .checked_sub(1)
-                        .ok_or_else(|| corrupt(at, "SETITEM without a dict"))?;
+                        .ok_or_else(|| self.ops.corrupt(at, "SETITEM without a dict"))?;
                     self.set_items(dict_pos, vec![k, v])?;
                 }
-                SETITEMS => {
-                    let mark =
-                        self.marks.pop().ok_or_else(|| corrupt(at, "SETITEMS without MARK"))?;
+                Op::SetItems => {
+                    let mark = self
+                        .marks
+                        .pop()
+                        .ok_or_else(|| self.ops.corrupt(at, "SETITEMS without MARK"))?;
                     let items = self.stack.split_off(mark);
                     let dict_pos = mark
                         .checked_sub(1)
-                        .ok_or_else(|| corrupt(at, "SETITEMS without a dict"))?;
+                        .ok_or_else(|| self.ops.corrupt(at, "SETITEMS without a dict"))?;
                     self.set_items(dict_pos, items)?;
                 }
-                BININT => {
-                    let v = self.uint(4)? as u32 as i32;
-                    self.stack.push(Item::Int(v as i64));
-                }
-                BININT1 => {
-                    let v = self.uint(1)?;
-                    self.stack.push(Item::Int(v as i64));
-                }
-                BININT2 => {
-                    let v = self.uint(2)?;
-                    self.stack.push(Item::Int(v as i64));
-                }
-                LONG1 => {
-                    let n = self.uint(1)? as usize;
-                    if n > 8 {
-                        return Err(Error::unsupported(format!(
-                            "integer of {n} bytes in folder index"
-                        )));
-                    }
-                    let b = self.take(n as u64)?;
-                    let mut v: i64 = 0;
-                    for (i, &x) in b.iter().enumerate() {
-                        v |= (x as i64) << (8 * i);
-                    }
-                    if n > 0 && n < 8 && b[n - 1] & 0x80 != 0 {
-                        v -= 1i64 << (8 * n);
-                    }
+                Op::Int(v) => self.stack.push(Item::Int(v)),
+                Op::Long(b) => {
+                    let v = long_to_i64(b).ok_or_else(|| {
+                        Error::unsupported(format!(
+                            "integer of {} bytes in folder index does not fit in 64 bits",
+                            b.len()
+                        ))
+                    })?;
                     self.stack.push(Item::Int(v));
                 }
-                STOP => return self.pop(),
+                Op::Stop => return self.pop(),
                 other => {
                     return Err(Error::unsupported(format!(
-                        "pickle opcode {other:#04x} at byte {at} is outside the subset pack_folder writes"
+                        "pickle opcode {} at byte {at} is outside the subset pack_folder writes",
+                        op_name(&other)
                     )));
                 }
             }
@@ -356,11 +286,18 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// A short name of an opcode for messages.
+fn op_name(op: &Op<'_>) -> String {
+    match op {
+        Op::Other(code, name) => format!("{name} ({code:#04x})"),
+        other => format!("{other:?}").split(['(', ' ', '{']).next().unwrap_or("?").to_string(),
+    }
+}
+
 /// Parses a folder index pickle into its root directory.
 pub fn parse_folder_index(bytes: &[u8], max_depth: u32) -> Result<FolderDir> {
     let mut p = Parser {
-        bytes,
-        pos: 0,
+        ops: OpReader::new(bytes, WHAT),
         stack: Vec::new(),
         marks: Vec::new(),
         memo: HashMap::new(),
