@@ -12,6 +12,14 @@ pub struct OpenArgs {
     /// Skip checksum verification while reading.
     #[arg(long)]
     pub no_verify: bool,
+    /// Decode each record's bytes into fields: raw (as bytes), pickle (strict: plain data
+    /// and NumPy arrays, no other global is run), msgpack or json (the --pack layouts).
+    #[arg(long, default_value = "raw")]
+    pub payload: String,
+    /// The bytes field to decode with --payload (default: the record's only field); its
+    /// decoded value replaces it.
+    #[arg(long)]
+    pub payload_field: Option<String>,
 }
 
 impl OpenArgs {
@@ -24,8 +32,24 @@ impl OpenArgs {
                 reel::backend_names().join(", ")
             ))
         })?;
-        Ok(OpenOptions::default().backend(backend).verify(!self.no_verify))
+        let payload = reel::Payload::from_name(&self.payload).ok_or_else(|| {
+            reel::Error::invalid_input(format!(
+                "unknown payload {:?} (choose from raw, pickle, msgpack, json)",
+                self.payload
+            ))
+        })?;
+        let mut options =
+            OpenOptions::default().backend(backend).verify(!self.no_verify).payload(payload);
+        options.payload_field = self.payload_field.clone();
+        Ok(options)
     }
+}
+
+/// Parses a codec name for --pack and --encode-nested.
+pub fn parse_codec(name: &str, option: &str) -> reel::Result<reel::Codec> {
+    reel::Codec::from_name(name).ok_or_else(|| {
+        reel::Error::invalid_input(format!("{option} {name:?}: choose msgpack or json"))
+    })
 }
 
 /// Parses an index list such as `3,7,10-20` (ranges inclusive) against `len` records.

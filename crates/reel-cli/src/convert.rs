@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use reel::convert::FieldMap;
 use reel::{ConvertOptions, Format};
 use serde_json::json;
 
-use crate::common::OpenArgs;
+use crate::common::{OpenArgs, parse_codec};
 use crate::progress::bar;
 
 /// Options of `reel convert`.
@@ -29,6 +30,22 @@ pub struct ConvertArgs {
     /// Replace an existing DST (only once the new dataset is complete).
     #[arg(long)]
     force: bool,
+    /// Write only these fields, in this order (e.g. `--fields image,label`).
+    #[arg(long, value_delimiter = ',')]
+    fields: Option<Vec<String>>,
+    /// Leave these fields out (e.g. `--drop meta,debug`).
+    #[arg(long, value_delimiter = ',')]
+    drop: Vec<String>,
+    /// Write field OLD as NEW (repeatable: `--rename img=image --rename y=label`).
+    #[arg(long, value_name = "OLD=NEW")]
+    rename: Vec<String>,
+    /// Store all fields of each record as one bytes value `data`, in msgpack or json
+    /// (`--payload msgpack|json` reads them back).
+    #[arg(long, value_name = "CODEC")]
+    pack: Option<String>,
+    /// Store map, list and tree fields the target has no type for as msgpack or json bytes.
+    #[arg(long, value_name = "CODEC")]
+    encode_nested: Option<String>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -62,6 +79,13 @@ pub fn run(args: &ConvertArgs) -> reel::Result<()> {
     options.open = args.open.options()?;
     options.lossless_only = args.lossless_only;
     options.overwrite = args.force;
+    options.fields.keep = args.fields.clone();
+    options.fields.drop = args.drop.clone();
+    options.fields.rename =
+        args.rename.iter().map(|r| FieldMap::parse_rename(r)).collect::<reel::Result<_>>()?;
+    options.pack = args.pack.as_deref().map(|c| parse_codec(c, "--pack")).transpose()?;
+    options.encode_nested =
+        args.encode_nested.as_deref().map(|c| parse_codec(c, "--encode-nested")).transpose()?;
     if let Some(s) = &args.shard {
         let (k, n) = parse_shard(s)?;
         options = options.shard(k, n);

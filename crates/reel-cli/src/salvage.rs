@@ -13,7 +13,11 @@ pub fn salvage(
     options: &OpenOptions,
     overwrite: bool,
 ) -> reel::Result<u64> {
-    let source = reel::open_as(src, report.format, options)?;
+    // The copy holds the records as stored, whatever --payload showed.
+    let mut raw = options.clone();
+    raw.payload = reel::Payload::Raw;
+    raw.payload_field = None;
+    let source = reel::open_as(src, report.format, &raw)?;
     let bad = report.bad_records();
     let good: Vec<u64> = (0..source.len()).filter(|i| bad.binary_search(i).is_err()).collect();
     let mut sink = reel::create_like_with(&*source, out, good.len() as u64, overwrite)?;

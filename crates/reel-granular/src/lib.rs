@@ -73,7 +73,7 @@ pub mod dtype;
 mod files;
 mod layout;
 mod mask;
-mod msgpack;
+pub mod msgpack;
 mod reader;
 mod refs;
 mod spec;

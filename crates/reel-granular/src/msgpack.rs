@@ -7,8 +7,27 @@
 //! str8), bytes as the bin family — so values read from a reference file encode back to the
 //! same bytes.
 
-use reel_core::{Error, ErrorKind, Result, Span, Value, ValueRef};
+use reel_core::{Error, ErrorKind, Limits, RecordOut, Result, Span, Value, ValueRef};
 use rmp::Marker;
+
+/// Decodes the msgpack object at `span` of the record being built, turning every
+/// `['_', dtype.str, shape, bytes]` list into an array as granular's `tree` codec does.
+/// Map keys of any kind are read; nesting follows [`Limits::max_nesting`]. Text and bytes
+/// point into the record (no copy).
+///
+/// This is the reading half of the `msgpack` payload codec of the `reel` facade.
+pub fn decode_tree(span: Span, out: &mut RecordOut<'_>, limits: &Limits) -> Result<Value> {
+    let rules = DecodeRules { strict_map_keys: false, max_nesting: limits.max_nesting };
+    let v = decode(out.bytes(span), span.start, rules)?;
+    crate::codec::decode_tree_value(v, out, limits)
+}
+
+/// Appends `value` as msgpack the way `msgpack.packb` writes it, each n-dimensional array
+/// as `['_', dtype.str, shape, bytes]` (granular's `tree` form). The writing half of
+/// [`decode_tree`].
+pub fn encode_tree(value: ValueRef<'_>, out: &mut Vec<u8>) -> Result<()> {
+    encode(value, ArrayEncoding::TreeMarker, out)
+}
 
 /// How strictly to decode.
 #[derive(Clone, Copy, Debug)]

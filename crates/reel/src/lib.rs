@@ -29,6 +29,7 @@ pub mod convert;
 mod create;
 mod formats;
 mod open;
+pub mod payload;
 #[cfg(all(target_os = "linux", feature = "io-uring"))]
 pub mod uring;
 mod verify;
@@ -37,6 +38,7 @@ pub use backends::{all_backends, backend_by_name, backend_names, default_backend
 pub use convert::{ConvertOptions, ConvertReport, Loss, convert};
 pub use create::{CreateOptions, create, create_like, create_like_with};
 pub use open::{Format, OpenOptions, open, open_as, open_with, sniff};
+pub use payload::{Codec, Payload};
 pub use reel_core::*;
 pub use verify::{Problem, VerifyReport, verify, verify_with_progress};
 

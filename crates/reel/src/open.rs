@@ -6,6 +6,7 @@ use std::path::Path;
 use reel_core::{Backend, Error, Limits, RecordSource, Result};
 
 use crate::formats;
+use crate::payload::Payload;
 
 /// The formats reel knows. Whether one is compiled in depends on its Cargo feature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -77,11 +78,22 @@ pub struct OpenOptions {
     pub limits: Limits,
     /// Verify checksums where the format has them (on by default).
     pub verify: bool,
+    /// How to read records that are bytes (default [`Payload::Raw`]: as bytes). See
+    /// [`payload`](crate::payload).
+    pub payload: Payload,
+    /// The bytes field whose payload is decoded (default: the record's only field).
+    pub payload_field: Option<String>,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { backend: crate::default_backend(), limits: Limits::default(), verify: true }
+        OpenOptions {
+            backend: crate::default_backend(),
+            limits: Limits::default(),
+            verify: true,
+            payload: Payload::Raw,
+            payload_field: None,
+        }
     }
 }
 
@@ -95,6 +107,12 @@ impl OpenOptions {
     /// Turns checksum verification on or off.
     pub fn verify(mut self, on: bool) -> Self {
         self.verify = on;
+        self
+    }
+
+    /// Decodes each record's bytes with `payload`.
+    pub fn payload(mut self, payload: Payload) -> Self {
+        self.payload = payload;
         self
     }
 
@@ -134,7 +152,13 @@ pub fn open_as(
         ))
         .with_path(path)
     })?;
-    (handler.open)(path, options)
+    let source = (handler.open)(path, options)?;
+    Ok(crate::payload::wrap(
+        source,
+        options.payload,
+        options.payload_field.as_deref(),
+        &options.limits,
+    ))
 }
 
 /// Works out the format of the dataset at `path` from its names and first bytes. A path

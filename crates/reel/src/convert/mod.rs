@@ -36,18 +36,22 @@
 //! Granular root), so `n` processes can convert one dataset at once into one directory
 //! that then opens as a whole.
 
+mod fields;
 mod rules;
 
 use std::path::{Path, PathBuf};
 
 use reel_core::{
-    Error, Record, RecordBatch, RecordSink, RecordSource, RecordSourceExt, Result, SinkSummary,
+    Error, Record, RecordBatch, RecordRef, RecordSink, RecordSource, RecordSourceExt, Result,
+    SinkSummary,
 };
 
+pub use fields::FieldMap;
 pub use rules::Loss;
 
 use reel_core::paths::{Existing, check_destination};
 
+use crate::payload::{Codec, encode_nested, pack_record};
 use crate::{CreateOptions, Format, OpenOptions};
 
 /// How to convert.
@@ -65,6 +69,14 @@ pub struct ConvertOptions {
     /// default: an existing destination is refused before anything is read). A destination
     /// that is the source, or lies inside it, is refused either way.
     pub overwrite: bool,
+    /// Which fields to write, and under which names (default: all, as they are).
+    pub fields: FieldMap,
+    /// Store each map, list or tree field the target has no type for as bytes in this
+    /// codec's layout (a stated loss).
+    pub encode_nested: Option<Codec>,
+    /// Store all of a record's fields as one bytes value `data` in this codec's layout,
+    /// which `--payload msgpack|json` reads back as the same fields (a stated loss).
+    pub pack: Option<Codec>,
 }
 
 impl ConvertOptions {
@@ -76,6 +88,9 @@ impl ConvertOptions {
             shard: None,
             lossless_only: false,
             overwrite: false,
+            fields: FieldMap::default(),
+            encode_nested: None,
+            pack: None,
         }
     }
 
@@ -164,11 +179,10 @@ pub fn convert_source(
 
     // Check the mapping on the first record before anything is created.
     let mut losses = rules::Losses::new();
-    let mut adapted = Record::new();
+    let mut stages = Stages::default();
     if range.start < range.end {
         let first = source.read(range.start)?;
-        rules::adapt(to, &first.view(), &mut adapted, &mut losses)
-            .map_err(|e| e.with_record(range.start))?;
+        stages.prepare(options, &first.view(), &mut losses).map_err(|e| e.with_record(range.start))?;
         if options.lossless_only && !losses.is_empty() {
             let list: Vec<String> = losses.iter().map(|l| l.to_string()).collect();
             return Err(Error::schema(format!(
@@ -197,16 +211,15 @@ pub fn convert_source(
         source.read_batch_into(chunk, &mut batch)?;
         for r in batch.iter() {
             let index = r.index();
-            let rewritten = rules::adapt(to, &r, &mut adapted, &mut losses)
-                .map_err(|e| e.with_record(index))?;
+            let ready =
+                stages.prepare(options, &r, &mut losses).map_err(|e| e.with_record(index))?;
             if options.lossless_only && !losses.is_empty() {
                 return Err(Error::schema(format!(
                     "record {index} would lose information in {to}"
                 ))
                 .with_record(index));
             }
-            if rewritten { sink.append(adapted.view()) } else { sink.append(r) }
-                .map_err(|e| e.with_record(index))?;
+            sink.append(ready).map_err(|e| e.with_record(index))?;
         }
         done += chunk.len() as u64;
         progress(done, total);
@@ -220,6 +233,75 @@ pub fn convert_source(
         losses: losses.into_iter().collect(),
         outputs: vec![output],
     })
+}
+
+/// The buffers a record passes through on its way to the sink, reused for every record.
+#[derive(Default)]
+struct Stages {
+    mapped: Record,
+    nested: Record,
+    packed: Record,
+    adapted: Record,
+    scratch: Vec<u8>,
+}
+
+impl Stages {
+    /// Field mapping, nested encoding, packing, then the target's own rules; returns the
+    /// record to append.
+    fn prepare<'a>(
+        &'a mut self,
+        options: &ConvertOptions,
+        record: &RecordRef<'a>,
+        losses: &mut rules::Losses,
+    ) -> Result<RecordRef<'a>> {
+        let Stages { mapped, nested, packed, adapted, scratch } = self;
+        let mut current = *record;
+        if !options.fields.is_identity() {
+            options.fields.apply(&current, mapped)?;
+            mapped.set_index(record.index());
+            current = mapped.view();
+        }
+        if let Some(codec) = options.encode_nested {
+            let encoded = encode_nested(codec, options.to, &current, nested, scratch)?;
+            if !encoded.is_empty() {
+                for (name, kind) in encoded {
+                    rules::lose(
+                        losses,
+                        &name,
+                        &format!(
+                            "the {kind} is stored as {} bytes (reel::Codec layout; --payload {} \
+                             with --payload-field {name} reads it back)",
+                            codec.name(),
+                            codec.name()
+                        ),
+                    );
+                }
+                nested.set_index(record.index());
+                current = nested.view();
+            }
+        }
+        if let Some(codec) = options.pack {
+            pack_record(codec, &current, packed, scratch)?;
+            rules::lose(
+                losses,
+                "*",
+                &format!(
+                    "all fields are packed into one {} value in the bytes field \"data\" \
+                     (--payload {} reads them back)",
+                    codec.name(),
+                    codec.name()
+                ),
+            );
+            packed.set_index(record.index());
+            current = packed.view();
+        }
+        if rules::adapt(options.to, &current, adapted, losses)? {
+            adapted.set_index(record.index());
+            Ok(adapted.view())
+        } else {
+            Ok(current)
+        }
+    }
 }
 
 /// A sink writing part `k` of a multi-part dataset at `dst` (created if needed).

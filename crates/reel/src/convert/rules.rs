@@ -25,7 +25,7 @@ impl std::fmt::Display for Loss {
 /// The losses seen so far.
 pub(crate) type Losses = BTreeSet<Loss>;
 
-fn lose(losses: &mut Losses, field: &str, what: &str) {
+pub(crate) fn lose(losses: &mut Losses, field: &str, what: &str) {
     if !losses.iter().any(|l| l.field == field && l.what == what) {
         losses.insert(Loss { field: field.to_string(), what: what.to_string() });
     }
@@ -64,12 +64,16 @@ pub(crate) fn adapt(
 fn to_ffrecord(record: &RecordRef<'_>, out: &mut Record, losses: &mut Losses) -> Result<()> {
     let t = Format::Ffrecord;
     if record.len() != 1 {
-        let names: Vec<&str> = record.iter().map(|(n, _)| n).collect();
-        return Err(impossible(
-            t,
-            &names.join(", "),
-            "FFRecord stores exactly one bytes value per record",
-        ));
+        let fields: Vec<String> =
+            record.iter().map(|(n, v)| format!("field {n:?} ({})", v.kind_name())).collect();
+        return Err(Error::schema(format!(
+            "cannot convert to {t}: FFRecord stores exactly one bytes value per record, and \
+             this record has {} fields: {}. --pack msgpack or --pack json stores all fields \
+             as one value; --fields NAME keeps one",
+            record.len(),
+            fields.join(", ")
+        ))
+        .with_format(t.name()));
     }
     let Some((name, value)) = record.field(0) else {
         return Err(impossible(t, "", "empty record"));
@@ -97,7 +101,16 @@ fn to_ffrecord(record: &RecordRef<'_>, out: &mut Record, losses: &mut Losses) ->
             lose(losses, name, "a list of one bytes value is stored as the bytes");
             l.get(0).and_then(|v| v.as_bytes()).unwrap_or_default()
         }
-        other => return Err(impossible(t, name, format!("a {} is not bytes", other.kind_name()))),
+        other => {
+            return Err(impossible(
+                t,
+                name,
+                format!(
+                    "a {} is not bytes (--pack msgpack or --pack json stores it as bytes)",
+                    other.kind_name()
+                ),
+            ));
+        }
     };
     out.clear();
     out.push_bytes(reel_core::RAW_FIELD, bytes);
@@ -114,10 +127,32 @@ fn to_fields(
     rule: ValueRule,
 ) -> Result<()> {
     out.clear();
+    let mut refusals = Vec::new();
     for (name, value) in record.iter() {
-        let v =
-            rule(name, value, out, losses).map_err(|e| impossible(target, name, e.message()))?;
-        out.push(name, v);
+        match rule(name, value, out, losses) {
+            Ok(v) => {
+                out.push(name, v);
+            }
+            Err(e) => {
+                let hint = match value {
+                    ValueRef::List(_) | ValueRef::Map(_) => {
+                        "--encode-nested msgpack or json stores it as bytes"
+                    }
+                    _ => "--pack msgpack or json stores the whole record as one bytes value",
+                };
+                refusals.push(format!(
+                    "field {name:?}: {} ({hint}; --drop {name} leaves it out)",
+                    e.message()
+                ));
+            }
+        }
+    }
+    if !refusals.is_empty() {
+        return Err(Error::schema(format!(
+            "cannot convert to {target}: {}",
+            refusals.join("; ")
+        ))
+        .with_format(target.name()));
     }
     Ok(())
 }

@@ -1,0 +1,95 @@
+//! Choosing, dropping and renaming fields on the way from source to target.
+
+use reel_core::{Error, Record, RecordRef, Result};
+
+/// Which fields a conversion writes, and under which names.
+///
+/// Applied to every record in this order: keep only [`keep`](Self::keep) (in that order),
+/// leave out [`drop`](Self::drop), then [`rename`](Self::rename). A name that a record does
+/// not have is an error naming it (a typo would otherwise silently write everything), and
+/// so is a rename onto a name another written field keeps.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FieldMap {
+    /// Write only these fields, in this order (`--fields a,b`).
+    pub keep: Option<Vec<String>>,
+    /// Leave these fields out (`--drop a,b`).
+    pub drop: Vec<String>,
+    /// Write field `old` as `new` (`--rename old=new`).
+    pub rename: Vec<(String, String)>,
+}
+
+impl FieldMap {
+    /// Whether the mapping leaves every record as it is.
+    pub fn is_identity(&self) -> bool {
+        self.keep.is_none() && self.drop.is_empty() && self.rename.is_empty()
+    }
+
+    /// Parses `old=new`.
+    pub fn parse_rename(spec: &str) -> Result<(String, String)> {
+        match spec.split_once('=') {
+            Some((old, new)) if !old.trim().is_empty() && !new.trim().is_empty() => {
+                Ok((old.trim().to_string(), new.trim().to_string()))
+            }
+            _ => Err(Error::invalid_input(format!(
+                "rename {spec:?}: expected OLD=NEW with both names given"
+            ))),
+        }
+    }
+
+    /// Writes the mapped `record` into `out`.
+    pub(crate) fn apply(&self, record: &RecordRef<'_>, out: &mut Record) -> Result<()> {
+        let has = |name: &str| record.iter().any(|(n, _)| n == name);
+        let missing = |name: &str, option: &str| {
+            let names: Vec<String> = record.iter().map(|(n, _)| format!("{n:?}")).collect();
+            Error::invalid_input(format!(
+                "{option} names field {name:?}, which the record does not have (its fields: {})",
+                names.join(", ")
+            ))
+        };
+        for name in self.keep.iter().flatten() {
+            if !has(name) {
+                return Err(missing(name, "--fields"));
+            }
+        }
+        for name in &self.drop {
+            if !has(name) {
+                return Err(missing(name, "--drop"));
+            }
+        }
+        let chosen: Vec<&str> = match &self.keep {
+            Some(keep) => keep.iter().map(String::as_str).collect(),
+            None => record.iter().map(|(n, _)| n).collect(),
+        };
+        let chosen: Vec<&str> =
+            chosen.into_iter().filter(|n| !self.drop.iter().any(|d| d == n)).collect();
+        for (old, _) in &self.rename {
+            if !chosen.contains(&old.as_str()) {
+                return Err(if has(old) {
+                    Error::invalid_input(format!(
+                        "--rename names field {old:?}, which --fields or --drop leaves out"
+                    ))
+                } else {
+                    missing(old, "--rename")
+                });
+            }
+        }
+        let new_name = |n: &str| -> String {
+            self.rename.iter().find(|(o, _)| o == n).map_or(n, |(_, new)| new).to_string()
+        };
+        let names: Vec<String> = chosen.iter().map(|n| new_name(n)).collect();
+        for (i, n) in names.iter().enumerate() {
+            if names[..i].contains(n) {
+                return Err(Error::invalid_input(format!(
+                    "after renaming, two fields are called {n:?}"
+                )));
+            }
+        }
+        out.clear();
+        for (old, new) in chosen.iter().zip(names) {
+            if let Some(v) = record.get(old) {
+                out.push_value(new, v);
+            }
+        }
+        Ok(())
+    }
+}
