@@ -190,13 +190,21 @@ fn impossible_mappings_fail_naming_the_field_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("g");
     write(Format::Gulp, &src, &gulp_records());
-    for (to, field) in [("syrah", "meta"), ("ofrecord", "meta"), ("ffrecord", "id, meta, frames")] {
+    // Every field concerned is named on its own, with the option that would carry it.
+    for (to, fields, option) in [
+        ("syrah", &["meta"][..], "--encode-nested"),
+        ("ofrecord", &["meta"][..], "--encode-nested"),
+        ("ffrecord", &["id", "meta", "frames"][..], "--pack"),
+    ] {
         let dst = dir.path().join(format!("out-{to}"));
         let out =
             reel().args(["convert", "--quiet", "--to", to]).arg(&src).arg(&dst).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{to}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(&format!("\"{field}\"")), "{to}: {err}");
+        for field in fields {
+            assert!(err.contains(&format!("field \"{field}\"")), "{to}: {err}");
+        }
+        assert!(err.contains(option), "{to}: {err}");
         assert!(!dst.exists(), "{to}: a refused conversion left {}", dst.display());
     }
     // Lossy mappings are stated, and refused on request.

@@ -215,7 +215,8 @@ impl<'a> OpReader<'a> {
             b'c' => {
                 let rest = &self.bytes[self.pos..];
                 let mut lines = rest.splitn(3, |&b| b == b'\n');
-                let (Some(module), Some(name), Some(_)) = (lines.next(), lines.next(), lines.next())
+                let (Some(module), Some(name), Some(_)) =
+                    (lines.next(), lines.next(), lines.next())
                 else {
                     return Err(self.corrupt(at, "GLOBAL without a module and a name line"));
                 };
@@ -333,7 +334,10 @@ mod tests {
         assert_eq!(long_to_i64(&two_63), None);
         assert_eq!(long_to_u64(&two_63), Some(1 << 63));
         assert_eq!(long_to_u64(&[0xff; 8]), None);
-        assert_eq!(long_to_u64(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0]), Some(u64::MAX));
+        assert_eq!(
+            long_to_u64(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0]),
+            Some(u64::MAX)
+        );
         // 2**64 fits in neither.
         let two_64 = [0, 0, 0, 0, 0, 0, 0, 0, 1];
         assert_eq!((long_to_i64(&two_64), long_to_u64(&two_64)), (None, None));

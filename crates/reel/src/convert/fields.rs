@@ -1,6 +1,6 @@
 //! Choosing, dropping and renaming fields on the way from source to target.
 
-use reel_core::{Error, Record, RecordRef, Result};
+use reel_core::{Error, FieldSpec, Record, RecordRef, Result};
 
 /// Which fields a conversion writes, and under which names.
 ///
@@ -34,6 +34,30 @@ impl FieldMap {
                 "rename {spec:?}: expected OLD=NEW with both names given"
             ))),
         }
+    }
+
+    /// The schema of the mapped records, given the source's; `None` when a field the
+    /// mapping names is not declared (the records themselves then say what is wrong).
+    pub(crate) fn apply_schema(&self, schema: &[FieldSpec]) -> Option<Vec<FieldSpec>> {
+        let find = |name: &str| schema.iter().find(|f| f.name == name);
+        let chosen: Vec<&FieldSpec> = match &self.keep {
+            Some(keep) => keep.iter().map(|n| find(n)).collect::<Option<_>>()?,
+            None => schema.iter().collect(),
+        };
+        Some(
+            chosen
+                .into_iter()
+                .filter(|f| !self.drop.contains(&f.name))
+                .map(|f| FieldSpec {
+                    name: self
+                        .rename
+                        .iter()
+                        .find(|(old, _)| *old == f.name)
+                        .map_or_else(|| f.name.clone(), |(_, new)| new.clone()),
+                    kind: f.kind.clone(),
+                })
+                .collect(),
+        )
     }
 
     /// Writes the mapped `record` into `out`.

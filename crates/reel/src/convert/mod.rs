@@ -182,7 +182,9 @@ pub fn convert_source(
     let mut stages = Stages::default();
     if range.start < range.end {
         let first = source.read(range.start)?;
-        stages.prepare(options, &first.view(), &mut losses).map_err(|e| e.with_record(range.start))?;
+        stages
+            .prepare(options, &first.view(), &mut losses)
+            .map_err(|e| e.with_record(range.start))?;
         if options.lossless_only && !losses.is_empty() {
             let list: Vec<String> = losses.iter().map(|l| l.to_string()).collect();
             return Err(Error::schema(format!(
@@ -194,7 +196,13 @@ pub fn convert_source(
 
     let create = CreateOptions {
         records: Some(range.end - range.start),
-        schema: source.info().schema.clone(),
+        schema: match &source.info().schema {
+            // Packed or encoded fields change kind; the target works the schema out from
+            // the records.
+            _ if options.pack.is_some() || options.encode_nested.is_some() => None,
+            Some(schema) if !options.fields.is_identity() => options.fields.apply_schema(schema),
+            other => other.clone(),
+        },
         version: source.info().version.clone(),
         overwrite: options.overwrite,
     };

@@ -148,11 +148,8 @@ fn to_fields(
         }
     }
     if !refusals.is_empty() {
-        return Err(Error::schema(format!(
-            "cannot convert to {target}: {}",
-            refusals.join("; ")
-        ))
-        .with_format(target.name()));
+        return Err(Error::schema(format!("cannot convert to {target}: {}", refusals.join("; ")))
+            .with_format(target.name()));
     }
     Ok(())
 }

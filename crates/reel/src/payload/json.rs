@@ -93,9 +93,7 @@ impl Decoder<'_, '_> {
             Json::String(s) => Value::Str(self.out.append(s.as_bytes())),
             Json::Array(items) => {
                 let depth = self.nested(depth)?;
-                Value::List(
-                    items.iter().map(|x| self.value(x, depth)).collect::<Result<Vec<_>>>()?,
-                )
+                Value::List(items.iter().map(|x| self.value(x, depth)).collect::<Result<Vec<_>>>()?)
             }
             Json::Object(o) => {
                 if o.len() == 1

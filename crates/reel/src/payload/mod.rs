@@ -25,8 +25,8 @@ mod pickle;
 use std::sync::Mutex;
 
 use reel_core::{
-    Error, FieldName, Limits, RAW_FIELD, Record, RecordBatch, RecordOut, RecordRef,
-    RecordSource, Result, SourceInfo, Span, Value, ValueRef,
+    Error, FieldName, Limits, RAW_FIELD, Record, RecordBatch, RecordOut, RecordRef, RecordSource,
+    Result, SourceInfo, Span, Value, ValueRef,
 };
 
 pub(crate) use pack::{encode_nested, pack_record};
@@ -170,7 +170,9 @@ pub fn decode_value(
 /// The field name a top-level map key gives.
 fn key_name(key: &Value, out: &RecordOut<'_>) -> Result<FieldName> {
     match key {
-        Value::Str(s) => Ok(FieldName::from(std::str::from_utf8(out.bytes(*s)).unwrap_or_default())),
+        Value::Str(s) => {
+            Ok(FieldName::from(std::str::from_utf8(out.bytes(*s)).unwrap_or_default()))
+        }
         Value::Int(i) => Ok(FieldName::from(i.to_string())),
         Value::UInt(u) => Ok(FieldName::from(u.to_string())),
         other => Err(Error::schema(format!(
@@ -208,14 +210,16 @@ fn push_fields(value: Value, out: &mut RecordOut<'_>) -> Result<()> {
     Ok(())
 }
 
-/// Which field holds the payload, and its bytes.
-fn payload_bytes<'a>(
-    record: &RecordRef<'a>,
-    field: Option<&str>,
-) -> Result<(usize, &'a [u8])> {
+/// Which field holds the payload, and its bytes (bytes, or what the targets of
+/// `--pack` keep bytes as: a uint8 vector, a list of one bytes value).
+fn payload_bytes<'a>(record: &RecordRef<'a>, field: Option<&str>) -> Result<(usize, &'a [u8])> {
     let pick = |i: usize, name: &str, v: ValueRef<'a>| -> Result<(usize, &'a [u8])> {
         match v {
             ValueRef::Bytes(b) => Ok((i, b)),
+            // Syrah keeps bytes as a uint8 array.
+            ValueRef::Array(a) if a.dtype == reel_core::DType::U8 && a.shape.len() == 1 => {
+                Ok((i, a.data))
+            }
             // OFRecord keeps bytes as a list of one.
             ValueRef::List(l) if l.len() == 1 && l.get(0).and_then(|x| x.as_bytes()).is_some() => {
                 Ok((i, l.get(0).and_then(|x| x.as_bytes()).unwrap_or_default()))

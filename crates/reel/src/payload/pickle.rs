@@ -64,7 +64,6 @@ impl Data {
             Data::Owned(v) => v.len(),
         }
     }
-
 }
 
 /// The globals this unpickler understands.
@@ -114,7 +113,10 @@ enum Obj {
     Int(i64),
     UInt(u64),
     Float(f64),
-    Str { at: usize, len: usize },
+    Str {
+        at: usize,
+        len: usize,
+    },
     Bytes(Data),
     Tuple(Vec<usize>),
     List(Vec<usize>),
@@ -123,7 +125,12 @@ enum Obj {
     Dtype(NpDtype),
     /// `_reconstruct(ndarray, …)` before its `BUILD`.
     EmptyArray,
-    Array { dtype: NpDtype, shape: Vec<u64>, fortran: bool, data: Data },
+    Array {
+        dtype: NpDtype,
+        shape: Vec<u64>,
+        fortran: bool,
+        data: Data,
+    },
 }
 
 impl Obj {
@@ -250,10 +257,9 @@ impl<'a> Parser<'a> {
                     self.memo.insert(idx, id);
                 }
                 Op::Get(idx) => {
-                    let id = *self
-                        .memo
-                        .get(&idx)
-                        .ok_or_else(|| self.corrupt(at, format!("memo entry {idx} is not defined")))?;
+                    let id = *self.memo.get(&idx).ok_or_else(|| {
+                        self.corrupt(at, format!("memo entry {idx} is not defined"))
+                    })?;
                     self.stack.push(id);
                 }
                 Op::Global { module, name } => {
@@ -360,7 +366,9 @@ impl<'a> Parser<'a> {
                          protocols 0 and 1)"
                     )));
                 }
-                _ => return Err(refused(format!("byte {at}: an opcode this reader does not know"))),
+                _ => {
+                    return Err(refused(format!("byte {at}: an opcode this reader does not know")));
+                }
             }
         }
     }
@@ -449,7 +457,8 @@ impl<'a> Parser<'a> {
                 Err(bad_args("_reconstruct is only read as _reconstruct(numpy.ndarray, …)"))
             }
             (Known::Dtype, [spec, ..]) => {
-                let spec = self.text(*spec).ok_or_else(|| bad_args("numpy.dtype of a non-string"))?;
+                let spec =
+                    self.text(*spec).ok_or_else(|| bad_args("numpy.dtype of a non-string"))?;
                 Ok(Obj::Dtype(parse_dtype(at, spec)?))
             }
             (Known::Scalar, [dtype, data]) => {
@@ -484,7 +493,8 @@ impl<'a> Parser<'a> {
             (Known::CodecsEncode, [text, encoding])
                 if matches!(self.text(*encoding), Some("latin1" | "latin-1")) =>
             {
-                let text = self.text(*text).ok_or_else(|| bad_args("_codecs.encode of a non-string"))?;
+                let text =
+                    self.text(*text).ok_or_else(|| bad_args("_codecs.encode of a non-string"))?;
                 Ok(Obj::Bytes(Data::Owned(latin1(at, text)?)))
             }
             (Known::CodecsEncode, _) => {
@@ -510,12 +520,16 @@ impl<'a> Parser<'a> {
     }
 
     fn shape(&self, at: usize, id: usize) -> Result<Vec<u64>> {
-        let items = self.tuple(id).ok_or_else(|| refused(format!("byte {at}: an array shape is not a tuple")))?;
+        let items = self
+            .tuple(id)
+            .ok_or_else(|| refused(format!("byte {at}: an array shape is not a tuple")))?;
         items
             .iter()
             .map(|&d| match self.objs[d] {
                 Obj::Int(i) if i >= 0 => Ok(i as u64),
-                _ => Err(refused(format!("byte {at}: an array shape holds something other than a size"))),
+                _ => Err(refused(format!(
+                    "byte {at}: an array shape holds something other than a size"
+                ))),
             })
             .collect()
     }
@@ -525,7 +539,10 @@ impl<'a> Parser<'a> {
         match (&self.objs[target], items.as_deref()) {
             // numpy.dtype.__setstate__: (version, byteorder, subdescr, names, fields,
             // elsize, alignment, flags[, metadata]).
-            (Obj::Dtype(dt), Some([_version, order, sub, names, fields, _elsize, _align, _flags, ..])) => {
+            (
+                Obj::Dtype(dt),
+                Some([_version, order, sub, names, fields, _elsize, _align, _flags, ..]),
+            ) => {
                 let mut dt = *dt;
                 if ![sub, names, fields].iter().all(|&&i| matches!(self.objs[i], Obj::None)) {
                     return Err(refused(format!(
@@ -535,7 +552,9 @@ impl<'a> Parser<'a> {
                 match self.text(*order) {
                     Some(">") => dt.big_endian = dt.dtype.swap_unit() > 0,
                     Some("<" | "|" | "=") => dt.big_endian = false,
-                    _ => return Err(self.corrupt(at, "a dtype byte order that is not <, >, | or =")),
+                    _ => {
+                        return Err(self.corrupt(at, "a dtype byte order that is not <, >, | or ="));
+                    }
                 }
                 self.objs[target] = Obj::Dtype(dt);
                 Ok(())
@@ -693,7 +712,10 @@ impl Builder<'_, '_, '_> {
                 Value::Map(values)
             }
             other @ (Obj::Global(_) | Obj::Dtype(_) | Obj::EmptyArray) => {
-                return Err(refused(format!("holds {} as a value, which is not read", other.kind())));
+                return Err(refused(format!(
+                    "holds {} as a value, which is not read",
+                    other.kind()
+                )));
             }
         })
     }
