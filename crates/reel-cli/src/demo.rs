@@ -17,7 +17,7 @@ use reel::{
     RecordSourceExt,
 };
 
-use crate::synth::{SplitMix, record};
+use reel::synth::{SplitMix, record};
 use crate::table::Table;
 
 /// Options of `reel demo`.

@@ -1,5 +1,5 @@
 //! `reel generate`: a synthetic dataset in any format, with content that can be checked
-//! record by record afterwards (`synth::expected_record`).
+//! record by record afterwards (`reel::synth::record`).
 
 use std::path::PathBuf;
 
@@ -7,7 +7,6 @@ use clap::Args;
 use reel::{CreateOptions, Format};
 
 use crate::progress::bar;
-use crate::synth;
 
 /// Options of `reel generate`.
 #[derive(Args, Debug)]
@@ -35,15 +34,16 @@ pub struct GenerateArgs {
 pub fn run(args: &GenerateArgs) -> reel::Result<()> {
     let format = Format::from_name(&args.format)
         .ok_or_else(|| reel::Error::invalid_input(format!("unknown format {:?}", args.format)))?;
-    let options = CreateOptions::default().records(args.records).overwrite(args.force);
-    let mut sink = reel::create(&args.out, format, &options)?;
+    let options = CreateOptions::default().overwrite(args.force);
     let pb = bar(args.records, "generate", args.quiet);
-    for i in 0..args.records {
-        let record = synth::record(format, i, args.max_record);
-        sink.append(record.view())?;
-        pb.inc(1);
-    }
-    let summary = sink.finish()?;
+    let summary = reel::synth::generate(
+        &args.out,
+        format,
+        args.records,
+        args.max_record,
+        &options,
+        &mut |_| pb.inc(1),
+    )?;
     pb.finish_and_clear();
     println!(
         "wrote {} {format} records ({} bytes) to {}",

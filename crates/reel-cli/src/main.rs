@@ -13,7 +13,6 @@ mod pack;
 mod progress;
 mod render;
 mod salvage;
-mod synth;
 mod table;
 mod verify;
 

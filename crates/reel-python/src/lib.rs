@@ -7,7 +7,9 @@
 mod buffer;
 mod dataset;
 mod errors;
+mod records;
 mod values;
+mod writer;
 
 use pyo3::prelude::*;
 
@@ -20,5 +22,9 @@ fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::DatasetIter>()?;
     m.add_class::<dataset::Info>()?;
     m.add_class::<buffer::BatchBuffer>()?;
+    m.add_class::<writer::Sink>()?;
+    m.add_function(wrap_pyfunction!(writer::convert, m)?)?;
+    m.add_function(wrap_pyfunction!(writer::verify, m)?)?;
+    m.add_function(wrap_pyfunction!(writer::generate, m)?)?;
     Ok(())
 }

@@ -30,6 +30,7 @@ mod create;
 mod formats;
 mod open;
 pub mod payload;
+pub mod synth;
 #[cfg(all(target_os = "linux", feature = "io-uring"))]
 pub mod uring;
 mod verify;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use reel::ffrecord::{FfrecordReader, FfrecordWriter};
 use reel::{Format, Record, Value};
 
-use crate::synth::SplitMix;
+use reel::synth::SplitMix;
 
 /// A benchmark dataset on disk: the records as a flat FFRecord file (what the yardsticks
 /// read) and, for another format, the same records in that format (what reel reads).

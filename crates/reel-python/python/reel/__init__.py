@@ -32,10 +32,22 @@ from reel._errors import (
     SchemaError,
     UnsupportedError,
 )
-from reel._reel import BatchBuffer, Dataset, Info, __version__, open
+from reel._reel import BatchBuffer, Dataset, Info, __version__, convert, generate, open, verify
+from reel._writer import Writer
+
+from reel import ffrecord, granular, gulp, ofrecord, syrah  # noqa: E402  (writers per format)
 
 __all__ = [
     "open",
+    "convert",
+    "verify",
+    "generate",
+    "Writer",
+    "ffrecord",
+    "syrah",
+    "ofrecord",
+    "granular",
+    "gulp",
     "Dataset",
     "Info",
     "BatchBuffer",

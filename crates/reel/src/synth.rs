@@ -1,4 +1,10 @@
-//! Deterministic generated content, so the demo can check every byte it reads back.
+//! Deterministic generated content: datasets of every format whose records can be checked
+//! byte for byte afterwards without keeping a copy (`reel generate`, the demo, benchmarks,
+//! and `reel.generate` in Python).
+
+use std::path::Path;
+
+use crate::{CreateOptions, Format, Result, SinkSummary};
 
 /// SplitMix64: a tiny, well-mixed generator; the demo needs reproducible data, not a
 /// cryptographic or statistically perfect source.
@@ -58,8 +64,8 @@ pub fn payload(i: u64, max_len: usize) -> Vec<u8> {
 /// * Granular: `image` (bytes), `label` (int), `caption` (text), `vec` (float32 2×2
 ///   array), `meta` (map of mixed values).
 /// * Gulp: `id`, `meta` (label, name, fps) and 1–3 small JPEG `frames`.
-pub fn record(format: reel::Format, i: u64, max_len: usize) -> reel::Record {
-    use reel::{DType, Format, Record, Value};
+pub fn record(format: Format, i: u64, max_len: usize) -> crate::Record {
+    use crate::{DType, Record, Value};
     let bytes = payload(i, max_len);
     let score: Vec<u8> = (0..4).flat_map(|k| ((i * 4 + k) as f32 * 0.25).to_le_bytes()).collect();
     let mut r = Record::new();
@@ -108,8 +114,11 @@ pub fn record(format: reel::Format, i: u64, max_len: usize) -> reel::Record {
                 (Value::Str(keys[2]), Value::Float(25.0)),
             ]);
             out.push("meta".into(), meta);
+            #[cfg(feature = "gulp")]
             let frames =
                 (0..1 + i % 3).map(|f| Value::Bytes(out.append(&jpeg_frame(i, f)))).collect();
+            #[cfg(not(feature = "gulp"))]
+            let frames = Vec::new();
             out.push("frames".into(), Value::List(frames));
         }
         #[allow(unreachable_patterns)]
@@ -121,9 +130,30 @@ pub fn record(format: reel::Format, i: u64, max_len: usize) -> reel::Record {
 }
 
 /// A small RGB JPEG whose pixels depend on the video and frame number.
+#[cfg(feature = "gulp")]
 pub fn jpeg_frame(video: u64, frame: u64) -> Vec<u8> {
     let (w, h) = (16u32, 12u32);
     let pixels: Vec<u8> =
         (0..w * h * 3).map(|k| ((k as u64 * 7 + video * 13 + frame * 29) % 251) as u8).collect();
-    reel::gulp::encode_jpeg(&pixels, w, h, 3, 90).unwrap_or_default()
+    reel_gulp::encode_jpeg(&pixels, w, h, 3, 90).unwrap_or_default()
+}
+
+/// Writes a generated dataset of `records` records of `format` at `path` ([`record`] with
+/// payloads of at most `max_record` bytes), calling `progress(done)` after each record.
+/// The dataset appears only when complete, like every writer's output.
+pub fn generate(
+    path: impl AsRef<Path>,
+    format: Format,
+    records: u64,
+    max_record: usize,
+    options: &CreateOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<SinkSummary> {
+    let options = options.clone().records(records);
+    let mut sink = crate::create(path, format, &options)?;
+    for i in 0..records {
+        sink.append(record(format, i, max_record).view())?;
+        progress(i + 1);
+    }
+    sink.finish()
 }

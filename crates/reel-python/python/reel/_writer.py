@@ -1,0 +1,104 @@
+"""Writers: one class for every format, and a subclass per format (``reel.ffrecord.Writer``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+from reel._reel import Sink
+
+
+class Writer:
+    """Writes a new dataset, record by record, with the format's Rust writer.
+
+    Use it as a context manager: the dataset appears at ``path`` only when the ``with`` block
+    ends normally (the writer makes it durable, then renames it into place); if the block
+    raises, everything written is removed and nothing is left at ``path``::
+
+        with reel.ffrecord.Writer("train.ffr") as w:
+            for payload in payloads:
+                w.write({"data": payload})
+
+    Records are dicts of field name to value (``bytes``, ``str``, ``int``, ``float``,
+    ``bool``, ``None``, NumPy arrays, lists and dicts of those); what a format can hold is
+    in the README's conversion table.
+
+    Args:
+        path: where the dataset appears.
+        format: the format's name; fixed by the per-format subclasses.
+        schema: {field name: the format's type name} where the format declares types
+            (Granular's spec.json types such as "bytes", "utf8", "array"; Syrah dtypes).
+        records: how many records will come, if known (FFRecord then writes in place).
+        overwrite: replace an existing dataset at ``path`` once the new one is complete.
+    """
+
+    format: str | None = None
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        format: str | None = None,
+        *,
+        schema: Mapping[str, str] | None = None,
+        records: int | None = None,
+        overwrite: bool = False,
+    ) -> None:
+        fmt = format or self.format
+        if fmt is None:
+            raise ValueError("reel.Writer needs a format (or use reel.<format>.Writer)")
+        pairs = list(schema.items()) if schema is not None else None
+        self._sink = Sink(path, fmt, schema=pairs, records=records, overwrite=overwrite)
+        self.summary: dict[str, Any] | None = None
+
+    @property
+    def path(self) -> str:
+        """Where the dataset appears when finished."""
+        return os.fspath(self._sink.path)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the writer was finished or aborted."""
+        return self._sink.closed
+
+    def write(self, record: Mapping[str, Any]) -> int:
+        """Adds a record and returns its index."""
+        return self._sink.append(record)
+
+    append = write
+
+    def write_many(self, records: Iterable[Mapping[str, Any]]) -> int:
+        """Adds every record of ``records``; returns how many were added."""
+        n = 0
+        for record in records:
+            self._sink.append(record)
+            n += 1
+        return n
+
+    def finish(self) -> dict[str, Any]:
+        """Publishes the dataset; returns ``{"records", "bytes", "paths"}``."""
+        self.summary = self._sink.finish()
+        return self.summary
+
+    def abort(self) -> None:
+        """Removes everything written; nothing appears at the path. Safe to call twice."""
+        self._sink.abort()
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None:
+            self.abort()
+        elif not self.closed:
+            self.finish()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<reel.Writer {self._sink.format} {self.path!r} ({state})>"

@@ -1,0 +1,127 @@
+//! Python values to reel records, for the writers.
+//!
+//! The inverse of `values.rs`: `bytes`-like objects become bytes, `str` text, `int`/`float`/
+//! `bool`/`None` scalars, NumPy arrays arrays (with their dtype and shape; big-endian input
+//! is swapped to the little-endian form reel stores), lists and tuples lists, dicts maps.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple,
+};
+use reel::{DType, FieldName, Record, RecordOut, Shape, Value};
+
+/// The record a dict (or any mapping of str to value) stands for.
+pub(crate) fn record_from(obj: &Bound<'_, PyAny>) -> PyResult<Record> {
+    let mut record = Record::new();
+    let mut out = record.out();
+    let items = match obj.cast::<PyDict>() {
+        Ok(dict) => dict.items(),
+        Err(_) => obj
+            .call_method0("items")
+            .map_err(|_| PyTypeError::new_err("a record is a dict of field name to value"))?
+            .try_iter()?
+            .collect::<PyResult<Vec<_>>>()
+            .and_then(|v| PyList::new(obj.py(), v))?,
+    };
+    for item in items.iter() {
+        let (name, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
+        let name: String =
+            name.extract().map_err(|_| PyTypeError::new_err("field names are str"))?;
+        let value = to_value(&mut out, &value)
+            .map_err(|e| prefix(obj.py(), e, &format!("field {name:?}")))?;
+        out.push(FieldName::from(name.as_str()), value);
+    }
+    Ok(record)
+}
+
+fn prefix(py: Python<'_>, err: PyErr, what: &str) -> PyErr {
+    let msg = format!("{what}: {}", err.value(py));
+    if err.is_instance_of::<PyTypeError>(py) {
+        PyTypeError::new_err(msg)
+    } else if err.is_instance_of::<PyValueError>(py) {
+        PyValueError::new_err(msg)
+    } else {
+        err
+    }
+}
+
+/// One value.
+fn to_value(out: &mut RecordOut<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let py = obj.py();
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        if let Ok(i) = obj.extract::<i64>() {
+            return Ok(Value::Int(i));
+        }
+        let u: u64 =
+            obj.extract().map_err(|_| PyValueError::new_err("integer does not fit in 64 bits"))?;
+        return Ok(Value::from_u64(u));
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        return Ok(Value::Float(f.value()));
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(out.append_str(s.to_str()?));
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(Value::Bytes(out.append(b.as_bytes())));
+    }
+    if obj.is_instance_of::<PyByteArray>() || obj.is_instance_of::<PyMemoryView>() {
+        let bytes = PyBytes::new(py, &[]).get_type().call1((obj,))?;
+        let bytes = bytes.cast::<PyBytes>()?;
+        return Ok(Value::Bytes(out.append(bytes.as_bytes())));
+    }
+    if let Ok(array) = obj.cast::<numpy::PyUntypedArray>() {
+        return array_value(out, array.as_any());
+    }
+    if let Ok(list) = obj.cast::<PyList>() {
+        return list.iter().map(|v| to_value(out, &v)).collect::<PyResult<_>>().map(Value::List);
+    }
+    if let Ok(tuple) = obj.cast::<PyTuple>() {
+        return tuple.iter().map(|v| to_value(out, &v)).collect::<PyResult<_>>().map(Value::List);
+    }
+    if let Ok(dict) = obj.cast::<PyDict>() {
+        let mut entries = Vec::with_capacity(dict.len());
+        for (k, v) in dict.iter() {
+            entries.push((to_value(out, &k)?, to_value(out, &v)?));
+        }
+        return Ok(Value::Map(entries));
+    }
+    // NumPy scalars (numpy.float32(1.5), numpy.int64(3), numpy.bool_) become Python ones.
+    if obj.hasattr("item")? && obj.hasattr("dtype")? {
+        let item = obj.call_method0("item")?;
+        if !item.is(obj) {
+            return to_value(out, &item);
+        }
+    }
+    Err(PyTypeError::new_err(format!(
+        "reel cannot store a {} (use bytes, str, int, float, bool, None, a NumPy array, or \
+         lists/dicts of those)",
+        obj.get_type().name()?
+    )))
+}
+
+/// A NumPy array as an array value: its little-endian bytes in C order, dtype and shape.
+fn array_value(out: &mut RecordOut<'_>, array: &Bound<'_, PyAny>) -> PyResult<Value> {
+    let dtype_str: String = array.getattr("dtype")?.getattr("str")?.extract()?;
+    let (dtype, big_endian) = DType::from_numpy_str(&dtype_str).ok_or_else(|| {
+        PyTypeError::new_err(format!("reel cannot store NumPy arrays of dtype {dtype_str}"))
+    })?;
+    let array = if big_endian {
+        let little = array.getattr("dtype")?.call_method1("newbyteorder", ("<",))?;
+        array.call_method1("astype", (little,))?
+    } else {
+        array.clone()
+    };
+    let dims: Vec<u64> = array.getattr("shape")?.extract()?;
+    let bytes = array.call_method0("tobytes")?;
+    let span = out.append(bytes.cast::<PyBytes>()?.as_bytes());
+    out.array_value(dtype, Shape::new(&dims), span)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}

@@ -1,0 +1,218 @@
+//! Writers, conversion and verification: `reel._reel.Sink`, `convert`, `verify`.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use reel::{ConvertOptions, CreateOptions, Error, ErrorKind, FieldSpec, Format, RecordSink};
+
+use crate::dataset::OpenArgs;
+use crate::errors::IntoPyResult;
+use crate::records::record_from;
+
+fn format_named(name: &str) -> reel::Result<Format> {
+    Format::from_name(name).ok_or_else(|| {
+        let known: Vec<_> = Format::enabled().map(Format::name).collect();
+        Error::invalid_input(format!("unknown format {name:?} (known: {})", known.join(", ")))
+    })
+}
+
+/// A dataset being written (the Rust writer of the format, through `reel::create`).
+///
+/// Nothing appears at the path until `finish()`; `abort()` (or dropping the sink unfinished)
+/// removes everything written so far. The Python class `reel.Writer` wraps this one as a
+/// context manager.
+#[pyclass(frozen, module = "reel._reel")]
+pub struct Sink {
+    inner: Mutex<Option<Box<dyn RecordSink>>>,
+    path: PathBuf,
+    format: Format,
+}
+
+impl Sink {
+    fn closed_error(&self) -> Error {
+        Error::new(ErrorKind::Closed, "the writer was already finished or aborted")
+            .with_path(&self.path)
+            .with_format(self.format.name())
+    }
+}
+
+#[pymethods]
+impl Sink {
+    /// A writer of `format` at `path`. `schema` maps field names to the format's type names
+    /// (Granular `spec.json` types, Syrah dtypes ...) where the format declares them;
+    /// `records` is the number of records that will come, when known.
+    #[new]
+    #[pyo3(signature = (path, format, *, schema=None, records=None, overwrite=false))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        format: &str,
+        schema: Option<Vec<(String, String)>>,
+        records: Option<u64>,
+        overwrite: bool,
+    ) -> PyResult<Self> {
+        let format = format_named(format).py_err(py)?;
+        let mut options = CreateOptions::default().overwrite(overwrite).schema(
+            schema.map(|s| s.into_iter().map(|(name, kind)| FieldSpec { name, kind }).collect()),
+        );
+        options.records = records;
+        let sink = py.detach(|| reel::create(&path, format, &options)).py_err(py)?;
+        Ok(Sink { inner: Mutex::new(Some(sink)), path, format })
+    }
+
+    /// Adds a record (a dict of field name to value) and returns its index.
+    fn append(&self, py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let record = record_from(record)?;
+        py.detach(|| {
+            let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            let sink = guard.as_mut().ok_or_else(|| self.closed_error())?;
+            sink.append(record.view())
+        })
+        .py_err(py)
+    }
+
+    /// Makes the dataset durable and visible at its path; returns what was written
+    /// (`records`, `bytes`, `paths`).
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let summary = py
+            .detach(|| {
+                let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+                let mut sink = guard.take().ok_or_else(|| self.closed_error())?;
+                sink.finish()
+            })
+            .py_err(py)?;
+        summary_dict(py, summary)
+    }
+
+    /// Drops everything written so far; the path is left as it was. Idempotent.
+    fn abort(&self, py: Python<'_>) {
+        py.detach(|| {
+            let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            drop(guard.take());
+        });
+    }
+
+    /// Whether `finish` or `abort` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.lock().map(|g| g.is_none()).unwrap_or(true)
+    }
+
+    /// The path the dataset appears at.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// The format's name.
+    #[getter]
+    fn format(&self) -> &'static str {
+        self.format.name()
+    }
+}
+
+/// Converts the dataset at `src` into a new `to` dataset at `dst`, losslessly where the
+/// target can hold the values (what it cannot keep is listed in the result's `losses`; what
+/// it cannot hold at all raises `reel.SchemaError` before anything appears at `dst`).
+///
+/// Returns a dict: `from`, `to`, `records`, `bytes`, `losses` (list of (field, what)),
+/// `outputs` (paths written).
+#[pyfunction]
+#[pyo3(signature = (src, dst, *, to, verify=true, overwrite=false))]
+pub(crate) fn convert<'py>(
+    py: Python<'py>,
+    src: PathBuf,
+    dst: PathBuf,
+    to: &str,
+    verify: bool,
+    overwrite: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let format = format_named(to).py_err(py)?;
+    let mut options = ConvertOptions::new(format);
+    options.open = options.open.verify(verify);
+    options.overwrite = overwrite;
+    let report = py.detach(|| reel::convert(&src, &dst, &options)).py_err(py)?;
+    let d = PyDict::new(py);
+    d.set_item("from", report.from.name())?;
+    d.set_item("to", report.to.name())?;
+    d.set_item("records", report.records)?;
+    d.set_item("bytes", report.bytes)?;
+    let losses: Vec<(String, String)> =
+        report.losses.iter().map(|l| (l.field.clone(), l.what.clone())).collect();
+    d.set_item("losses", losses)?;
+    d.set_item("outputs", report.outputs)?;
+    Ok(d)
+}
+
+/// Checks every record of the dataset at `path` (checksums, structure, decoding) and returns
+/// a report: `format`, `records`, `good_records`, `bad_records` (the indices that failed),
+/// `problems` (dicts with `record`, `path`, `offset`, `kind`, `message`), `opened` (False
+/// when the dataset could not even be opened) and `clean`.
+#[pyfunction]
+#[pyo3(signature = (path, *, backend="auto"))]
+pub(crate) fn verify<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    backend: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let args = OpenArgs {
+        path: path.clone(),
+        format: None,
+        backend: backend.to_string(),
+        verify: true,
+        decode_images: false,
+    };
+    let options = args.options().py_err(py)?;
+    let report = py.detach(|| reel::verify(&path, &options)).py_err(py)?;
+    let d = PyDict::new(py);
+    d.set_item("format", report.format.name())?;
+    d.set_item("records", report.records)?;
+    d.set_item("good_records", report.good_records)?;
+    d.set_item("bad_records", report.bad_records())?;
+    let problems = pyo3::types::PyList::empty(py);
+    for p in &report.problems {
+        let pd = PyDict::new(py);
+        pd.set_item("record", p.record)?;
+        pd.set_item("path", p.path.clone())?;
+        pd.set_item("offset", p.offset)?;
+        pd.set_item("kind", p.kind.as_str())?;
+        pd.set_item("message", &p.message)?;
+        problems.append(pd)?;
+    }
+    d.set_item("problems", problems)?;
+    d.set_item("opened", report.opened)?;
+    d.set_item("clean", report.is_clean())?;
+    Ok(d)
+}
+
+/// Writes a generated dataset of `format` with `records` records whose content is derived
+/// from the record index (payloads up to `max_record` bytes), as `reel generate` does; for
+/// tests and benchmarks. Returns the writer's summary (`records`, `bytes`, `paths`).
+#[pyfunction]
+#[pyo3(signature = (path, *, format="ffrecord", records=1000, max_record=4096, overwrite=false))]
+pub(crate) fn generate<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    format: &str,
+    records: u64,
+    max_record: usize,
+    overwrite: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let format = format_named(format).py_err(py)?;
+    let options = CreateOptions::default().overwrite(overwrite);
+    let summary = py
+        .detach(|| reel::synth::generate(&path, format, records, max_record, &options, &mut |_| {}))
+        .py_err(py)?;
+    summary_dict(py, summary)
+}
+
+/// A writer's summary as a dict.
+fn summary_dict(py: Python<'_>, summary: reel::SinkSummary) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("records", summary.records)?;
+    d.set_item("bytes", summary.bytes)?;
+    d.set_item("paths", summary.paths)?;
+    Ok(d)
+}

@@ -1,0 +1,173 @@
+"""Writers (atomic finish, round trips for every format), convert and verify."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import reel
+from conftest import golden_root, same
+
+
+def records_for(fmt: str, n: int = 7) -> list[dict]:
+    rng = np.random.default_rng(5)
+    out = []
+    for i in range(n):
+        if fmt == "ffrecord":
+            out.append({"data": rng.bytes(int(rng.integers(0, 3000)))})
+        elif fmt == "syrah":
+            out.append({
+                "f": rng.standard_normal(i).astype(np.float32),
+                "u": np.arange(i * 2, dtype=np.uint16),
+                "s": "héllo" * i,
+            })
+        elif fmt == "ofrecord":
+            out.append({
+                "b": [rng.bytes(5), b""],
+                "d": rng.standard_normal(3),
+                "i": np.array([i, -i], np.int64),
+                "l": np.array([i], np.int32),
+            })
+        elif fmt == "granular":
+            out.append({
+                "a": np.arange(6, dtype=np.int16).reshape(2, 3) * i,
+                "b": rng.bytes(i),
+                "m": {"k": [1, 2.5, None, "x"], "flag": bool(i % 2)},
+                "n": i - 3,
+                "t": "ünï" * i,
+            })
+        elif fmt == "gulp":
+            out.append({
+                "id": f"video-{i}",
+                "meta": {"label": f"class {i % 3}", "n": i},
+                "frames": [np.full((8, 10, 3), 40 * k, np.uint8) for k in range(1 + i % 3)],
+            })
+    return out
+
+
+FORMATS = ["ffrecord", "syrah", "ofrecord", "granular", "gulp"]
+TARGETS = {"ffrecord": "data.ffr", "syrah": "data.syr", "ofrecord": "parts", "granular": "ds", "gulp": "clips"}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_round_trip(tmp_path, fmt):
+    path = tmp_path / TARGETS[fmt]
+    written = records_for(fmt)
+    module = getattr(reel, fmt)
+    with module.Writer(path) as w:
+        for k, r in enumerate(written):
+            assert w.write(r) == k
+    assert w.closed and w.summary["records"] == len(written)
+    ds = reel.open(path)
+    assert ds.format == fmt and len(ds) == len(written)
+    got = ds[:]
+    for want, have in zip(written, got):
+        if fmt == "gulp":
+            assert have["id"] == want["id"] and have["meta"] == want["meta"]
+            assert [f.shape for f in have["frames"]] == [f.shape for f in want["frames"]]
+            # JPEG is lossy: a flat frame comes back close, not equal.
+            for a, b in zip(have["frames"], want["frames"]):
+                assert np.abs(a.astype(int) - b.astype(int)).max() <= 2
+        elif fmt == "granular" or fmt == "ofrecord":
+            # These formats keep fields sorted by name.
+            assert same(have, {k: want[k] for k in sorted(want)})
+        else:
+            assert same(have, want)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_exception_inside_with_leaves_nothing(tmp_path, fmt):
+    path = tmp_path / TARGETS[fmt]
+    with pytest.raises(RuntimeError, match="boom"):
+        with getattr(reel, fmt).Writer(path) as w:
+            for r in records_for(fmt, 3):
+                w.write(r)
+            raise RuntimeError("boom")
+    assert w.closed
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(FileNotFoundError):
+        reel.open(path)
+
+
+def test_writer_refusals(tmp_path):
+    path = tmp_path / "x.ffr"
+    w = reel.ffrecord.Writer(path)
+    with pytest.raises(TypeError, match="field \"data\""):
+        w.write({"data": object()})
+    with pytest.raises(TypeError):
+        w.write([b"not a dict"])
+    w.write({"data": b"ok"})
+    w.finish()
+    with pytest.raises(reel.ClosedError):
+        w.write({"data": b"late"})
+    with pytest.raises(reel.ClosedError):
+        w.finish()
+    # An existing dataset is refused unless overwrite=True, and replaced only when finished.
+    with pytest.raises(ValueError):
+        reel.ffrecord.Writer(path)
+    with reel.ffrecord.Writer(path, overwrite=True) as w2:
+        w2.write({"data": b"new"})
+        assert reel.open(path)[0]["data"] == b"ok"
+    assert reel.open(path)[0]["data"] == b"new"
+    with pytest.raises(ValueError, match="unknown format"):
+        reel.Writer(tmp_path / "y", "parquet")
+    with pytest.raises(ValueError):
+        reel.Writer(tmp_path / "y")
+    # Syrah refuses a map with a reel error naming the field; nothing is left behind.
+    with pytest.raises(reel.SchemaError):
+        with reel.syrah.Writer(tmp_path / "z.syr") as w3:
+            w3.write({"m": {"a": 1}})
+    assert not (tmp_path / "z.syr").exists()
+
+
+def test_abort_is_idempotent(tmp_path):
+    w = reel.granular.Writer(tmp_path / "g")
+    w.write({"n": 1})
+    w.abort()
+    w.abort()
+    assert w.closed and not (tmp_path / "g").exists()
+
+
+def test_convert_between_formats(tmp_path):
+    src = golden_root() / "ffrecord/normal"
+    original = reel.open(src)[:]
+    report = reel.convert(src, tmp_path / "g", to="granular")
+    assert (report["from"], report["to"], report["records"]) == ("ffrecord", "granular", len(original))
+    back = reel.convert(tmp_path / "g", tmp_path / "back.ffr", to="ffrecord")
+    assert back["records"] == len(original)
+    assert same(reel.open(tmp_path / "back.ffr")[:], original)
+    with pytest.raises(ValueError):
+        reel.convert(src, tmp_path / "g", to="granular")  # exists
+    with pytest.raises(reel.SchemaError):
+        reel.convert(golden_root() / "granular/granular-0.24.2/normal", tmp_path / "s.syr", to="syrah")
+    assert not (tmp_path / "s.syr").exists()
+
+
+def test_verify_names_bad_records():
+    bad = reel.verify(golden_root() / "ffrecord/corrupt/record_byte_flip")
+    assert bad["format"] == "ffrecord" and bad["opened"] and not bad["clean"]
+    assert bad["bad_records"] == [3] and bad["records"] == 6 and bad["good_records"] == 5
+    assert bad["problems"][0]["kind"] == "checksum" and bad["problems"][0]["record"] == 3
+    good = reel.verify(golden_root() / "syrah/normal")
+    assert good["clean"] and good["bad_records"] == [] and good["records"] == 200
+    broken = reel.verify(golden_root() / "ffrecord/corrupt/truncated_header")
+    assert not broken["opened"] and not broken["clean"]
+    with pytest.raises(FileNotFoundError):
+        reel.verify(golden_root() / "no/such/thing")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_generate(tmp_path, fmt):
+    path = tmp_path / "gen"
+    summary = reel.generate(path, format=fmt, records=25, max_record=300)
+    assert summary["records"] == 25 and summary["bytes"] > 0
+    ds = reel.open(path)
+    assert ds.format == fmt and len(ds) == 25
+    assert reel.verify(path)["clean"]
+    # The content is derived from the index: generating again gives the same records.
+    again = reel.generate(tmp_path / "again", format=fmt, records=25, max_record=300)
+    assert again["records"] == 25 and same(reel.open(tmp_path / "again")[:], ds[:])
+    with pytest.raises(ValueError):
+        reel.generate(path, format=fmt, records=1)
