@@ -17,8 +17,8 @@ use reel::{
     RecordSourceExt,
 };
 
-use reel::synth::{SplitMix, record};
 use crate::table::Table;
+use reel::synth::{SplitMix, record};
 
 /// Options of `reel demo`.
 #[derive(Args, Debug)]
