@@ -48,8 +48,8 @@
 //!   0.20–0.21 ([`RefsFlavor::Granular021`]), for older pipelines.
 //! * [`ShardedWriter`]: shard folders of either, with shard length, start and step.
 //! * [`BagWriter`] / [`SingleFileBagWriter`]: single bags.
-//! * [`GranularSink`]: for conversions, picks the layout and spec from the source's schema
-//!   or the first record.
+//! * [`GranularSink`]: for conversions, writes the layout it is told ([`ShardFormat`]), with
+//!   a spec of that generation's types fitted from the source's schema and the first record.
 //!
 //! All dataset writers implement [`RecordSink`](reel_core::RecordSink); a writer dropped
 //! before `finish` leaves nothing that opens as a dataset.

@@ -402,11 +402,11 @@ fn finish_refuses_to_overwrite_and_can_be_retried() {
 }
 
 #[test]
-fn sink_picks_layout_and_spec_from_the_source() {
+fn sink_writes_the_layout_it_is_told_with_the_spec_fitted_to_it() {
     use reel_granular::GranularSink;
     let tmp = tempfile::tempdir().unwrap();
-    // A bags source converts to an identical bags dataset.
-    let spec = GranularSpec::new().with("words", "utf8[]").with("n", "int");
+    let spec =
+        GranularSpec::new().with("words", "utf8[]").with("n", "int").with("v", "array(int16,2)");
     let src = tmp.path().join("src");
     let mut w = BagsWriter::create(&src, &spec, RefsFlavor::Bags051).unwrap();
     for i in 0..4 {
@@ -414,35 +414,70 @@ fn sink_picks_layout_and_spec_from_the_source() {
         let mut out = r.out();
         let words = (0..i).map(|k| out.append_str(&format!("{i}{k}"))).collect();
         out.push("words".into(), reel_core::Value::List(words));
+        r.push_array("v", DType::I16, &[2], &[i as u8, 0, 1, 0]).unwrap();
         w.append(r.view()).unwrap();
     }
     w.finish().unwrap();
     let reader = GranularReader::open(&src).unwrap();
     let info = reader.info();
+    let copy = |dst: &Path, layout: ShardFormat| {
+        let mut sink = GranularSink::new(
+            dst,
+            info.schema.as_deref(),
+            layout,
+            GranularWriterOptions::default(),
+        );
+        for i in 0..reader.len() {
+            sink.append(reader.read(i).unwrap().view()).unwrap();
+        }
+        assert_eq!(sink.finish().unwrap().records, 4);
+    };
+    // Told the bags layout, a bags source converts to an identical bags dataset.
     let dst = tmp.path().join("dst");
-    let mut sink = GranularSink::new(
-        &dst,
-        info.schema.as_deref(),
-        info.version.as_deref(),
-        GranularWriterOptions::default(),
-    );
-    for i in 0..reader.len() {
-        sink.append(reader.read(i).unwrap().view()).unwrap();
-    }
-    assert_eq!(sink.finish().unwrap().records, 4);
+    copy(&dst, ShardFormat::Refs(RefsFlavor::Bags051));
     for f in files_of(&src) {
         assert_eq!(fs::read(src.join(&f)).unwrap(), fs::read(dst.join(&f)).unwrap(), "{f}");
     }
+    // Told the current layout, the same source gives granular 0.24's layout and types,
+    // holding the same datapoints.
+    let current = tmp.path().join("current");
+    copy(&current, ShardFormat::Indexed);
+    assert!(!current.join("refs.bag").exists());
+    for key in ["n", "v", "words"] {
+        assert!(current.join(format!("{key}.idx")).is_file(), "{key}.idx");
+    }
+    let back = GranularReader::open(&current).unwrap();
+    assert_eq!(back.generation(), reel_granular::Generation::Indexed);
+    let types: Vec<(&str, &str)> = back.spec().iter().collect();
+    assert_eq!(types, [("n", "int"), ("v", "array"), ("words", "tree")]);
+    for i in 0..reader.len() {
+        let (want, got) = (reader.read(i).unwrap(), back.read(i).unwrap());
+        for (name, value) in want.iter() {
+            assert!(got.get(name) == Some(value), "datapoint {i}, {name}");
+        }
+    }
     // Another format's schema is not a spec: the first record decides.
-    let other = tmp.path().join("other");
     let schema = [reel_core::FieldSpec { name: "x".into(), kind: "int16".into() }];
-    let mut sink = GranularSink::new(&other, Some(&schema), None, GranularWriterOptions::default());
-    assert_eq!(sink.finish().unwrap_err().kind(), ErrorKind::InvalidInput);
+    let sink_for = |path: &Path| {
+        GranularSink::new(
+            path,
+            Some(&schema),
+            ShardFormat::Indexed,
+            GranularWriterOptions::default(),
+        )
+    };
+    let other = tmp.path().join("other");
+    let mut sink = sink_for(&other);
     let mut r = Record::new().with_str("label", "cat");
     r.push_array("x", DType::I16, &[2], &[1, 0, 2, 0]).unwrap();
     sink.append(r.view()).unwrap();
     sink.finish().unwrap();
     let back = GranularReader::open(&other).unwrap();
     assert_eq!(back.spec().get("x"), Some("array"));
+    // With no record the schema's keys are kept, as msgpack (which holds any value).
+    let empty = tmp.path().join("empty");
+    sink_for(&empty).finish().unwrap();
+    let empty = GranularReader::open(&empty).unwrap();
+    assert_eq!((empty.len(), empty.spec().get("x")), (0, Some("msgpack")));
     assert!(back.read(0).unwrap() == r);
 }

@@ -4,6 +4,7 @@
 mod bag_writer;
 mod dataset;
 mod encode;
+mod fit;
 mod refs_writer;
 mod sharded;
 mod sink;

@@ -22,6 +22,23 @@ pub enum ShardFormat {
     Refs(RefsFlavor),
 }
 
+impl ShardFormat {
+    /// The layout a Granular source's [`SourceInfo::version`](reel_core::SourceInfo) names
+    /// (for writing a dataset *like* that source, as `verify --salvage` does); `None` when
+    /// the text names none.
+    pub fn from_version(version: &str) -> Option<ShardFormat> {
+        if version.contains("single-file bags v1") {
+            Some(ShardFormat::Refs(RefsFlavor::Bags051))
+        } else if version.contains("single-file bags v2") {
+            Some(ShardFormat::Refs(RefsFlavor::Granular021))
+        } else if version.contains(".idx") {
+            Some(ShardFormat::Indexed)
+        } else {
+            None
+        }
+    }
+}
+
 /// How a sharded dataset is split into shards.
 #[derive(Clone, Debug)]
 pub struct ShardedWriterOptions {

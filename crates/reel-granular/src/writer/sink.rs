@@ -1,95 +1,84 @@
-//! A sink for conversions: picks the layout and the spec from what the source declares, or
-//! from the first record.
+//! A sink for conversions: writes the generation it is told to, with a spec of that
+//! generation's types fitted from what the source declares and the first record.
 
 use std::path::{Path, PathBuf};
 
 use reel_core::{Error, ErrorKind, FieldSpec, RecordRef, RecordSink, Result, SinkSummary};
 
 use super::dataset::{GranularWriter, GranularWriterOptions};
-use super::refs_writer::{BagsWriter, RefsFlavor};
+use super::fit::fit_spec;
+use super::refs_writer::BagsWriter;
+use super::sharded::ShardFormat;
 use crate::FORMAT;
-use crate::codec::{CodecFamily, CodecSettings, CodecTable, codec_for};
-use crate::spec::{GranularSpec, TypeSpec};
+use crate::spec::GranularSpec;
 
 enum Target {
     Current(GranularWriter),
     Refs(BagsWriter),
 }
 
-/// A [`RecordSink`] writing a Granular dataset whose spec need not be known up front.
+/// A [`RecordSink`] writing a Granular dataset of a chosen generation whose spec need not be
+/// known up front.
 ///
-/// * Given a source's schema whose types are all Granular types (a Granular or bags source,
-///   or a raw format whose only field is `bytes`), that spec is written; a spec with
-///   sequence (`type[]`) or parameterised (`array(uint8,2)`) types, or a source version
-///   naming single-file bags, selects the refs layout of the matching writer
-///   ([`RefsFlavor::Bags051`] for v1, [`RefsFlavor::Granular021`] for v2).
-/// * Otherwise the current layout is written with the spec inferred from the first record
-///   ([`GranularSpec::infer`]).
+/// The layout is the caller's choice and never follows the source: [`ShardFormat::Indexed`]
+/// writes what granular 0.22–0.24 read (`<key>.bag` + `<key>.idx`), [`ShardFormat::Refs`]
+/// the refs layout of bags 0.5.1 or granular 0.20–0.21. The spec keeps each type the source
+/// declared (a Granular or bags `spec.json`) when the target generation knows it, renames
+/// it where the generations differ only in name (`jpeg` ↔ `jpg`, `array(float32,4)` →
+/// `array`, `utf8[]` → `tree`), and otherwise picks it from the first record's value. A
+/// value the generation has no type for is a [`Schema`](ErrorKind::Schema) error naming
+/// the field.
 ///
 /// The dataset appears on [`finish`](RecordSink::finish), as with the writers it wraps.
 pub struct GranularSink {
     path: PathBuf,
-    spec: Option<GranularSpec>,
-    flavor: Option<RefsFlavor>,
+    declared: Option<GranularSpec>,
+    layout: ShardFormat,
     options: GranularWriterOptions,
     target: Option<Target>,
     finished: bool,
 }
 
 impl GranularSink {
-    /// A sink for `path`, using `schema` and `version` (a source's
-    /// [`SourceInfo`](reel_core::SourceInfo) fields) when they describe a Granular spec.
+    /// A sink writing `layout` at `path`, using `schema` (a source's
+    /// [`SourceInfo::schema`](reel_core::SourceInfo)) for the types it can keep.
     pub fn new(
         path: impl AsRef<Path>,
         schema: Option<&[FieldSpec]>,
-        version: Option<&str>,
+        layout: ShardFormat,
         options: GranularWriterOptions,
     ) -> Self {
-        let spec = schema
+        let declared = schema
             .map(|s| GranularSpec::from_pairs(s.iter().map(|f| (f.name.clone(), f.kind.clone()))))
-            .filter(|spec| !spec.is_empty() && is_granular_spec(spec, &options.codecs));
-        let refs_types = spec.as_ref().is_some_and(|s| {
-            s.iter()
-                .any(|(_, t)| TypeSpec::parse(t).is_ok_and(|t| t.sequence || !t.args.is_empty()))
-        });
-        let flavor = match version {
-            Some(v) if v.contains("single-file bags v2") => Some(RefsFlavor::Granular021),
-            Some(v) if v.contains("single-file bags v1") => Some(RefsFlavor::Bags051),
-            _ if refs_types => Some(RefsFlavor::Bags051),
-            _ => None,
-        };
+            .filter(|spec| !spec.is_empty());
         GranularSink {
             path: path.as_ref().to_path_buf(),
-            spec,
-            flavor,
+            declared,
+            layout,
             options,
             target: None,
             finished: false,
         }
     }
 
+    /// The layout this sink writes.
+    pub fn layout(&self) -> ShardFormat {
+        self.layout
+    }
+
     fn open(&mut self, first: Option<&RecordRef<'_>>) -> Result<&mut Target> {
         if self.target.is_none() {
-            let spec = match (&self.spec, first) {
-                (Some(s), _) => s.clone(),
-                (None, Some(r)) => GranularSpec::infer(r),
-                (None, None) => {
-                    return Err(Error::invalid_input(
-                        "no records and no spec: a Granular dataset needs its keys",
-                    )
-                    .with_path(&self.path)
-                    .with_format(FORMAT));
-                }
-            };
-            let target = match self.flavor {
-                Some(flavor) => Target::Refs(BagsWriter::create_with(
+            let spec = fit_spec(self.declared.as_ref(), first, self.layout)
+                .map_err(|e| e.with_path(&self.path).with_format(FORMAT))?;
+            let target = match self.layout {
+                ShardFormat::Refs(flavor) => Target::Refs(BagsWriter::create_with(
                     &self.path,
                     &spec,
                     flavor,
                     &self.options.codecs,
                     self.options.encode,
                 )?),
-                None => {
+                ShardFormat::Indexed => {
                     Target::Current(GranularWriter::create_with(&self.path, &spec, &self.options)?)
                 }
             };
@@ -97,18 +86,6 @@ impl GranularSink {
         }
         self.target.as_mut().ok_or_else(|| Error::new(ErrorKind::Closed, "no writer"))
     }
-}
-
-/// Whether every type of `spec` is one a Granular codec handles (so the spec came from a
-/// Granular source rather than another format's type names).
-fn is_granular_spec(spec: &GranularSpec, codecs: &CodecTable) -> bool {
-    spec.iter().all(|(_, t)| {
-        TypeSpec::parse(t).is_ok_and(|parsed| {
-            let family =
-                if parsed.args.is_empty() { CodecFamily::Granular } else { CodecFamily::Bags };
-            codec_for(&parsed.base(), codecs, &CodecSettings::new(family)).is_ok()
-        })
-    })
 }
 
 impl RecordSink for GranularSink {
