@@ -18,7 +18,9 @@ pub struct ConvertArgs {
     /// Where to write the new dataset (must not exist unless --force; with --shard, a
     /// directory that receives one part). Never the source or a path inside it.
     dst: PathBuf,
-    /// Target format: ffrecord, syrah, ofrecord, granular (or bags) or gulp.
+    /// Target format and generation: ffrecord, syrah, ofrecord, granular (granular 0.24's
+    /// `<key>.bag` + `<key>.idx` layout, whatever the source), bags (bags 0.5.1's refs
+    /// layout, only when asked for) or gulp.
     #[arg(long)]
     to: String,
     /// Write only part K of N (e.g. `3/8`), so N processes can convert one dataset at once.
@@ -71,7 +73,7 @@ fn parse_shard(s: &str) -> reel::Result<(u64, u64)> {
 pub fn run(args: &ConvertArgs) -> reel::Result<()> {
     let to = Format::from_name(&args.to).ok_or_else(|| {
         reel::Error::invalid_input(format!(
-            "unknown format {:?} (choose from ffrecord, syrah, ofrecord, granular, gulp)",
+            "unknown format {:?} (choose from ffrecord, syrah, ofrecord, granular, bags, gulp)",
             args.to
         ))
     })?;

@@ -273,3 +273,61 @@ fn checksums_are_verified_while_converting() {
     assert!(err.contains("record 3") && err.contains("checksum"), "{err}");
     assert!(!dst.exists());
 }
+
+/// The files of a dataset directory, sorted.
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_target_names_the_granular_generation_whatever_the_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let bags = reel::testing::golden::golden_root().join("granular/bags-0.5.1/normal");
+    let keys: Vec<String> = reel::open(&bags)
+        .unwrap()
+        .info()
+        .schema
+        .clone()
+        .unwrap()
+        .into_iter()
+        .map(|f| f.name)
+        .collect();
+    // bags 0.5.1 --to granular: granular 0.24's two files per key and spec.json.
+    let current = dir.path().join("current");
+    convert(&bags, &current, "granular");
+    let mut want: Vec<String> =
+        keys.iter().flat_map(|k| [format!("{k}.bag"), format!("{k}.idx")]).collect();
+    want.push("spec.json".into());
+    want.sort();
+    assert_eq!(file_names(&current), want);
+    let info = reel::open(&current).unwrap().info().clone();
+    assert!(info.version.as_deref().unwrap().contains(".idx"), "{:?}", info.version);
+    // ... and --to bags (from that granular dataset) gives bags 0.5.1's layout back.
+    let back = dir.path().join("back");
+    convert(&current, &back, "bags");
+    let mut want: Vec<String> = keys.iter().map(|k| format!("{k}.bag")).collect();
+    want.extend(["refs.bag".to_string(), "spec.json".to_string()]);
+    want.sort();
+    assert_eq!(file_names(&back), want);
+    let source = reel::open(&back).unwrap();
+    assert_eq!(Format::of_source(source.info()), Some(Format::Bags));
+    // The library says the same: the format passed to `create` decides, never the schema.
+    let schema = reel::open(&bags).unwrap().info().schema.clone();
+    for (format, has_idx) in [(Format::Granular, true), (Format::Bags, false)] {
+        let out = dir.path().join(format!("lib-{format}"));
+        let options = CreateOptions::default().schema(schema.clone());
+        let src = reel::open(&bags).unwrap();
+        let mut sink = reel::create(&out, format, &options).unwrap();
+        for i in 0..3 {
+            sink.append(src.read(i).unwrap().view()).unwrap();
+        }
+        sink.finish().unwrap();
+        assert_eq!(out.join("blob.idx").exists(), has_idx, "{format}");
+        assert_eq!(out.join("refs.bag").exists(), !has_idx, "{format}");
+    }
+}

@@ -18,7 +18,11 @@ pub struct CreateOptions {
     /// The fields and their format-native types, when the source declared them (a
     /// Granular `spec.json`, Syrah dtypes …).
     pub schema: Option<Vec<FieldSpec>>,
-    /// The source's format version or generation, for writers that can write several.
+    /// Which generation of the target format to write, in the words of a source's
+    /// [`SourceInfo::version`](reel_core::SourceInfo), where the target names several: for
+    /// [`Format::Granular`], a version naming single-file bags v2 writes granular
+    /// 0.20–0.21's refs layout. `None` (what conversion passes) writes the generation the
+    /// target format names: [`Format::Granular`] granular 0.24, [`Format::Bags`] bags 0.5.1.
     pub version: Option<String>,
     /// Replace what exists at the path (off by default: an existing file, non-empty
     /// directory or symbolic link there is refused before anything is written). Either
@@ -136,7 +140,7 @@ pub fn create_like_with(
     overwrite: bool,
 ) -> Result<Box<dyn RecordSink>> {
     let info = source.info();
-    let format = Format::from_name(info.format).ok_or_else(|| {
+    let format = Format::of_source(info).ok_or_else(|| {
         reel_core::Error::unsupported(format!("no writer for format {}", info.format))
     })?;
     let options = CreateOptions {

@@ -18,16 +18,29 @@ pub enum Format {
     Syrah,
     /// OneFlow OFRecord: `part-NNNNN` files of length-prefixed protobuf records.
     Ofrecord,
-    /// Granular, and its older name bags: a directory with `spec.json` and one bag per key.
+    /// Granular: a directory with `spec.json` and one bag per key. Every generation is read
+    /// (bags 0.5.1's refs layout too); written, it is granular 0.24's layout
+    /// (`<key>.bag` + `<key>.idx`), whatever the source was.
     Granular,
+    /// Bags, Granular's former name: read like [`Granular`](Format::Granular) (the reader
+    /// tells the generation from the files); written, it is bags 0.5.1's layout
+    /// (`refs.bag` and single-file bags, sequence types). Only ever chosen by name: [`open`]
+    /// reports every Granular generation as `granular`.
+    Bags,
     /// GulpIO2: a directory of `data_N.gulp` + `meta_N.gmeta` chunks.
     Gulp,
 }
 
 impl Format {
     /// Every format, enabled or not, in the order [`open`] tries them.
-    pub const ALL: &'static [Format] =
-        &[Format::Ffrecord, Format::Syrah, Format::Ofrecord, Format::Granular, Format::Gulp];
+    pub const ALL: &'static [Format] = &[
+        Format::Ffrecord,
+        Format::Syrah,
+        Format::Ofrecord,
+        Format::Granular,
+        Format::Bags,
+        Format::Gulp,
+    ];
 
     /// The format's name (as in [`SourceInfo::format`](reel_core::SourceInfo)).
     pub fn name(self) -> &'static str {
@@ -36,19 +49,31 @@ impl Format {
             Format::Syrah => "syrah",
             Format::Ofrecord => "ofrecord",
             Format::Granular => "granular",
+            Format::Bags => "bags",
             Format::Gulp => "gulp",
         }
     }
 
-    /// The format named `name` (case-insensitive; `bags` and `gulpio2` are accepted too).
+    /// The format named `name` (case-insensitive; `gulpio2` is accepted too).
     pub fn from_name(name: &str) -> Option<Format> {
         let name = name.to_ascii_lowercase();
         match name.as_str() {
-            "bags" => return Some(Format::Granular),
             "gulpio2" | "gulpio" => return Some(Format::Gulp),
             _ => {}
         }
         Format::ALL.iter().copied().find(|f| f.name() == name)
+    }
+
+    /// The format and generation of an open source: its [`SourceInfo::format`], except that
+    /// a Granular source in bags 0.5.1's layout (refs and single-file v1 bags) is
+    /// [`Bags`](Format::Bags).
+    ///
+    /// [`SourceInfo::format`]: reel_core::SourceInfo
+    pub fn of_source(info: &reel_core::SourceInfo) -> Option<Format> {
+        let format = Format::from_name(info.format)?;
+        let bags_layout =
+            info.version.as_deref().is_some_and(|v| v.contains("single-file bags v1"));
+        Some(if format == Format::Granular && bags_layout { Format::Bags } else { format })
     }
 
     /// Whether this build includes the format (its Cargo feature is on).

@@ -21,6 +21,12 @@
 //! | list / map | refused | refused | refused (list of text → bytes list) | kept (`tree`) | in `meta` (JSON values) |
 //! | field names | not stored (read back as `data`) | kept, in order | kept, sorted | kept, sorted | `id`, `meta`, `frames` only |
 //!
+//! The target names the generation written, never the source: [`Format::Granular`] is
+//! granular 0.24's layout (`<key>.bag` + `<key>.idx`) even from a bags 0.5.1 source, and
+//! [`Format::Bags`] bags 0.5.1's refs layout. Bags holds what the Granular column says with
+//! its own types (`array(dtype,-1,…)`, `type[]` sequences, `msgpack` for negative numbers,
+//! floats and maps), except arrays inside lists or maps, which are refused naming the field.
+//!
 //! Round trips that are lossless (A → B → A gives the same records: same field names and
 //! values; Granular and OFRecord keep fields sorted by name) and are tested:
 //!
@@ -161,7 +167,7 @@ pub fn convert_source(
     options: &ConvertOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ConvertReport> {
-    let from = Format::from_name(source.info().format).ok_or_else(|| {
+    let from = Format::of_source(source.info()).ok_or_else(|| {
         Error::unsupported(format!("unknown source format {}", source.info().format))
     })?;
     let to = options.to;
@@ -194,6 +200,8 @@ pub fn convert_source(
         }
     }
 
+    // The target format names the generation written; the source's version is not passed
+    // on (a bags source converted `--to granular` gives granular 0.24's layout).
     let create = CreateOptions {
         records: Some(range.end - range.start),
         schema: match &source.info().schema {
@@ -203,7 +211,7 @@ pub fn convert_source(
             Some(schema) if !options.fields.is_identity() => options.fields.apply_schema(schema),
             other => other.clone(),
         },
-        version: source.info().version.clone(),
+        version: None,
         overwrite: options.overwrite,
     };
     let (mut sink, output) = match options.shard {
@@ -327,7 +335,7 @@ fn shard_sink(
             let name = format!("part-{k:05}{}", if to == Format::Syrah { ".syr" } else { "" });
             dst.join(name)
         }
-        Format::Granular => dst.join(format!("{k:06}")),
+        Format::Granular | Format::Bags => dst.join(format!("{k:06}")),
         Format::Gulp => {
             return crate::formats::gulp_chunk_sink(dst, k).map(|s| (s, dst.to_path_buf()));
         }

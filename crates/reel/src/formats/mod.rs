@@ -72,6 +72,8 @@ pub(crate) fn handler(format: Format) -> Option<Handler> {
         Format::Ofrecord => Some(ofrecord::HANDLER),
         #[cfg(feature = "granular")]
         Format::Granular => Some(granular::HANDLER),
+        #[cfg(feature = "granular")]
+        Format::Bags => Some(granular::BAGS_HANDLER),
         #[cfg(feature = "gulp")]
         Format::Gulp => Some(gulp::HANDLER),
         #[allow(unreachable_patterns)]
@@ -99,13 +101,24 @@ pub(crate) fn create(
         }
         #[cfg(feature = "ofrecord")]
         Format::Ofrecord => Ok(Box::new(reel_ofrecord::OfrecordWriter::create(path)?)),
+        // The target names the generation: granular 0.24's layout, or bags 0.5.1's. Only
+        // granular 0.20–0.21's refs layout is chosen by version (writing like such a source).
         #[cfg(feature = "granular")]
-        Format::Granular => Ok(Box::new(reel_granular::GranularSink::new(
-            path,
-            options.schema.as_deref(),
-            options.version.as_deref(),
-            Default::default(),
-        ))),
+        Format::Granular | Format::Bags => {
+            use reel_granular::{RefsFlavor, ShardFormat};
+            let layout =
+                match (format, options.version.as_deref().and_then(ShardFormat::from_version)) {
+                    (Format::Bags, _) => ShardFormat::Refs(RefsFlavor::Bags051),
+                    (_, Some(v2 @ ShardFormat::Refs(RefsFlavor::Granular021))) => v2,
+                    _ => ShardFormat::Indexed,
+                };
+            Ok(Box::new(reel_granular::GranularSink::new(
+                path,
+                options.schema.as_deref(),
+                layout,
+                Default::default(),
+            )))
+        }
         #[cfg(feature = "gulp")]
         Format::Gulp => {
             // Readers take chunks in name order, where data_10 sorts before data_2. At most
