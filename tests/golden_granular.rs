@@ -1231,6 +1231,30 @@ fn uncached_index_reads_the_same() {
 }
 
 #[test]
+fn a_directory_of_one_bare_bag_opens_as_that_bag() {
+    let root = common::golden_root();
+    for generation in ["granular-0.24.2", "bags-0.5.1"] {
+        let dir = root.join("granular").join(generation).join("raw_bag");
+        let (whole, bag) = (reel::open(&dir).unwrap(), reel::open(dir.join("data.bag")).unwrap());
+        assert_eq!(whole.info().paths, bag.info().paths, "{generation}");
+        assert_eq!(whole.len(), bag.len(), "{generation}");
+        assert!(!whole.is_empty(), "{generation}");
+        for i in 0..whole.len() {
+            assert!(whole.read(i).unwrap() == bag.read(i).unwrap(), "{generation}: record {i}");
+        }
+    }
+    // A bag with an .idx that is not its own is not one bare bag.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        root.join("granular/granular-0.24.2/raw_bag/data.bag"),
+        tmp.path().join("data.bag"),
+    )
+    .unwrap();
+    std::fs::write(tmp.path().join("other.idx"), [0u8; 8]).unwrap();
+    assert_eq!(reel::sniff(tmp.path()).unwrap_err().kind(), ErrorKind::Unsupported);
+}
+
+#[test]
 fn facade_sniffs_precisely() {
     let root = common::golden_root();
     for (path, granular) in [
@@ -1239,6 +1263,9 @@ fn facade_sniffs_precisely() {
         ("granular/bags-0.5.1/sharded", true),
         ("granular/bags-0.5.1/raw_bag/data.bag", true),
         ("granular/granular-0.24.2/raw_bag/data.bag", true),
+        // A directory holding one bare bag (with its .idx, or a single-file bag).
+        ("granular/granular-0.24.2/raw_bag", true),
+        ("granular/bags-0.5.1/raw_bag", true),
         // No spec.json (bags writes none for zero datapoints) and no shard folders.
         ("granular/bags-0.5.1/empty", false),
         ("granular/granular-0.24.2/normal/spec.json", false),

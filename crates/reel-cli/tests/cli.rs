@@ -47,6 +47,28 @@ fn inspect_reports_format_and_count() {
 }
 
 #[test]
+fn inspect_opens_a_directory_holding_one_bare_bag() {
+    for generation in ["granular-0.24.2", "bags-0.5.1"] {
+        let dir = golden_root().join("granular").join(generation).join("raw_bag");
+        let m = read_json(&dir.join("expected.json"));
+        let out = reel().args(["inspect", "--json"]).arg(&dir).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{generation}: {}", String::from_utf8_lossy(&out.stderr));
+        let j: Json = serde_json::from_str(&text).unwrap();
+        assert_eq!(j["format"], "granular", "{generation}");
+        assert_eq!(j["records"], m["record_count"], "{generation}");
+    }
+    // Two bags and no spec.json: a damaged dataset, not one bag.
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["a.bag", "b.bag"] {
+        std::fs::write(tmp.path().join(name), 0u64.to_le_bytes()).unwrap();
+    }
+    let out = reel().args(["inspect"]).arg(tmp.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot tell the format"));
+}
+
+#[test]
 fn cat_json_gives_every_record_in_order() {
     let (_, dir, m) = golden("ffrecord").into_iter().find(|c| c.0 == "normal").unwrap();
     let out = stdout(
