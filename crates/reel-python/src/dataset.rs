@@ -73,7 +73,7 @@ impl OpenArgs {
             };
             return Ok(Box::new(GulpReader::open_with(&self.path, &opts)?));
         }
-        if format == Format::Granular && self.decode_images && self.path.is_dir() {
+        if matches!(format, Format::Granular | Format::Bags) && self.decode_images && self.path.is_dir() {
             let opts = GranularOptions::default()
                 .backend(options.backend)
                 .limits(options.limits)

@@ -74,6 +74,14 @@ fn holds_nested(target: crate::Format, name: &str, value: ValueRef<'_>) -> bool 
     use crate::Format;
     match target {
         Format::Granular => true,
+        // bags has sequences (`type[]`, arrays included) and msgpack, but no `tree`: arrays
+        // may not sit inside a map or deeper than one list.
+        Format::Bags => match value {
+            ValueRef::List(l) => {
+                l.iter().all(|x| matches!(x, ValueRef::Array(_)) || holds_no_array(x))
+            }
+            other => holds_no_array(other),
+        },
         Format::Gulp => matches!(name, "meta" | "frames" | "meta_extra"),
         Format::Ofrecord => match value {
             ValueRef::List(l) => {
@@ -83,6 +91,16 @@ fn holds_nested(target: crate::Format, name: &str, value: ValueRef<'_>) -> bool 
             _ => false,
         },
         Format::Ffrecord | Format::Syrah => false,
+    }
+}
+
+/// Whether `value` has no array anywhere in it (so msgpack can hold it).
+fn holds_no_array(value: ValueRef<'_>) -> bool {
+    match value {
+        ValueRef::Array(_) => false,
+        ValueRef::List(l) => l.iter().all(holds_no_array),
+        ValueRef::Map(m) => m.iter().all(|(k, v)| holds_no_array(k) && holds_no_array(v)),
+        _ => true,
     }
 }
 
