@@ -12,6 +12,12 @@
 //! `uint8` array, a colour one an `H×W×3` RGB array. Pixel values differ slightly from the
 //! reference's (libjpeg-turbo with fast DCT and fast upsampling), as they do between any two
 //! JPEG decoders.
+//!
+//! Which frames decode at all follows the reference too: by default
+//! ([`JpegStrictness::Strict`]) a frame is first checked the way libjpeg-turbo reads it
+//! (`jpeg_strict`), and every condition libjpeg-turbo reports, warning or error, is a
+//! [`Corrupt`](ErrorKind::Corrupt) error, as simplejpeg raises it.
+//! [`JpegStrictness::Lenient`] skips that check and decodes whatever zune-jpeg can.
 
 use std::borrow::Cow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -25,6 +31,22 @@ use zune_jpeg::JpegDecoder;
 
 /// The JPEG quality gulpio2 encodes with (`_JPEG_WRITE_QUALITY`).
 pub const REFERENCE_QUALITY: u8 = 90;
+
+/// How strictly a frame's JPEG data is judged before it is decoded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum JpegStrictness {
+    /// Like the reference (simplejpeg, strict): every condition libjpeg-turbo reports as a
+    /// warning or an error is an error — extraneous bytes before a marker, a scan that runs
+    /// out of data or leaves more than libjpeg-turbo's bit buffer takes in, invalid Huffman
+    /// codes where libjpeg-turbo checks them, restart markers out of sequence, damaged
+    /// tables, a missing end-of-image marker. The default.
+    #[default]
+    Strict,
+    /// Forgiving: decodes whatever zune-jpeg can, filling a truncated or damaged scan as
+    /// it sees fit; only a JPEG without an end-of-image marker after its image data or one
+    /// zune-jpeg cannot parse is an error. For pixels from slightly damaged frames.
+    Lenient,
+}
 
 /// What a reader returns for each frame.
 ///
@@ -79,12 +101,16 @@ fn jpeg_error(e: impl std::fmt::Display) -> Error {
     Error::corrupt(format!("the frame is not a decodable JPEG: {e}"))
 }
 
-fn decoder_options(out: ColorSpace) -> DecoderOptions {
+/// zune-jpeg's options. After the strict check has accepted a frame, zune-jpeg must decode
+/// everything libjpeg-turbo does (an invalid Huffman code on libjpeg-turbo's fast path, a
+/// run past the last coefficient), so its own strict mode is off then; the lenient decode
+/// keeps zune-jpeg's strict mode as it always had.
+fn decoder_options(out: ColorSpace, strictness: JpegStrictness) -> DecoderOptions {
     DecoderOptions::new_fast()
         .jpeg_set_out_colorspace(out)
         .set_max_width(usize::from(u16::MAX))
         .set_max_height(usize::from(u16::MAX))
-        .set_strict_mode(true)
+        .set_strict_mode(strictness == JpegStrictness::Lenient)
 }
 
 /// Runs the decoder, turning a panic inside it into an error so that no input can bring
@@ -109,13 +135,63 @@ fn check_complete(jpeg: &[u8]) -> Result<()> {
     }
 }
 
-/// Width, height and the output colour space and channel count for `mode`.
-fn plan_decode(jpeg: &[u8], mode: FrameDecode) -> Result<(u32, u32, ColorSpace, u8)> {
-    guarded(|| {
-        let mut d =
-            JpegDecoder::new_with_options(ZCursor::new(jpeg), decoder_options(ColorSpace::RGB));
+/// Checks `jpeg` as the reference's decoder (libjpeg-turbo through simplejpeg, strict)
+/// would read it, without decoding pixels: a [`Corrupt`](ErrorKind::Corrupt) error names
+/// the first condition libjpeg-turbo reports, in its words ("Corrupt JPEG data: premature
+/// end of data segment", …). Arithmetic-coded and lossless JPEGs are
+/// [`Unsupported`](ErrorKind::Unsupported). `max_decoded_bytes` bounds the state kept for
+/// progressive JPEGs (an eighth of their decoded size).
+///
+/// `Ok(true)` says the frame relies on the standard Huffman tables libjpeg-turbo uses for
+/// slots no DHT segment defines (as Motion-JPEG frames do).
+pub fn check_jpeg(jpeg: &[u8], max_decoded_bytes: u64) -> Result<bool> {
+    let checked = crate::jpeg_strict::check(jpeg, max_decoded_bytes);
+    checked.map(|a| a.standard_tables).map_err(|condition| {
+        let kind = if condition.starts_with("arithmetic-coded") {
+            ErrorKind::Unsupported
+        } else {
+            ErrorKind::Corrupt
+        };
+        Error::new(kind, format!("the frame is not a valid JPEG: {condition}"))
+    })
+}
+
+/// How to decode one frame: its size, the output colour space and channel count for a
+/// mode, and, when the frame relies on libjpeg-turbo's standard Huffman tables, a copy
+/// that defines them (zune-jpeg does not fill undefined slots).
+struct Plan {
+    width: u32,
+    height: u32,
+    space: ColorSpace,
+    channels: u8,
+    with_tables: Option<Vec<u8>>,
+}
+
+fn plan_decode(
+    jpeg: &[u8],
+    mode: FrameDecode,
+    strictness: JpegStrictness,
+    max_decoded_bytes: u64,
+) -> Result<Plan> {
+    let mut with_tables = None;
+    if strictness == JpegStrictness::Strict && check_jpeg(jpeg, max_decoded_bytes)? {
+        // The standard tables go first, so that every table the file defines replaces them.
+        let mut patched = Vec::with_capacity(jpeg.len() + 432);
+        patched.extend_from_slice(&jpeg[..2]);
+        patched.extend_from_slice(&crate::jpeg_strict::standard_dht());
+        patched.extend_from_slice(&jpeg[2..]);
+        with_tables = Some(patched);
+    }
+    let source = with_tables.as_deref().unwrap_or(jpeg);
+    let (width, height, space, channels) = guarded(|| {
+        let mut d = JpegDecoder::new_with_options(
+            ZCursor::new(source),
+            decoder_options(ColorSpace::RGB, strictness),
+        );
         d.decode_headers().map_err(jpeg_error)?;
-        check_complete(jpeg)?;
+        if strictness == JpegStrictness::Lenient {
+            check_complete(jpeg)?;
+        }
         let info = d.info().ok_or_else(|| jpeg_error("no image header"))?;
         let gray_input = matches!(d.input_colorspace(), Some(ColorSpace::Luma));
         let (space, channels) = match mode {
@@ -124,12 +200,20 @@ fn plan_decode(jpeg: &[u8], mode: FrameDecode) -> Result<(u32, u32, ColorSpace, 
             _ => (ColorSpace::RGB, 3),
         };
         Ok((u32::from(info.width), u32::from(info.height), space, channels))
-    })
+    })?;
+    Ok(Plan { width, height, space, channels, with_tables })
 }
 
-fn decode_to(jpeg: &[u8], space: ColorSpace, channels: u8, dest: &mut [u8]) -> Result<()> {
+fn decode_to(
+    jpeg: &[u8],
+    space: ColorSpace,
+    channels: u8,
+    strictness: JpegStrictness,
+    dest: &mut [u8],
+) -> Result<()> {
     guarded(|| {
-        let mut d = JpegDecoder::new_with_options(ZCursor::new(jpeg), decoder_options(space));
+        let mut d =
+            JpegDecoder::new_with_options(ZCursor::new(jpeg), decoder_options(space, strictness));
         d.decode_headers().map_err(jpeg_error)?;
         if d.output_colorspace().map(|c| c.num_components()) != Some(usize::from(channels)) {
             return Err(Error::unsupported(format!(
@@ -150,14 +234,26 @@ fn decoded_len(width: u32, height: u32, channels: u8, max: u64) -> Result<usize>
     reel_core::to_usize(len, "decoded frame")
 }
 
-/// Decodes one JPEG (the reference's `jpeg_bytes_to_img`). [`FrameDecode::Raw`] decodes
-/// like [`FrameDecode::Auto`] here.
+/// Decodes one JPEG (the reference's `jpeg_bytes_to_img`), strictly like the reference
+/// ([`JpegStrictness::Strict`]). [`FrameDecode::Raw`] decodes like [`FrameDecode::Auto`]
+/// here.
 pub fn decode_jpeg(jpeg: &[u8], mode: FrameDecode) -> Result<DecodedFrame> {
-    let (width, height, space, channels) = plan_decode(jpeg, mode)?;
-    let len = decoded_len(width, height, channels, Limits::default().max_decoded_bytes)?;
+    decode_jpeg_with(jpeg, mode, JpegStrictness::Strict)
+}
+
+/// [`decode_jpeg`] with a choice of strictness.
+pub fn decode_jpeg_with(
+    jpeg: &[u8],
+    mode: FrameDecode,
+    strictness: JpegStrictness,
+) -> Result<DecodedFrame> {
+    let max = Limits::default().max_decoded_bytes;
+    let plan = plan_decode(jpeg, mode, strictness, max)?;
+    let len = decoded_len(plan.width, plan.height, plan.channels, max)?;
     let mut pixels = vec![0; len];
-    decode_to(jpeg, space, channels, &mut pixels)?;
-    Ok(DecodedFrame { width, height, channels, pixels })
+    let source = plan.with_tables.as_deref().unwrap_or(jpeg);
+    decode_to(source, plan.space, plan.channels, strictness, &mut pixels)?;
+    Ok(DecodedFrame { width: plan.width, height: plan.height, channels: plan.channels, pixels })
 }
 
 /// Decodes the JPEG at `jpeg` (a span of `out`'s buffer) into a new `uint8` array value of
@@ -166,12 +262,16 @@ pub(crate) fn decode_into_record(
     out: &mut RecordOut<'_>,
     jpeg: Span,
     mode: FrameDecode,
+    strictness: JpegStrictness,
     max_decoded_bytes: u64,
 ) -> Result<Value> {
-    let (width, height, space, channels) = plan_decode(out.bytes(jpeg), mode)?;
+    let plan = plan_decode(out.bytes(jpeg), mode, strictness, max_decoded_bytes)?;
+    let (width, height, channels) = (plan.width, plan.height, plan.channels);
     let len = decoded_len(width, height, channels, max_decoded_bytes)?;
-    let data =
-        out.append_with(len, |before, dest| decode_to(jpeg.get(before), space, channels, dest))?;
+    let data = out.append_with(len, |before, dest| {
+        let source = plan.with_tables.as_deref().unwrap_or_else(|| jpeg.get(before));
+        decode_to(source, plan.space, channels, strictness, dest)
+    })?;
     out.array_value(DType::U8, Shape::new(&shape_of(height, width, channels)), data)
 }
 

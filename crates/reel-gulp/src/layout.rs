@@ -10,7 +10,7 @@ use reel_core::{
 };
 
 use crate::discovery::chunk_number;
-use crate::jpeg::{FrameDecode, decode_into_record};
+use crate::jpeg::{FrameDecode, JpegStrictness, decode_into_record};
 use crate::json::{JsonValue, parse_json};
 use crate::meta::{FrameInfo, parse_index};
 use crate::{FORMAT, FRAMES_FIELD, ID_FIELD, META_EXTRA_FIELD, META_FIELD};
@@ -70,6 +70,7 @@ pub struct GulpLayout {
     by_id: HashMap<Arc<str>, u64>,
     duplicates: Vec<DuplicateId>,
     decode: FrameDecode,
+    strictness: JpegStrictness,
     max_depth: u32,
     max_decoded_bytes: u64,
     names: [FieldName; 4],
@@ -80,7 +81,12 @@ impl GulpLayout {
     /// above) and builds the index. Metadata sizes are checked against `limits` before they
     /// are read; frame positions are checked against the data file when a video is read, so
     /// a damaged chunk leaves the other videos readable, as with the reference.
-    pub fn open(files: &dyn ReadAt, limits: &Limits, decode: FrameDecode) -> Result<Self> {
+    pub fn open(
+        files: &dyn ReadAt,
+        limits: &Limits,
+        decode: FrameDecode,
+        strictness: JpegStrictness,
+    ) -> Result<Self> {
         let count = files.file_count();
         if count % 2 != 0 {
             return Err(Error::invalid_input(format!(
@@ -97,6 +103,7 @@ impl GulpLayout {
             by_id: HashMap::new(),
             duplicates: Vec::new(),
             decode,
+            strictness,
             max_depth: limits.max_nesting,
             max_decoded_bytes: limits.max_decoded_bytes,
             names: [
@@ -264,6 +271,11 @@ impl GulpLayout {
         &self.duplicates
     }
 
+    /// How strictly frames are judged when decoded.
+    pub fn strictness(&self) -> JpegStrictness {
+        self.strictness
+    }
+
     /// What frames decode to in records read through [`Layout::decode`].
     pub fn frame_decode(&self) -> FrameDecode {
         self.decode
@@ -346,9 +358,13 @@ impl GulpLayout {
                 .ok_or_else(|| Error::corrupt("frame record shorter than its JPEG"))?;
             let value = match mode {
                 FrameDecode::Raw => Value::Bytes(jpeg),
-                _ => decode_into_record(out, jpeg, mode, self.max_decoded_bytes).map_err(|e| {
-                    Error::new(e.kind(), format!("frame {position}: {}", e.message()))
-                        .with_offset(f.loc)
+                _ => decode_into_record(out, jpeg, mode, self.strictness, self.max_decoded_bytes)
+                    .map_err(|e| {
+                    Error::new(
+                        e.kind(),
+                        format!("video {:?}, frame {position}: {}", &*v.id, e.message()),
+                    )
+                    .with_offset(f.loc)
                 })?,
             };
             values.push(value);

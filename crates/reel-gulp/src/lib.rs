@@ -43,6 +43,7 @@
 pub mod discovery;
 mod ingest;
 mod jpeg;
+mod jpeg_strict;
 pub mod json;
 mod layout;
 mod meta;
@@ -56,12 +57,13 @@ pub use ingest::{
     GulpAdapter, GulpIngestor, GulpItem, IngestProgress, IngestSummary, calculate_chunk_slices,
 };
 pub use jpeg::{
-    DecodedFrame, Frame, FrameDecode, OwnedFrame, REFERENCE_QUALITY, decode_jpeg, encode_jpeg,
+    DecodedFrame, Frame, FrameDecode, JpegStrictness, OwnedFrame, REFERENCE_QUALITY, check_jpeg,
+    decode_jpeg, decode_jpeg_with, encode_jpeg,
 };
 pub use json::{JsonStr, JsonValue};
 pub use layout::{DuplicateId, GulpChunkInfo, GulpLayout};
 pub use meta::FrameInfo;
-pub use reader::{GulpOptions, GulpReader, dataset_files};
+pub use reader::{BadFrame, GulpOptions, GulpReader, dataset_files};
 pub use sanity::{
     GulpSanityReport, SanityIssue, SanityIssueKind, SanityOptions, Severity, sanity_check,
     sanity_check_with,

@@ -10,7 +10,7 @@ use reel_core::{
 
 use crate::FORMAT;
 use crate::discovery::discover_chunks;
-use crate::jpeg::FrameDecode;
+use crate::jpeg::{FrameDecode, JpegStrictness};
 use crate::json::JsonValue;
 use crate::layout::{DuplicateId, GulpChunkInfo, GulpLayout};
 use crate::meta::FrameInfo;
@@ -26,6 +26,9 @@ pub struct GulpOptions {
     /// What frames become in records read through [`RecordSource`] (default: the stored
     /// JPEG bytes).
     pub decode: FrameDecode,
+    /// How strictly frames are judged when they are decoded (default: strictly, like the
+    /// reference; see [`JpegStrictness`]).
+    pub strictness: JpegStrictness,
 }
 
 impl GulpOptions {
@@ -46,12 +49,29 @@ impl GulpOptions {
         self.decode = decode;
         self
     }
+
+    /// Judges frames as `strictness` says when decoding them.
+    pub fn strictness(mut self, strictness: JpegStrictness) -> Self {
+        self.strictness = strictness;
+        self
+    }
 }
 
 /// The files to open for the gulp directory `dir`, in the order [`GulpReader::from_files`]
 /// takes them: each chunk's data file then its meta file, chunks in the reference's order.
 pub fn dataset_files(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>> {
     Ok(discover_chunks(dir)?.into_iter().flat_map(|c| [c.data, c.meta]).collect())
+}
+
+/// A frame that does not decode (see [`GulpReader::bad_frames`]).
+#[derive(Debug)]
+pub struct BadFrame {
+    /// The frame's position in its video.
+    pub frame: usize,
+    /// Where the frame starts in its chunk's data file.
+    pub offset: Option<u64>,
+    /// Why it does not decode.
+    pub error: Error,
 }
 
 /// A gulp directory opened for reading (the reference's `GulpDirectory`).
@@ -115,7 +135,7 @@ impl<F: ReadAt> GulpReader<F> {
     /// file `2k` and its meta file as file `2k + 1`, chunks in reading order (see
     /// [`dataset_files`]). The chunk numbers come from the file names.
     pub fn from_files(files: F, options: &GulpOptions) -> Result<Self> {
-        let layout = GulpLayout::open(&files, &options.limits, options.decode)?;
+        let layout = GulpLayout::open(&files, &options.limits, options.decode, options.strictness)?;
         Ok(GulpReader { source: LayoutSource::new(layout, files, options.limits.clone()) })
     }
 
@@ -249,6 +269,28 @@ impl<F: ReadAt> GulpReader<F> {
             .ok_or_else(|| Error::out_of_range(index, self.len()).with_format(FORMAT))?
             .len();
         frames.resolve(count).map(Some).map_err(|e| e.with_record(index).with_format(FORMAT))
+    }
+
+    /// Decodes every frame of video `index` like the reference's default decoder, judged
+    /// as the reader was opened ([`GulpOptions::strictness`]), and returns the frames that
+    /// fail, in order. An `Err` means the video itself could not be read.
+    pub fn bad_frames(&self, index: u64) -> Result<Vec<BadFrame>> {
+        let mut record = Record::new();
+        self.read_video_with(index, &FrameSelection::All, FrameDecode::Raw, &mut record)?;
+        let infos = self.frame_info(index).unwrap_or(&[]);
+        let Some(frames) = record.get(crate::FRAMES_FIELD).and_then(|f| f.as_list()) else {
+            return Err(Error::corrupt("the video has no frame list").with_record(index));
+        };
+        let strictness = self.layout().strictness();
+        let mut bad = Vec::new();
+        for (k, frame) in frames.iter().enumerate() {
+            let bytes = frame.as_bytes().unwrap_or(&[]);
+            if let Err(e) = crate::jpeg::decode_jpeg_with(bytes, FrameDecode::Auto, strictness) {
+                let offset = infos.get(k).map(|f| f.loc);
+                bad.push(BadFrame { frame: k, offset, error: e });
+            }
+        }
+        Ok(bad)
     }
 
     /// The underlying generic source.

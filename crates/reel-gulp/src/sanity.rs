@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use reel_core::{Limits, PreadFiles, ReadAt, Result};
 
 use crate::discovery::{self, chunk_number};
-use crate::jpeg::{FrameDecode, decode_jpeg};
+use crate::jpeg::{FrameDecode, JpegStrictness, decode_jpeg_with};
 use crate::meta::{IndexEntry, parse_index};
 
 /// How serious an issue is.
@@ -167,6 +167,8 @@ pub struct SanityOptions {
     pub limits: Limits,
     /// Decode every frame (slow; finds damage inside the JPEG data).
     pub decode_frames: bool,
+    /// How strictly decoded frames are judged (default: like the reference).
+    pub strictness: JpegStrictness,
 }
 
 /// Issues of one kind reported per chunk before the rest are summarised.
@@ -585,7 +587,7 @@ fn check_frame_bytes(
         let decoded = reel_core::check_within(f.loc, jpeg_len, files.file_len(0), "frame")
             .and_then(|()| Limits::check(jpeg_len, options.limits.max_record_bytes, "frame size"))
             .and_then(|()| files.read_to_vec(0, f.loc, jpeg_len))
-            .and_then(|bytes| decode_jpeg(&bytes, FrameDecode::Auto));
+            .and_then(|bytes| decode_jpeg_with(&bytes, FrameDecode::Auto, options.strictness));
         if let Err(e) = decoded {
             report(
                 SanityIssueKind::BadJpeg,
