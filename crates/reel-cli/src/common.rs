@@ -20,6 +20,10 @@ pub struct OpenArgs {
     /// decoded value replaces it.
     #[arg(long)]
     pub payload_field: Option<String>,
+    /// GulpIO2: accept JPEG frames that decode with damage (today's forgiving decode)
+    /// instead of rejecting every frame the reference's decoder (libjpeg-turbo) rejects.
+    #[arg(long)]
+    pub lenient_jpeg: bool,
 }
 
 impl OpenArgs {
@@ -38,8 +42,11 @@ impl OpenArgs {
                 self.payload
             ))
         })?;
-        let mut options =
-            OpenOptions::default().backend(backend).verify(!self.no_verify).payload(payload);
+        let mut options = OpenOptions::default()
+            .backend(backend)
+            .verify(!self.no_verify)
+            .payload(payload)
+            .lenient_jpeg(self.lenient_jpeg);
         options.payload_field = self.payload_field.clone();
         Ok(options)
     }

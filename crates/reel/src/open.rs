@@ -108,6 +108,10 @@ pub struct OpenOptions {
     pub payload: Payload,
     /// The bytes field whose payload is decoded (default: the record's only field).
     pub payload_field: Option<String>,
+    /// Judge GulpIO2 frames leniently when they are decoded (off by default): decode what
+    /// can be decoded instead of failing on every condition the reference's decoder
+    /// (libjpeg-turbo) reports. See `reel::gulp::JpegStrictness`.
+    pub lenient_jpeg: bool,
 }
 
 impl Default for OpenOptions {
@@ -118,6 +122,7 @@ impl Default for OpenOptions {
             verify: true,
             payload: Payload::Raw,
             payload_field: None,
+            lenient_jpeg: false,
         }
     }
 }
@@ -132,6 +137,12 @@ impl OpenOptions {
     /// Turns checksum verification on or off.
     pub fn verify(mut self, on: bool) -> Self {
         self.verify = on;
+        self
+    }
+
+    /// Judges GulpIO2 frames leniently (`true`) or like the reference (`false`, the default).
+    pub fn lenient_jpeg(mut self, on: bool) -> Self {
+        self.lenient_jpeg = on;
         self
     }
 

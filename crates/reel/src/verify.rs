@@ -71,9 +71,10 @@ impl VerifyReport {
         self.problems.is_empty()
     }
 
-    /// The indices of the records that failed.
+    /// The indices of the records that failed, ascending, each once.
     pub fn bad_records(&self) -> Vec<u64> {
         let mut v: Vec<u64> = self.problems.iter().filter_map(|p| p.record).collect();
+        v.sort_unstable();
         v.dedup();
         v
     }
@@ -116,9 +117,13 @@ pub fn verify_with_progress(
     report.opened = true;
     report.records = source.len();
     if let Some(extra) = crate::formats::check(format) {
-        report.problems.extend(extra(path)?);
+        report.problems.extend(extra(path, &options)?);
     }
     check_records(&*source, &mut report, progress)?;
+    // A record can read back and still be bad (a gulp video with a frame that does not
+    // decode), so the good ones are those no problem names.
+    let bad = report.bad_records().iter().filter(|&&i| i < report.records).count() as u64;
+    report.good_records = report.records - bad;
     Ok(report)
 }
 

@@ -27,7 +27,7 @@ pub(crate) struct Handler {
 
 /// A format's structural checks beyond reading every record (duplicate ids, column
 /// lengths …), for `verify`.
-pub(crate) type Check = fn(&Path) -> Result<Vec<crate::verify::Problem>>;
+pub(crate) type Check = fn(&Path, &OpenOptions) -> Result<Vec<crate::verify::Problem>>;
 
 /// The extra checks of `format`, if it has any.
 pub(crate) fn check(format: Format) -> Option<Check> {
@@ -40,11 +40,12 @@ pub(crate) fn check(format: Format) -> Option<Check> {
 }
 
 /// The GulpIO2 sanity check (duplicate ids across chunks, frames out of bounds or
-/// overlapping, bad padding, sizes) as verify problems; informational notes are left out.
+/// overlapping, bad padding, sizes) as verify problems, informational notes left out;
+/// then every frame decoded, each one that fails named (video id and frame).
 #[cfg(feature = "gulp")]
-fn gulp_check(path: &Path) -> Result<Vec<crate::verify::Problem>> {
+fn gulp_check(path: &Path, options: &OpenOptions) -> Result<Vec<crate::verify::Problem>> {
     let report = reel_gulp::sanity_check(path)?;
-    Ok(report
+    let mut problems: Vec<crate::verify::Problem> = report
         .issues
         .iter()
         .filter(|i| i.severity >= reel_gulp::Severity::Warning)
@@ -58,7 +59,9 @@ fn gulp_check(path: &Path) -> Result<Vec<crate::verify::Problem>> {
                 None => i.message.clone(),
             },
         })
-        .collect())
+        .collect();
+    problems.extend(gulp::bad_frames(path, options)?);
+    Ok(problems)
 }
 
 /// The handler of `format`, if its feature is enabled.
