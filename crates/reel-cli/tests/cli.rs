@@ -252,3 +252,92 @@ fn demo_runs_the_whole_tour() {
     assert_eq!(text.matches("same records").count(), 6, "{text}");
     assert!(!text.contains("BAD") && !text.contains("DIFFERENT"));
 }
+
+/// A gulp directory of five 3-frame videos `v0`…`v4`; `damage(video, frame, jpeg)` may
+/// change a frame's JPEG bytes before they are stored. Returns the directory.
+fn gulp_with(dir: &Path, damage: impl Fn(usize, usize, &mut Vec<u8>)) -> PathBuf {
+    use reel::gulp::{Frame, GulpWriteOptions, GulpWriter, JsonValue, encode_jpeg};
+    let path = dir.join("gulp");
+    let mut w = GulpWriter::create(&path, &GulpWriteOptions::default()).unwrap();
+    for v in 0..5 {
+        let frames: Vec<Vec<u8>> = (0..3)
+            .map(|f| {
+                let pixels: Vec<u8> =
+                    (0..48 * 32 * 3).map(|i| ((i * 7 + v * 31 + f * 13) % 251) as u8).collect();
+                let mut jpeg = encode_jpeg(&pixels, 48, 32, 3, 90).unwrap();
+                damage(v, f, &mut jpeg);
+                jpeg
+            })
+            .collect();
+        let frames: Vec<Frame<'_>> = frames.iter().map(|j| Frame::Jpeg(j)).collect();
+        w.write_video(
+            &format!("v{v}"),
+            JsonValue::object([("n", JsonValue::from(v as i64))]),
+            &frames,
+        )
+        .unwrap();
+    }
+    w.finish().unwrap();
+    path
+}
+
+/// Cuts 8 bytes of scan data before the end-of-image marker: the scan stops short, which
+/// the reference's decoder rejects ("premature end of data segment") and a forgiving
+/// decoder fills with gray.
+fn cut_scan_short(jpeg: &mut Vec<u8>) {
+    let end = jpeg.len() - 2;
+    jpeg.drain(end - 8..end);
+}
+
+#[test]
+fn verify_names_every_damaged_gulp_frame_and_salvage_leaves_those_videos_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = gulp_with(tmp.path(), |v, f, jpeg| match (v, f) {
+        (1, 2) => cut_scan_short(jpeg),
+        (3, 0) => {
+            // Stray bytes before the end-of-image marker, more than libjpeg-turbo's bit
+            // buffer swallows (it takes in up to 7 of them and reports the rest).
+            let end = jpeg.len() - 2;
+            jpeg.splice(end..end, [0x41; 40]);
+        }
+        _ => {}
+    });
+    let out = reel().args(["verify", "--json"]).arg(&dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["records"], 5);
+    assert_eq!(j["bad_records"], serde_json::json!([1, 3]));
+    assert_eq!(j["good_records"], 3);
+    let messages: Vec<&str> =
+        j["problems"].as_array().unwrap().iter().map(|p| p["message"].as_str().unwrap()).collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(messages[0].starts_with("video \"v1\", frame 2: "), "{}", messages[0]);
+    assert!(messages[0].contains("premature end of data segment"), "{}", messages[0]);
+    assert!(messages[1].starts_with("video \"v3\", frame 0: "), "{}", messages[1]);
+    assert!(messages[1].contains(" extraneous bytes before marker 0xd9"), "{}", messages[1]);
+
+    let salvaged = tmp.path().join("salvaged");
+    let out = reel().args(["verify", "--quiet", "--salvage"]).arg(&salvaged).arg(&dir).output();
+    assert_eq!(out.unwrap().status.code(), Some(1));
+    let kept = reel::gulp::GulpReader::open(&salvaged).unwrap();
+    assert_eq!(kept.ids().collect::<Vec<_>>(), ["v0", "v2", "v4"]);
+    assert_eq!(
+        reel().args(["verify", "--quiet"]).arg(&salvaged).output().unwrap().status.code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn lenient_jpeg_keeps_the_forgiving_decode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = gulp_with(tmp.path(), |v, f, jpeg| {
+        if (v, f) == (2, 1) {
+            cut_scan_short(jpeg);
+        }
+    });
+    let strict = reel().args(["verify", "--quiet"]).arg(&dir).output().unwrap();
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&strict.stdout).contains("video \"v2\", frame 1"));
+    let lenient = reel().args(["verify", "--quiet", "--lenient-jpeg"]).arg(&dir).output().unwrap();
+    assert_eq!(lenient.status.code(), Some(0), "{}", String::from_utf8_lossy(&lenient.stdout));
+}

@@ -31,6 +31,11 @@ const MAX_BLOCKS_IN_MCU: usize = 10;
 const HUFF_LOOKAHEAD: u32 = 8;
 /// `MIN_GET_BITS` for a 64-bit bit buffer: libjpeg-turbo fills it to at least this many bits.
 const MIN_GET_BITS: i32 = 57;
+/// Scans checked in one progressive JPEG at most. A scan can cover every block of the image
+/// with a few bytes (end-of-band runs), so without a limit a small file could keep the
+/// check busy for hours; libjpeg-turbo's documentation recommends this limit for
+/// untrusted input (`TJPARAM_SCANLIMIT`), and real encoders write about ten.
+const MAX_SCANS: usize = 500;
 /// The fast Huffman path runs only while this many bytes per block of an MCU remain.
 const FAST_PATH_BYTES_PER_BLOCK: usize = 64 * 8;
 
@@ -259,7 +264,7 @@ impl<'a> Reader<'a> {
     fn skip(&mut self, n: i64) -> Check<()> {
         if n > 0 {
             let n = usize::try_from(n).map_err(|_| premature_eof())?;
-            if n > self.data.len() - self.pos {
+            if n > self.data.len().saturating_sub(self.pos) {
                 return Err(premature_eof());
             }
             self.pos += n;
@@ -967,7 +972,8 @@ impl<'a> Checker<'a> {
                 }
                 fast = false;
             }
-            if self.r.data.len() - self.r.pos < FAST_PATH_BYTES_PER_BLOCK * blocks.len()
+            if self.r.data.len().saturating_sub(self.r.pos)
+                < FAST_PATH_BYTES_PER_BLOCK * blocks.len()
                 || self.r.unread_marker != 0
             {
                 fast = false;
@@ -1278,7 +1284,12 @@ pub(crate) fn check(jpeg: &[u8], max_state_bytes: u64) -> Check<Accepted> {
     let multiple = c.initial_setup(&first, max_state_bytes)?;
     let progressive = c.frame.as_ref().is_some_and(|f| f.coding == Coding::Progressive);
     let mut scan = first;
+    let mut scans = 0;
     loop {
+        scans += 1;
+        if scans > MAX_SCANS {
+            return Err(format!("more than {MAX_SCANS} scans; reel does not check further"));
+        }
         if progressive {
             c.progressive_scan(&scan)?;
         } else {

@@ -258,3 +258,41 @@ fn what_the_reference_tolerates_still_decodes() {
     let without = decode_jpeg(&d, FrameDecode::Auto).unwrap();
     assert_eq!(without, decode_jpeg(&j, FrameDecode::Auto).unwrap());
 }
+
+#[test]
+fn hostile_frames_never_panic() {
+    // Random multi-byte damage, truncation and splicing of valid frames of every kind:
+    // each must come back as a verdict, never a panic.
+    let frames = [
+        encode(&BASELINE),
+        encode(&Options { restart: 1, ..BASELINE }),
+        encode(&Options { progressive: true, ..BASELINE }),
+        encode(&Options { restart: 2, progressive: true, gray: true }),
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: usize| {
+        state =
+            state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        ((state >> 33) as usize) % n.max(1)
+    };
+    for round in 0..1500 {
+        let mut d = frames[round % frames.len()].clone();
+        for _ in 0..1 + next(6) {
+            let at = next(d.len());
+            match next(4) {
+                0 => d[at] ^= 1 << next(8),
+                1 => d[at] = next(256) as u8,
+                2 => d.truncate(at.max(2)),
+                _ => {
+                    let len = next(16);
+                    let from = next(d.len());
+                    let piece: Vec<u8> = d[from..(from + len).min(d.len())].to_vec();
+                    d.splice(at..at, piece);
+                }
+            }
+        }
+        for strictness in [JpegStrictness::Strict, JpegStrictness::Lenient] {
+            let _ = decode_jpeg_with(&d, FrameDecode::Auto, strictness);
+        }
+    }
+}

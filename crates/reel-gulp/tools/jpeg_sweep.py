@@ -7,7 +7,7 @@ variant, judges every variant with the reference's decoder (simplejpeg 1.9.0, ca
 gulpio2's `jpeg_bytes_to_img` calls it) and with reel (the `jpeg_judge` example), and
 prints the confusion matrix, per damage class, and every disagreement.
 
-    python3 -m venv /tmp/jpeg-sweep && /tmp/jpeg-sweep/bin/pip install simplejpeg==1.9.0 numpy pillow
+    python3 -m venv /tmp/jpeg-sweep && /tmp/jpeg-sweep/bin/pip install simplejpeg==1.9.0 numpy pillow==13.0.0
     cargo build --release -p reel-gulp --example jpeg_judge
     /tmp/jpeg-sweep/bin/python crates/reel-gulp/tools/jpeg_sweep.py \\
         --judge target/release/examples/jpeg_judge --out /tmp/jpeg-sweep-frames
