@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyMemoryView, PySlice, PyTuple};
 use reel::{Error, Format, OpenOptions, RecordBatch, RecordSource};
 use reel_granular::{GranularOptions, GranularReader};
-use reel_gulp::{FrameDecode, GulpOptions, GulpReader};
+use reel_gulp::{FrameDecode, GulpOptions, GulpReader, JpegStrictness};
 
 use crate::buffer::BatchBuffer;
 use crate::errors::IntoPyResult;
@@ -66,10 +66,13 @@ impl OpenArgs {
         // Images decoded as the reference packages return them: the facade keeps the
         // stored JPEG/PNG bytes (lossless, for conversion), so these two open directly.
         if format == Format::Gulp && self.decode_images {
+            let strictness =
+                if options.lenient_jpeg { JpegStrictness::Lenient } else { JpegStrictness::Strict };
             let opts = GulpOptions {
                 backend: options.backend,
                 limits: options.limits,
                 decode: FrameDecode::Auto,
+                strictness,
             };
             return Ok(Box::new(GulpReader::open_with(&self.path, &opts)?));
         }
