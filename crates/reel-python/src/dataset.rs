@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -13,6 +13,7 @@ use reel_gulp::{FrameDecode, GulpOptions, GulpReader, JpegStrictness};
 
 use crate::buffer::BatchBuffer;
 use crate::errors::IntoPyResult;
+use crate::loader::{IndexPlan, PlanArgs};
 use crate::values::Converter;
 
 /// Records read per batch while iterating over a whole dataset.
@@ -120,17 +121,41 @@ pub(crate) fn open(
 /// to value.
 ///
 /// Safe to share between threads (every read releases the GIL) and picklable: a pickled
-/// dataset is opened again by path in the process that unpickles it.
+/// dataset is opened again by path in the process that unpickles it. A forked child (a
+/// DataLoader worker under `fork`) opens it again too, on its first read: I/O state such as
+/// io_uring rings and the locks around them must not be shared with the parent.
 #[pyclass(frozen, module = "reel._reel", sequence)]
 pub struct Dataset {
+    /// The source and the process that opened it.
+    opened: RwLock<(u32, Arc<dyn RecordSource>)>,
+    /// Metadata of the source, the same in every process.
     pub(crate) source: Arc<dyn RecordSource>,
     pub(crate) args: OpenArgs,
 }
 
 impl Dataset {
     pub(crate) fn open(py: Python<'_>, args: OpenArgs) -> PyResult<Dataset> {
-        let source = py.detach(|| args.open()).py_err(py)?;
-        Ok(Dataset { source: Arc::from(source), args })
+        let source: Arc<dyn RecordSource> = Arc::from(py.detach(|| args.open()).py_err(py)?);
+        Ok(Dataset { opened: RwLock::new((std::process::id(), Arc::clone(&source))), source, args })
+    }
+
+    /// The source to read through in this process (opened again after a fork).
+    pub(crate) fn reader(&self) -> reel::Result<Arc<dyn RecordSource>> {
+        let pid = std::process::id();
+        {
+            let opened = self.opened.read().unwrap_or_else(|p| p.into_inner());
+            if opened.0 == pid {
+                return Ok(Arc::clone(&opened.1));
+            }
+        }
+        let fresh: Arc<dyn RecordSource> = Arc::from(self.args.open()?);
+        let mut opened = self.opened.write().unwrap_or_else(|p| p.into_inner());
+        if opened.0 != pid {
+            // The parent's source is dropped here, in the child: its descriptors and
+            // mappings are the child's copies, so the parent's own stay untouched.
+            *opened = (pid, Arc::clone(&fresh));
+        }
+        Ok(Arc::clone(&opened.1))
     }
 
     /// Index `i`, counted from the end when negative.
@@ -147,8 +172,8 @@ impl Dataset {
 
     /// Reads `indices` in one batched read, the GIL released while reading.
     pub(crate) fn read_raw(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<RecordBatch> {
-        let source = Arc::clone(&self.source);
         py.detach(move || {
+            let source = self.reader()?;
             let mut batch = RecordBatch::new();
             source.read_batch_into(&indices, &mut batch).map(|()| batch)
         })
@@ -282,6 +307,43 @@ impl Dataset {
         let args = (a.path.clone(), a.format.clone(), a.backend.clone(), a.verify, a.decode_images)
             .into_pyobject(py)?;
         Ok((reopen, args))
+    }
+
+    /// The batches rank `rank` of `world_size` reads, from reel-loader (see the README's
+    /// Loader section), computed without reading: iterate for `(indices, resume_state)`.
+    /// `shuffle` is "none", "feistel" (O(1) memory, any position free) or "granular"
+    /// (numpy's permutation, like Granular's loader); an epoch's order depends only on
+    /// (shuffle, seed, epoch, len), not on the world size. Starts at `state` (JSON from a
+    /// previous plan) or at the start of `epoch`; stops after epoch `epochs - 1` (None:
+    /// never).
+    #[pyo3(signature = (*, batch_size, shuffle="feistel", seed=0, rank=0, world_size=1,
+                        drop_last=false, epoch=0, epochs=None, state=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn plan(
+        &self,
+        py: Python<'_>,
+        batch_size: usize,
+        shuffle: &str,
+        seed: u64,
+        rank: u64,
+        world_size: u64,
+        drop_last: bool,
+        epoch: u64,
+        epochs: Option<u64>,
+        state: Option<&str>,
+    ) -> PyResult<IndexPlan> {
+        let args = PlanArgs {
+            batch_size,
+            shuffle,
+            seed,
+            rank,
+            world_size,
+            drop_last,
+            epoch,
+            epochs,
+            state,
+        };
+        crate::loader::plan(self, args).py_err(py)
     }
 
     fn __repr__(&self) -> String {

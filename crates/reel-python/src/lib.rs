@@ -7,6 +7,7 @@
 mod buffer;
 mod dataset;
 mod errors;
+mod loader;
 mod records;
 mod values;
 mod writer;
@@ -23,6 +24,7 @@ fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::Info>()?;
     m.add_class::<buffer::BatchBuffer>()?;
     m.add_class::<writer::Sink>()?;
+    m.add_class::<loader::IndexPlan>()?;
     m.add_function(wrap_pyfunction!(writer::convert, m)?)?;
     m.add_function(wrap_pyfunction!(writer::verify, m)?)?;
     m.add_function(wrap_pyfunction!(writer::generate, m)?)?;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import random
 import shutil
@@ -212,3 +213,26 @@ def test_random_bytes_are_not_a_dataset(tmp_path):
         with pytest.raises(reel.ReelError):
             fmt = {"ffr": "ffrecord", "syr": "syrah", "bag": "granular"}[ext]
             reel.open(p, format=fmt)[:]
+
+
+@pytest.mark.parametrize("backend", ["auto", "io_uring", "mmap"])
+def test_forked_child_reads_while_parent_reads(backend):
+    """A forked child opens its own files (io_uring rings are not shared with the parent);
+    parent and child read the same dataset at the same time and both get the right bytes."""
+    try:
+        ds = reel.open(golden_root() / FFR, backend=backend)
+    except reel.UnsupportedError:
+        pytest.skip(f"{backend} is not available on this machine")
+    expected = [r["data"] for r in ds[:]]
+    ds.read_batch(list(range(len(ds))))  # the parent's backend is in use before the fork
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        ok = all(bytes(x["data"]) == expected[i] for _ in range(20) for i, x in enumerate(ds[:]))
+        os.write(w, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(w)
+    for _ in range(20):
+        assert [x["data"] for x in ds[:]] == expected
+    assert os.read(r, 1) == b"1"
+    os.waitpid(pid, 0)
