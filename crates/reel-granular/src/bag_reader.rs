@@ -31,7 +31,7 @@ pub fn index_path(bag_path: &Path) -> PathBuf {
     bag_path.with_extension("idx")
 }
 
-/// One bag of any layout as a [`RecordSource`] of raw records (one `Bytes` field, `data`).
+/// One bag of any layout as a [`RecordSource`](reel_core::RecordSource) of raw records (one `Bytes` field, `data`).
 ///
 /// Tables are validated at open (see [`BagTable`]); a record whose bytes lie past the end
 /// of a two-file bag's data file fails with `Corrupt` when read.

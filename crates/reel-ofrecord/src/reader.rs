@@ -81,7 +81,7 @@ impl OfrecordOptions {
 /// * malformed protobuf is `Corrupt` when that record is read (OneFlow aborts);
 /// * a zero-length frame reads as a record with no fields, and an empty part file as no
 ///   records, each with a [`WarningKind::ReferenceQuirk`](reel_core::WarningKind) warning
-///   in [`SourceInfo::warnings`] (current OneFlow aborts on both; older OneFlow and the
+///   in [`SourceInfo::warnings`](reel_core::SourceInfo::warnings) (current OneFlow aborts on both; older OneFlow and the
 ///   Python framing recipe accept them). With
 ///   [`OfrecordOptions::oneflow_strict`] they are `Corrupt` errors instead;
 /// * a missing part (with [`OfrecordOptions::part_count`], or a gap in the numbering) is

@@ -82,7 +82,7 @@ pub fn dataset_files(path: &Path) -> Result<Vec<PathBuf>> {
 /// * **`float128`** elements are kept as opaque 16-byte values: their layout depends on
 ///   the platform that wrote them.
 /// * **Any version bytes** are accepted, as in the reference; the version is reported in
-///   [`SourceInfo::version`].
+///   [`SourceInfo::version`](reel_core::SourceInfo::version).
 /// * **Trailing NULs of text are dropped**: numpy strips them from unicode strings, so a
 ///   `str` array whose bytes end in NULs reads without them (the reference writer cannot
 ///   produce one).
@@ -131,7 +131,7 @@ impl SyrahReader {
 
     /// Opens several files as one dataset whose items are those of the first file, then
     /// those of the second, and so on (the reference's `SyrahConcatDataset`). The files may
-    /// have different array names; [`SourceInfo::schema`] is only set when they agree.
+    /// have different array names; [`SourceInfo::schema`](reel_core::SourceInfo::schema) is only set when they agree.
     pub fn open_concat(paths: &[PathBuf], options: &SyrahOptions) -> Result<Self> {
         let files = options.backend.open(paths).map_err(|e| e.with_format(FORMAT))?;
         SyrahReader::from_files(files, options)
