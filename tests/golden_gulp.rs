@@ -337,7 +337,7 @@ fn check_writer(case: &Case, dir: &Path, reader: &GulpReader, records: &[Record]
                 .unwrap();
         for c in &by_number {
             for i in c.first_video..c.first_video + c.video_count {
-                RecordSink::append(&mut w, records[i as usize].view()).unwrap();
+                RecordSink::append_ref(&mut w, records[i as usize].view()).unwrap();
             }
             w.next_chunk().unwrap();
         }

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use reel::{
-    CreateOptions, ErrorKind, Format, Limits, OpenOptions, Payload, Record, RecordSource,
-    RecordSourceExt, ValueRef,
+    CreateOptions, ErrorKind, Format, Limits, OpenOptions, Payload, Record, RecordSink,
+    RecordSource, RecordSourceExt, ValueRef,
 };
 use serde_json::{Value as Json, json};
 

@@ -159,7 +159,7 @@ pub fn ofrecord_roundtrip(data: &[u8]) {
     let path = dir.path().join("rt");
     let mut w = OfrecordWriter::create_with(
         &path,
-        OfrecordWriterOptions { max_records_per_part: Some(per_part), ..Default::default() },
+        &OfrecordWriterOptions { max_records_per_part: Some(per_part), ..Default::default() },
     )
     .unwrap();
     for r in &records {

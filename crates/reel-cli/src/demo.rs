@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use clap::Args;
 use reel::{
-    ConvertOptions, CreateOptions, Format, OpenOptions, Record, RecordBatch, RecordSource,
-    RecordSourceExt,
+    ConvertOptions, CreateOptions, Format, OpenOptions, Record, RecordBatch, RecordSink,
+    RecordSource, RecordSourceExt,
 };
 
 use crate::table::Table;

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use reel::{OpenOptions, RecordBatch, RecordSource, VerifyReport};
+use reel::{OpenOptions, RecordBatch, RecordSink, RecordSource, VerifyReport};
 
 /// Copies every good record of `src` into a new dataset of the same format at `out`;
 /// returns how many were written. An existing `out` is replaced only if `overwrite` is set.

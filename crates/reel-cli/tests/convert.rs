@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use assert_cmd::Command;
-use reel::{CreateOptions, DType, Format, Record, RecordSourceExt, Value};
+use reel::{CreateOptions, DType, Format, Record, RecordSink, RecordSourceExt, Value};
 
 fn reel() -> Command {
     Command::cargo_bin("reel").unwrap()

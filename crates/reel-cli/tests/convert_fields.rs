@@ -6,7 +6,9 @@
 use std::path::Path;
 
 use assert_cmd::Command;
-use reel::{CreateOptions, DType, Format, OpenOptions, Payload, Record, RecordSourceExt, Value};
+use reel::{
+    CreateOptions, DType, Format, OpenOptions, Payload, Record, RecordSink, RecordSourceExt, Value,
+};
 
 fn reel() -> Command {
     Command::cargo_bin("reel").unwrap()

@@ -15,7 +15,27 @@ pub(crate) struct Slot {
 /// All records share one byte buffer and one field list. Reusing a `RecordBatch` across
 /// calls to [`RecordSource::read_batch_into`](crate::RecordSource::read_batch_into) costs no
 /// allocation once the buffers have grown to the largest batch.
-#[derive(Default, Debug)]
+///
+/// # Not Arrow's `RecordBatch`
+///
+/// The name is Arrow's, the layout is not: this batch is *row-oriented*. Each entry is one
+/// whole record ([`RecordRef`]) with its own fields, records of one batch may have different
+/// fields, and values are reel [`ValueRef`](crate::ValueRef)s rather than typed columns. An
+/// Arrow `RecordBatch` is columnar: one typed array per field, every row with the same
+/// schema. The name stays because every reader's batch API (`read_batch`, the loader's
+/// batches) says "batch of records"; converting to Arrow's columns is a separate step.
+///
+/// ```
+/// use reel_core::{RecordBatch, RecordSourceExt};
+/// # fn demo(source: &dyn reel_core::RecordSource) -> reel_core::Result<()> {
+/// let mut batch = RecordBatch::new();
+/// source.read_batch_into(&[2, 0], &mut batch)?;
+/// for record in &batch {
+///     println!("record {} has {} fields", record.index(), record.len());
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Default)]
 pub struct RecordBatch {
     pub(crate) arena: Arena,
     pub(crate) fields: Vec<Field>,
@@ -49,11 +69,9 @@ impl RecordBatch {
         ))
     }
 
-    /// The records in order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = RecordRef<'_>> + '_ {
-        self.slots.iter().map(|s| {
-            RecordRef::new(s.index, self.arena.as_slice(), &self.fields[s.first_field..s.end_field])
-        })
+    /// The records in order (also `for record in &batch`).
+    pub fn iter(&self) -> BatchIter<'_> {
+        self.into_iter()
     }
 
     /// Bytes held by the batch (raw reads plus decoded values).
@@ -100,5 +118,46 @@ impl RecordBatch {
             out.push(name.clone(), v);
         }
         self.slots.push(Slot { index: record.index(), first_field, end_field: self.fields.len() });
+    }
+}
+
+impl<'a> IntoIterator for &'a RecordBatch {
+    type Item = RecordRef<'a>;
+    type IntoIter = BatchIter<'a>;
+
+    /// The records in order, as [`RecordBatch::iter`]: `for record in &batch`.
+    fn into_iter(self) -> BatchIter<'a> {
+        BatchIter { batch: self, next: 0 }
+    }
+}
+
+/// The records of a [`RecordBatch`] in order (`for record in &batch`).
+#[derive(Clone, Debug)]
+pub struct BatchIter<'a> {
+    batch: &'a RecordBatch,
+    next: usize,
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = RecordRef<'a>;
+
+    fn next(&mut self) -> Option<RecordRef<'a>> {
+        let record = self.batch.get(self.next)?;
+        self.next += 1;
+        Some(record)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.batch.len().saturating_sub(self.next);
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for BatchIter<'_> {}
+
+impl std::fmt::Debug for RecordBatch {
+    /// The records, each with its fields (not the raw buffer).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }

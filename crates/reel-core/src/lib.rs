@@ -55,14 +55,24 @@ mod value;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use batch::RecordBatch;
+/// The names nearly every program that reads or writes records needs, for
+/// `use reel_core::prelude::*;`. Each format crate's `prelude` (and the facade's) re-exports
+/// this one, so a program depending on one format crate gets the same names from it.
+pub mod prelude {
+    pub use crate::{
+        DType, Error, ErrorKind, Record, RecordBatch, RecordRef, RecordSink, RecordSource,
+        RecordSourceExt, Result, ResultExt, ValueRef,
+    };
+}
+
+pub use batch::{BatchIter, RecordBatch};
 pub use error::{Error, ErrorKind, Result, ResultExt};
 pub use io::{Backend, MemFiles, MmapFiles, OpenFiles, PreadFiles, ReadAt, ReadReq};
 pub use layout::{Layout, LayoutSource, Plan, RawParts, ReadRange};
 pub use limits::{Limits, check_within, to_usize, try_reserve, try_vec_with_capacity, try_zeroed};
 pub use prefetch::prefetch_read;
 pub use record::{Field, FieldName, RAW_FIELD, Record, RecordOut, RecordRef, check_array_len};
-pub use sink::{RecordSink, SinkSummary};
+pub use sink::{RecordSink, SinkSummary, UnfinishedGuard};
 pub use source::{
     Batches, FieldSpec, Iter, RecordSource, RecordSourceExt, SourceInfo, Warning, WarningKind,
 };

@@ -17,13 +17,56 @@ pub struct SinkSummary {
 
 /// A dataset being written.
 ///
+/// Every writer of every format has the same three methods: [`append`](Self::append) a
+/// record (a [`Record`](crate::Record) by reference, or a [`RecordRef`] such as one entry of a
+/// [`RecordBatch`](crate::RecordBatch)), ask how many [`records`](Self::records) it holds, and
+/// [`finish`](Self::finish).
+///
 /// Writers stage their output under a temporary name and move it into place in
 /// [`finish`](Self::finish) after making it durable (fsync of the files and of the
 /// directory). A sink dropped without `finish` removes its staging files, so an
-/// interrupted write never leaves something that opens as a valid dataset.
+/// interrupted write never leaves something that opens as a valid dataset; since that loses
+/// the data, reel's writers log a warning (through the [`log`](https://docs.rs/log) crate)
+/// when one is dropped unfinished.
+///
+/// ```
+/// use reel_core::{Record, RecordSink};
+///
+/// fn write_two(mut sink: Box<dyn RecordSink>) -> reel_core::Result<()> {
+///     let record = Record::new().with_str("name", "first");
+///     sink.append(&record)?;
+///     sink.append(Record::new().with_str("name", "second").view())?;
+///     assert_eq!(sink.records(), 2);
+///     sink.finish()?;
+///     Ok(())
+/// }
+/// ```
+///
+/// # Implementing
+///
+/// Implement [`append_ref`](Self::append_ref), [`records`](Self::records) and
+/// [`finish`](Self::finish); [`append`](Self::append) is provided.
 pub trait RecordSink: Send {
-    /// Adds a record and returns its index.
-    fn append(&mut self, record: RecordRef<'_>) -> Result<u64>;
+    /// Adds a record and returns its index (the number of records appended before it):
+    /// `&record`, `record.view()` and a record of a [`RecordBatch`](crate::RecordBatch) all
+    /// work. An error names the record's index ([`Error::record`](crate::Error::record)).
+    ///
+    /// Every sink has it, a `Box<dyn RecordSink>` included. Through a bare
+    /// `&mut dyn RecordSink` call [`append_ref`](Self::append_ref) instead (a generic
+    /// method cannot be called on a trait object).
+    fn append<'a>(&mut self, record: impl Into<RecordRef<'a>>) -> Result<u64>
+    where
+        Self: Sized,
+    {
+        self.append_ref(record.into())
+    }
+
+    /// [`append`](Self::append) for one record view: the method implementors write, and
+    /// the one to call through `&mut dyn RecordSink`.
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64>;
+
+    /// How many records were appended so far (the index the next one gets).
+    fn records(&self) -> u64;
 
     /// Makes everything durable and visible under the final name. Calling any method after
     /// `finish` fails with [`ErrorKind::Closed`](crate::ErrorKind::Closed).
@@ -31,10 +74,74 @@ pub trait RecordSink: Send {
 }
 
 impl<T: RecordSink + ?Sized> RecordSink for Box<T> {
-    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
-        (**self).append(record)
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        (**self).append_ref(record)
+    }
+    fn records(&self) -> u64 {
+        (**self).records()
     }
     fn finish(&mut self) -> Result<SinkSummary> {
         (**self).finish()
+    }
+}
+
+impl<T: RecordSink + ?Sized> RecordSink for &mut T {
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        (**self).append_ref(record)
+    }
+    fn records(&self) -> u64 {
+        (**self).records()
+    }
+    fn finish(&mut self) -> Result<SinkSummary> {
+        (**self).finish()
+    }
+}
+
+/// Logs one warning if the writer that owns it is dropped before it finished.
+///
+/// Dropping an unfinished writer discards what it staged (by design: a half-written dataset
+/// must not open), which is easy to miss when a `?` returns early past `finish`. Writers hold
+/// one guard and call [`finished`](Self::finished) when `finish` ran (whatever its outcome:
+/// a failed `finish` already returned an error). Nothing is logged while the thread panics,
+/// since the panic says more.
+///
+/// ```
+/// let mut guard = reel_core::UnfinishedGuard::new("ffrecord", "data.ffr");
+/// guard.finished(); // without this, dropping the guard would log a warning
+/// ```
+#[derive(Debug)]
+pub struct UnfinishedGuard {
+    format: &'static str,
+    target: PathBuf,
+    armed: bool,
+}
+
+impl UnfinishedGuard {
+    /// A guard for a writer of `format` that will publish `target`.
+    pub fn new(format: &'static str, target: impl Into<PathBuf>) -> Self {
+        UnfinishedGuard { format, target: target.into(), armed: true }
+    }
+
+    /// `finish` ran: dropping the writer is no longer a loss worth a warning.
+    pub fn finished(&mut self) {
+        self.armed = false;
+    }
+
+    /// Whether dropping now would warn.
+    pub fn is_armed(&self) -> bool {
+        self.armed
+    }
+}
+
+impl Drop for UnfinishedGuard {
+    fn drop(&mut self) {
+        if self.armed && !std::thread::panicking() {
+            log::warn!(
+                target: "reel",
+                "{}: {}: writer dropped without finish(); the records appended to it are discarded",
+                self.format,
+                self.target.display()
+            );
+        }
     }
 }

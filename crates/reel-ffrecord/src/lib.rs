@@ -13,21 +13,28 @@
 //! * [`PackedFolder`] and [`pack_folder`] read and write a directory tree packed into one
 //!   file, with a strict parser for the pickled folder index.
 //!
+//! This crate is the only dependency a program needs (`reel-ffrecord = "0.1"`): it
+//! re-exports reel's core as [`core`], and [`prelude`] brings the reader, the writer, the
+//! record types and the traits whose methods they use.
+//!
 //! ```no_run
-//! use reel_core::RecordSourceExt;
-//! use reel_ffrecord::{FfrecordReader, FfrecordWriter};
+//! use reel_ffrecord::prelude::*;
 //!
-//! # fn main() -> reel_core::Result<()> {
-//! let mut w = FfrecordWriter::create("data.ffr", 2)?;
-//! w.write_one(b"hello")?;
-//! w.write_one(b"AB")?;
-//! w.finish()?;
+//! fn main() -> reel_ffrecord::core::Result<()> {
+//!     let mut w = FfrecordWriter::create("data.ffr", 2)?;
+//!     w.append(&Record::from_bytes(b"hello"))?;
+//!     w.write_one(b"AB")?; // the reference's name, for raw bytes
+//!     w.finish()?;
 //!
-//! let r = FfrecordReader::open("data.ffr")?;
-//! assert_eq!(r.read_one(1)?, b"AB");
-//! let batch = r.read_batch(&[1, 0])?;
-//! assert_eq!(batch.get(0).and_then(|rec| rec.bytes("data")), Some(&b"AB"[..]));
-//! # Ok(()) }
+//!     let r = FfrecordReader::open("data.ffr")?;
+//!     assert_eq!(r.len(), 2);
+//!     assert_eq!(r.read_one(1)?, b"AB");
+//!     let batch = r.read_batch(&[1, 0])?;
+//!     for record in &batch {
+//!         println!("{}: {:?}", record.index(), record.bytes("data"));
+//!     }
+//!     Ok(())
+//! }
 //! ```
 //!
 //! Reference behaviours reel does not copy (they are crashes or silent corruption there)
@@ -47,6 +54,18 @@ pub use packed::{Lookup, PACKED_MAGIC, PackedFolder, is_packed_index, pack_folde
 pub use pickle::{FolderDir, FolderEntry};
 pub use reader::{FfrecordOptions, FfrecordReader, dataset_files};
 pub use writer::{FfrecordPartsWriter, FfrecordWriter, dump};
+
+/// reel's core crate, re-exported so that this crate is the only dependency a program
+/// needs: `reel_ffrecord::core::Limits`, `reel_ffrecord::core::Backend`, ….
+pub use reel_core as core;
+
+/// Everything a program reading or writing this format usually names, in one import:
+/// `use reel_ffrecord::prelude::*;`. It holds [`reel_core::prelude`] (records, the source and
+/// sink traits, errors) and this crate's readers, writers and options.
+pub mod prelude {
+    pub use crate::{FfrecordOptions, FfrecordReader, FfrecordWriter, PackedFolder};
+    pub use reel_core::prelude::*;
+}
 
 /// The format's name in [`SourceInfo`](reel_core::SourceInfo) and errors.
 pub const FORMAT: &str = "ffrecord";

@@ -5,7 +5,8 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use reel_core::{
-    Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary, StagedDir, StagedFile, ValueRef,
+    Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary, StagedDir, StagedFile,
+    UnfinishedGuard, ValueRef,
 };
 
 use crate::FORMAT;
@@ -23,6 +24,22 @@ const BUFFER: usize = 1 << 20;
 /// * [`create_counted`](Self::create_counted) counts records as they come. The data is
 ///   staged in a second temporary file and copied behind the header on finish (with
 ///   `copy_file_range` where the OS has it), so it costs one extra copy of the data.
+///
+/// [`append`](Self::append) takes a record of one `Bytes` field (as every reel writer's
+/// `append` takes a record); [`write_one`](Self::write_one), the reference's name, takes the
+/// bytes themselves.
+///
+/// ```no_run
+/// use reel_ffrecord::prelude::*;
+///
+/// # fn main() -> reel_ffrecord::core::Result<()> {
+/// let mut writer = FfrecordWriter::create_counted("data.ffr")?;
+/// writer.append(&Record::from_bytes(b"first"))?;
+/// writer.write_one(b"second")?;
+/// assert_eq!(writer.records(), 2);
+/// writer.finish()?;
+/// # Ok(()) }
+/// ```
 ///
 /// Differences from the reference, all deliberate:
 ///
@@ -45,6 +62,7 @@ pub struct FfrecordWriter {
     offsets: Vec<u64>,
     data_len: u64,
     broken: bool,
+    pub(crate) unfinished: UnfinishedGuard,
 }
 
 impl FfrecordWriter {
@@ -61,7 +79,7 @@ impl FfrecordWriter {
             .map_err(|e| Error::io(e, "cannot seek").with_path(&path))?;
         let cap = n.min(1 << 20) as usize;
         Ok(FfrecordWriter {
-            path,
+            path: path.clone(),
             promised: Some(n),
             target: Some(target),
             data_stage: None,
@@ -70,6 +88,7 @@ impl FfrecordWriter {
             offsets: Vec::with_capacity(cap),
             data_len: 0,
             broken: false,
+            unfinished: UnfinishedGuard::new(FORMAT, &path),
         })
     }
 
@@ -81,7 +100,7 @@ impl FfrecordWriter {
         let file =
             data_stage.file().try_clone().map_err(|e| Error::io(e, "cannot clone file handle"))?;
         Ok(FfrecordWriter {
-            path,
+            path: path.clone(),
             promised: None,
             target: Some(target),
             data_stage: Some(data_stage),
@@ -90,6 +109,7 @@ impl FfrecordWriter {
             offsets: Vec::new(),
             data_len: 0,
             broken: false,
+            unfinished: UnfinishedGuard::new(FORMAT, &path),
         })
     }
 
@@ -98,8 +118,9 @@ impl FfrecordWriter {
         self.promised
     }
 
-    /// Records written so far.
-    pub fn count(&self) -> u64 {
+    /// Records written so far (the index the next one gets).
+    #[doc(alias = "count")]
+    pub fn records(&self) -> u64 {
         self.checksums.len() as u64
     }
 
@@ -120,21 +141,29 @@ impl FfrecordWriter {
 
     fn check_room(&self) -> Result<()> {
         if let Some(n) = self.promised
-            && self.count() >= n
+            && self.records() >= n
         {
             return Err(Error::invalid_input(format!(
-                "the writer was created for {n} records; record {} does not fit",
-                n + 1
+                "the writer was created for {n} records (indices 0 to {}); one more does not fit",
+                n.saturating_sub(1)
             ))
             .with_path(&self.path));
         }
         Ok(())
     }
 
-    /// Appends one record and returns its index.
+    /// Appends a record (one `Bytes` field, as [`FfrecordReader`](crate::FfrecordReader)
+    /// returns them) and returns its index. `&record` and `record.view()` both work.
+    pub fn append<'a>(&mut self, record: impl Into<RecordRef<'a>>) -> Result<u64> {
+        let data = record_payload(&record.into()).map_err(|e| self.context(e))?;
+        self.write_one(data)
+    }
+
+    /// Appends one record given as its bytes and returns its index: the reference's
+    /// `FileWriter.write_one`, an alias of [`append`](Self::append) for raw bytes.
     pub fn write_one(&mut self, data: &[u8]) -> Result<u64> {
-        self.check_open()?;
-        self.check_room()?;
+        self.check_open().map_err(|e| self.context(e))?;
+        self.check_room().map_err(|e| self.context(e))?;
         let out = self.out.as_mut().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
         let written = out.write_all(data).map_err(|e| Error::io(e, "cannot write record"));
         self.record_written(written.map(|()| crc32fast::hash(data)), data.len() as u64)
@@ -143,11 +172,16 @@ impl FfrecordWriter {
     /// Appends one record of exactly `len` bytes read from `reader`, without holding it in
     /// memory (for packing large files).
     pub fn write_one_from(&mut self, reader: impl Read, len: u64) -> Result<u64> {
-        self.check_open()?;
-        self.check_room()?;
+        self.check_open().map_err(|e| self.context(e))?;
+        self.check_room().map_err(|e| self.context(e))?;
         let out = self.out.as_mut().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
         let crc = copy_with_crc(reader, out, len);
         self.record_written(crc, len)
+    }
+
+    /// Names the format, the file and the record an append failed on.
+    fn context(&self, e: Error) -> Error {
+        e.with_format(FORMAT).with_path(&self.path).with_record(self.records())
     }
 
     /// Books a record whose bytes went out (or marks the writer broken if they did not:
@@ -158,29 +192,30 @@ impl FfrecordWriter {
                 self.checksums.push(crc);
                 self.offsets.push(self.data_len);
                 self.data_len += len;
-                Ok(self.count() - 1)
+                Ok(self.records() - 1)
             }
             Err(e) => {
                 self.broken = true;
-                Err(e.with_path(&self.path).with_format(FORMAT))
+                Err(self.context(e))
             }
         }
     }
 
     /// Writes the header, makes the file durable and moves it into place.
     pub fn finish(&mut self) -> Result<SinkSummary> {
-        self.check_open()?;
+        self.check_open().map_err(|e| e.with_format(FORMAT))?;
         if let Some(n) = self.promised
-            && self.count() != n
+            && self.records() != n
         {
             return Err(Error::invalid_input(format!(
                 "the writer was created for {n} records but {} were written; nothing was saved \
                  yet (write the rest, then finish again)",
-                self.count()
+                self.records()
             ))
             .with_path(&self.path)
             .with_format(FORMAT));
         }
+        self.unfinished.finished();
         let result = self.finish_inner();
         if result.is_err() {
             self.broken = true;
@@ -193,7 +228,7 @@ impl FfrecordWriter {
         let out = self.out.take().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
         let data_file = out.into_inner().map_err(|e| io(e.into_error()))?;
         let target = self.target.take().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
-        let n = self.count();
+        let n = self.records();
         let hlen = header_len(n).ok_or_else(|| Error::invalid_input("too many records"))?;
         let abs: Vec<u64> = self.offsets.iter().map(|o| o + hlen).collect();
         let crc = meta_crc(&self.checksums, &abs);
@@ -271,9 +306,12 @@ pub(crate) fn record_payload<'a>(record: &RecordRef<'a>) -> Result<&'a [u8]> {
 }
 
 impl RecordSink for FfrecordWriter {
-    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
-        let data = record_payload(&record)?;
-        self.write_one(data)
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.append(record)
+    }
+
+    fn records(&self) -> u64 {
+        FfrecordWriter::records(self)
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {
@@ -295,6 +333,7 @@ pub struct FfrecordPartsWriter {
     part_index: u32,
     current: Option<FfrecordWriter>,
     bytes: u64,
+    unfinished: UnfinishedGuard,
 }
 
 impl FfrecordPartsWriter {
@@ -304,7 +343,9 @@ impl FfrecordPartsWriter {
             return Err(Error::invalid_input("nfiles must be at least 1").with_format(FORMAT));
         }
         let staged = StagedDir::create(dir.as_ref()).map_err(|e| e.with_format(FORMAT))?;
+        let unfinished = UnfinishedGuard::new(FORMAT, dir.as_ref());
         Ok(FfrecordPartsWriter {
+            unfinished,
             staged: Some(staged),
             total,
             per_part: total.div_ceil(nfiles).max(1),
@@ -320,25 +361,47 @@ impl FfrecordPartsWriter {
         format!("PART_{k:05}.ffr")
     }
 
-    /// Appends one record.
+    /// Records written so far (the index the next one gets).
+    #[doc(alias = "count")]
+    pub fn records(&self) -> u64 {
+        self.written
+    }
+
+    /// Appends a record (one `Bytes` field) and returns its index.
+    pub fn append<'a>(&mut self, record: impl Into<RecordRef<'a>>) -> Result<u64> {
+        let data = record_payload(&record.into())
+            .map_err(|e| e.with_format(FORMAT).with_record(self.written))?;
+        self.write_one(data)
+    }
+
+    /// Appends one record given as its bytes: the reference's name, an alias of
+    /// [`append`](Self::append) for raw bytes.
     pub fn write_one(&mut self, data: &[u8]) -> Result<u64> {
+        let index = self.written;
+        self.write_one_inner(data).map_err(|e| e.with_format(FORMAT).with_record(index))
+    }
+
+    fn write_one_inner(&mut self, data: &[u8]) -> Result<u64> {
         let staged =
             self.staged.as_ref().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
         if self.written >= self.total {
             return Err(Error::invalid_input(format!(
-                "the writer was created for {} records; record {} does not fit",
+                "the writer was created for {} records (indices 0 to {}); one more does not fit",
                 self.total,
-                self.total + 1
+                self.total.saturating_sub(1)
             )));
         }
         if self.current.is_none() {
             let n = self.per_part.min(self.total - self.written);
             let path = staged.path().join(Self::part_name(self.part_index));
-            self.current = Some(FfrecordWriter::create(path, n)?);
+            let mut part = FfrecordWriter::create(path, n)?;
+            // This writer warns for the whole directory; a part must not warn again.
+            part.unfinished.finished();
+            self.current = Some(part);
         }
         if let Some(w) = self.current.as_mut() {
             w.write_one(data)?;
-            if Some(w.count()) == w.n() {
+            if Some(w.records()) == w.n() {
                 self.bytes += w.finish()?.bytes;
                 self.current = None;
                 self.part_index += 1;
@@ -357,6 +420,7 @@ impl FfrecordPartsWriter {
             ))
             .with_format(FORMAT));
         }
+        self.unfinished.finished();
         let staged = self.staged.take().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
         let path = staged.final_path().to_path_buf();
         staged.commit()?;
@@ -365,9 +429,12 @@ impl FfrecordPartsWriter {
 }
 
 impl RecordSink for FfrecordPartsWriter {
-    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
-        let data = record_payload(&record)?;
-        self.write_one(data)
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.append(record)
+    }
+
+    fn records(&self) -> u64 {
+        self.written
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {

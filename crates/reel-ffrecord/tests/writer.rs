@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use reel_core::testing::golden::unhex;
-use reel_core::{ErrorKind, Record, RecordSink, RecordSourceExt};
+use reel_core::{ErrorKind, Record, RecordSourceExt};
 use reel_ffrecord::{FfrecordReader, FfrecordWriter, dump};
 
 fn write_known(path: &std::path::Path, records: &[Vec<u8>]) -> Vec<u8> {

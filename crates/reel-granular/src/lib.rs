@@ -94,5 +94,20 @@ pub use writer::{
     staging_path,
 };
 
+/// reel's core crate, re-exported so that this crate is the only dependency a program
+/// needs: `reel_granular::core::Limits`, `reel_granular::core::Backend`, ….
+pub use reel_core as core;
+
+/// Everything a program reading or writing this format usually names, in one import:
+/// `use reel_granular::prelude::*;`. It holds [`reel_core::prelude`] (records, the source and
+/// sink traits, errors) and this crate's readers, writers and options.
+pub mod prelude {
+    pub use crate::{
+        GranularMask, GranularOptions, GranularReader, GranularSpec, GranularWriter,
+        GranularWriterOptions,
+    };
+    pub use reel_core::prelude::*;
+}
+
 /// The format's name in [`SourceInfo`](reel_core::SourceInfo) and errors.
 pub const FORMAT: &str = "granular";

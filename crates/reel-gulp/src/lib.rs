@@ -71,6 +71,20 @@ pub use sanity::{
 pub use select::FrameSelection;
 pub use writer::{ChunkSummary, GulpChunkWriter, GulpWriteOptions, GulpWriter};
 
+/// reel's core crate, re-exported so that this crate is the only dependency a program
+/// needs: `reel_gulp::core::Limits`, `reel_gulp::core::Backend`, ….
+pub use reel_core as core;
+
+/// Everything a program reading or writing this format usually names, in one import:
+/// `use reel_gulp::prelude::*;`. It holds [`reel_core::prelude`] (records, the source and
+/// sink traits, errors) and this crate's readers, writers and options.
+pub mod prelude {
+    pub use crate::{
+        Frame, FrameSelection, GulpOptions, GulpReader, GulpWriteOptions, GulpWriter, JsonValue,
+    };
+    pub use reel_core::prelude::*;
+}
+
 /// The format's name in [`SourceInfo`](reel_core::SourceInfo) and errors.
 pub const FORMAT: &str = "gulp";
 

@@ -103,5 +103,20 @@ pub use reader::{OfrecordOptions, OfrecordReader};
 pub use stream::OfrecordStream;
 pub use writer::{OfrecordFileWriter, OfrecordWriter, OfrecordWriterOptions};
 
+/// reel's core crate, re-exported so that this crate is the only dependency a program
+/// needs: `reel_ofrecord::core::Limits`, `reel_ofrecord::core::Backend`, ….
+pub use reel_core as core;
+
+/// Everything a program reading or writing this format usually names, in one import:
+/// `use reel_ofrecord::prelude::*;`. It holds [`reel_core::prelude`] (records, the source and
+/// sink traits, errors) and this crate's readers, writers and options.
+pub mod prelude {
+    pub use crate::{
+        EncodeOptions, OfrecordFeatures, OfrecordOptions, OfrecordReader, OfrecordWriter,
+        OfrecordWriterOptions,
+    };
+    pub use reel_core::prelude::*;
+}
+
 /// The format's name in [`SourceInfo`](reel_core::SourceInfo) and errors.
 pub const FORMAT: &str = "ofrecord";

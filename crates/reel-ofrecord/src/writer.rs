@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use reel_core::{
     Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary, StagedDir, StagedFile,
+    UnfinishedGuard,
 };
 
 use crate::FORMAT;
@@ -173,16 +174,17 @@ pub struct OfrecordWriter {
     records: u64,
     bytes: u64,
     broken: bool,
+    unfinished: UnfinishedGuard,
 }
 
 impl OfrecordWriter {
     /// A writer of a dataset directory at `dir` with default options (one part).
     pub fn create(dir: impl AsRef<Path>) -> Result<Self> {
-        Self::create_with(dir, OfrecordWriterOptions::default())
+        Self::create_with(dir, &OfrecordWriterOptions::default())
     }
 
     /// A writer of a dataset directory at `dir`.
-    pub fn create_with(dir: impl AsRef<Path>, options: OfrecordWriterOptions) -> Result<Self> {
+    pub fn create_with(dir: impl AsRef<Path>, options: &OfrecordWriterOptions) -> Result<Self> {
         if options.max_records_per_part == Some(0) {
             return Err(
                 Error::invalid_input("max_records_per_part must be at least 1").with_format(FORMAT)
@@ -192,9 +194,10 @@ impl OfrecordWriter {
         let staged = StagedDir::create(&path).map_err(|e| e.with_format(FORMAT))?;
         Ok(OfrecordWriter {
             staged: Some(staged),
+            unfinished: UnfinishedGuard::new(FORMAT, &path),
             path,
-            encoder: FrameEncoder::new(&options),
-            options,
+            encoder: FrameEncoder::new(options),
+            options: options.clone(),
             part: None,
             next_part: 0,
             records: 0,
@@ -203,7 +206,7 @@ impl OfrecordWriter {
         })
     }
 
-    /// Records written so far.
+    /// Records written so far (the index the next one gets).
     pub fn records(&self) -> u64 {
         self.records
     }
@@ -214,18 +217,28 @@ impl OfrecordWriter {
     }
 
     /// Appends a record (see [`encode_record`](crate::encode_record) for how its fields
-    /// become features) and returns its index.
+    /// become features) and returns its index; `&record` and `record.view()` both work.
+    pub fn append<'a>(&mut self, record: impl Into<RecordRef<'a>>) -> Result<u64> {
+        let record = record.into();
+        self.appending(|w| {
+            w.check_open()?;
+            w.encoder.record(record)?;
+            w.write_current()
+        })
+    }
+
+    /// An alias of [`append`](Self::append), the name earlier reel versions used.
     pub fn write_record(&mut self, record: RecordRef<'_>) -> Result<u64> {
-        self.check_open()?;
-        self.encoder.record(record)?;
-        self.write_current()
+        self.append(record)
     }
 
     /// Appends a record given as the prost message.
     pub fn write_proto(&mut self, record: &OfRecord) -> Result<u64> {
-        self.check_open()?;
-        self.encoder.proto(record)?;
-        self.write_current()
+        self.appending(|w| {
+            w.check_open()?;
+            w.encoder.proto(record)?;
+            w.write_current()
+        })
     }
 
     /// Appends an already serialized `oneflow.OFRecord` (e.g. from
@@ -233,9 +246,17 @@ impl OfrecordWriter {
     /// It is parsed first, so bytes that are not a valid record are refused
     /// ([`ErrorKind::InvalidInput`]).
     pub fn write_serialized(&mut self, payload: &[u8]) -> Result<u64> {
-        self.check_open()?;
-        self.encoder.serialized(payload)?;
-        self.write_current()
+        self.appending(|w| {
+            w.check_open()?;
+            w.encoder.serialized(payload)?;
+            w.write_current()
+        })
+    }
+
+    /// Runs one append, naming the format, the dataset and the record in its error.
+    fn appending(&mut self, append: impl FnOnce(&mut Self) -> Result<u64>) -> Result<u64> {
+        let index = self.records;
+        append(self).map_err(|e| e.with_format(FORMAT).with_path(&self.path).with_record(index))
     }
 
     /// Ends the current part: the next record starts a new one. Does nothing if the current
@@ -316,6 +337,7 @@ impl OfrecordWriter {
     /// Flushes the last part, syncs every part and moves the directory into place.
     pub fn finish(&mut self) -> Result<SinkSummary> {
         self.check_open()?;
+        self.unfinished.finished();
         self.close_part()?;
         if self.next_part == 0 {
             // Zero records: one empty part, so the dataset opens (as no records).
@@ -329,8 +351,12 @@ impl OfrecordWriter {
 }
 
 impl RecordSink for OfrecordWriter {
-    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
-        self.write_record(record)
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.append(record)
+    }
+
+    fn records(&self) -> u64 {
+        self.records
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {
@@ -351,6 +377,7 @@ pub struct OfrecordFileWriter {
     records: u64,
     bytes: u64,
     broken: bool,
+    unfinished: UnfinishedGuard,
 }
 
 impl OfrecordFileWriter {
@@ -370,6 +397,7 @@ impl OfrecordFileWriter {
         Ok(OfrecordFileWriter {
             staged: Some(staged),
             out: Some(BufWriter::with_capacity(BUFFER, file)),
+            unfinished: UnfinishedGuard::new(FORMAT, &path),
             path,
             encoder: FrameEncoder::new(options),
             records: 0,
@@ -378,30 +406,49 @@ impl OfrecordFileWriter {
         })
     }
 
-    /// Records written so far.
+    /// Records written so far (the index the next one gets).
     pub fn records(&self) -> u64 {
         self.records
     }
 
-    /// Appends a record and returns its index.
+    /// Appends a record (see [`encode_record`](crate::encode_record) for how its fields
+    /// become features) and returns its index; `&record` and `record.view()` both work.
+    pub fn append<'a>(&mut self, record: impl Into<RecordRef<'a>>) -> Result<u64> {
+        let record = record.into();
+        self.appending(|w| {
+            w.check_open()?;
+            w.encoder.record(record)?;
+            w.write_current()
+        })
+    }
+
+    /// An alias of [`append`](Self::append), the name earlier reel versions used.
     pub fn write_record(&mut self, record: RecordRef<'_>) -> Result<u64> {
-        self.check_open()?;
-        self.encoder.record(record)?;
-        self.write_current()
+        self.append(record)
     }
 
     /// Appends a record given as the prost message.
     pub fn write_proto(&mut self, record: &OfRecord) -> Result<u64> {
-        self.check_open()?;
-        self.encoder.proto(record)?;
-        self.write_current()
+        self.appending(|w| {
+            w.check_open()?;
+            w.encoder.proto(record)?;
+            w.write_current()
+        })
     }
 
     /// Appends an already serialized `oneflow.OFRecord` as is (after checking it parses).
     pub fn write_serialized(&mut self, payload: &[u8]) -> Result<u64> {
-        self.check_open()?;
-        self.encoder.serialized(payload)?;
-        self.write_current()
+        self.appending(|w| {
+            w.check_open()?;
+            w.encoder.serialized(payload)?;
+            w.write_current()
+        })
+    }
+
+    /// Runs one append, naming the format, the dataset and the record in its error.
+    fn appending(&mut self, append: impl FnOnce(&mut Self) -> Result<u64>) -> Result<u64> {
+        let index = self.records;
+        append(self).map_err(|e| e.with_format(FORMAT).with_path(&self.path).with_record(index))
     }
 
     fn check_open(&self) -> Result<()> {
@@ -430,6 +477,7 @@ impl OfrecordFileWriter {
     /// Flushes, syncs and moves the file into place.
     pub fn finish(&mut self) -> Result<SinkSummary> {
         self.check_open()?;
+        self.unfinished.finished();
         let out = self.out.take().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
         let staged = self.staged.take().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
         let result = out
@@ -445,8 +493,12 @@ impl OfrecordFileWriter {
 }
 
 impl RecordSink for OfrecordFileWriter {
-    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
-        self.write_record(record)
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.append(record)
+    }
+
+    fn records(&self) -> u64 {
+        self.records
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {

@@ -40,7 +40,7 @@ fn open_mem_with(
 fn write_dataset(dir: &Path, n: u64, per_part: u64) {
     let mut w = OfrecordWriter::create_with(
         dir,
-        OfrecordWriterOptions::default().max_records_per_part(per_part),
+        &OfrecordWriterOptions::default().max_records_per_part(per_part),
     )
     .unwrap();
     for i in 0..n {
@@ -166,7 +166,7 @@ fn part_directories_follow_the_naming() {
     let naming = PartNaming::oneflow("shard_", -1);
     let mut w = OfrecordWriter::create_with(
         &path,
-        OfrecordWriterOptions::default().naming(naming.clone()).max_records_per_part(2),
+        &OfrecordWriterOptions::default().naming(naming.clone()).max_records_per_part(2),
     )
     .unwrap();
     for i in 0..23 {

@@ -234,7 +234,7 @@ proptest! {
         let path = dir.path().join("ds");
         let mut options = OfrecordWriterOptions::default().max_records_per_part(per_part);
         options.max_bytes_per_part = max_bytes;
-        let mut w = OfrecordWriter::create_with(&path, options).unwrap();
+        let mut w = OfrecordWriter::create_with(&path, &options).unwrap();
         for r in &records {
             w.write_record(r.view()).unwrap();
         }

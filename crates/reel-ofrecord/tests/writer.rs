@@ -26,7 +26,7 @@ fn parts_roll_by_count_by_size_and_on_request() {
     let by_count = tmp.path().join("count");
     let mut w = OfrecordWriter::create_with(
         &by_count,
-        OfrecordWriterOptions::default().max_records_per_part(4),
+        &OfrecordWriterOptions::default().max_records_per_part(4),
     )
     .unwrap();
     for i in 0..10 {
@@ -43,7 +43,7 @@ fn parts_roll_by_count_by_size_and_on_request() {
     let limit = 600;
     let mut w = OfrecordWriter::create_with(
         &by_size,
-        OfrecordWriterOptions::default().max_bytes_per_part(limit),
+        &OfrecordWriterOptions::default().max_bytes_per_part(limit),
     )
     .unwrap();
     let mut frames = Vec::new();
@@ -125,7 +125,7 @@ fn zero_records_make_one_empty_part() {
 fn strict_mode_refuses_records_oneflow_cannot_read() {
     let tmp = tempfile::tempdir().unwrap();
     let strict = OfrecordWriterOptions::default().oneflow_strict(true);
-    let mut w = OfrecordWriter::create_with(tmp.path().join("ds"), strict.clone()).unwrap();
+    let mut w = OfrecordWriter::create_with(tmp.path().join("ds"), &strict.clone()).unwrap();
     let e = w.write_record(Record::new().view()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
     // The writer is still usable.
@@ -201,7 +201,7 @@ fn serialized_and_proto_records_are_written_as_given() {
     w.write_proto(&message).unwrap();
     let e = w.write_serialized(&[0x0a, 0x05]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
-    RecordSink::append(&mut w, sample(5).view()).unwrap();
+    RecordSink::append_ref(&mut w, sample(5).view()).unwrap();
     RecordSink::finish(&mut w).unwrap();
     let r = OfrecordReader::open(&path).unwrap();
     assert_eq!(r.len(), 3);

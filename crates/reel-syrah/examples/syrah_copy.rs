@@ -20,7 +20,7 @@ fn main() -> reel_core::Result<()> {
     // Keep the input's version bytes.
     let version = reader.files()[0].header().version;
     let options = SyrahWriteOptions::default().version(version);
-    let mut writer = SyrahWriter::create_with(&output, options)?;
+    let mut writer = SyrahWriter::create_with(&output, &options)?;
     let mut item = Record::new();
     for i in 0..reader.num_items() {
         reader.read_arrays_into(i, &reader.stored_order(i)?, &mut item)?;

@@ -62,5 +62,17 @@ pub use metadata::{ArrayLocation, MetadataNotes, SyrahColumn, SyrahMetadata};
 pub use reader::{SyrahOptions, SyrahReader, dataset_files};
 pub use writer::{SyrahWriteOptions, SyrahWriter};
 
+/// reel's core crate, re-exported so that this crate is the only dependency a program
+/// needs: `reel_syrah::core::Limits`, `reel_syrah::core::Backend`, ….
+pub use reel_core as core;
+
+/// Everything a program reading or writing this format usually names, in one import:
+/// `use reel_syrah::prelude::*;`. It holds [`reel_core::prelude`] (records, the source and
+/// sink traits, errors) and this crate's readers, writers and options.
+pub mod prelude {
+    pub use crate::{SyrahOptions, SyrahReader, SyrahWriteOptions, SyrahWriter};
+    pub use reel_core::prelude::*;
+}
+
 /// The format's name in [`SourceInfo`](reel_core::SourceInfo) and errors.
 pub const FORMAT: &str = "syrah";

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use reel_core::{
     DType, Error, ErrorKind, FieldName, RecordRef, RecordSink, Result, SinkSummary, StagedFile,
-    ValueRef, check_array_len,
+    UnfinishedGuard, ValueRef, check_array_len,
 };
 
 use crate::FORMAT;
@@ -113,16 +113,17 @@ pub struct SyrahWriter {
     generation: u64,
     pieces: Vec<Piece>,
     scratch: Vec<u8>,
+    unfinished: UnfinishedGuard,
 }
 
 impl SyrahWriter {
     /// A writer of a new Syrah file at `path` (replaced on [`finish`](Self::finish)).
     pub fn create(path: impl AsRef<Path>) -> Result<Self> {
-        Self::create_with(path, SyrahWriteOptions::default())
+        Self::create_with(path, &SyrahWriteOptions::default())
     }
 
     /// [`create`](Self::create) with options.
-    pub fn create_with(path: impl AsRef<Path>, options: SyrahWriteOptions) -> Result<Self> {
+    pub fn create_with(path: impl AsRef<Path>, options: &SyrahWriteOptions) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let target = StagedFile::create(&path).map_err(|e| e.with_format(FORMAT))?;
         let mut file = target
@@ -132,8 +133,9 @@ impl SyrahWriter {
         file.seek(SeekFrom::Start(HEADER_LEN))
             .map_err(|e| Error::io(e, "cannot seek").with_path(&path).with_format(FORMAT))?;
         Ok(SyrahWriter {
+            unfinished: UnfinishedGuard::new(FORMAT, &path),
             path,
-            options,
+            options: options.clone(),
             target: Some(target),
             out: Some(BufWriter::with_capacity(BUFFER, file)),
             pos: HEADER_LEN,
@@ -147,7 +149,12 @@ impl SyrahWriter {
         })
     }
 
-    /// Items added so far (the reference's `num_items()`).
+    /// Items added so far (the index the next one gets); every reel writer has this counter.
+    pub fn records(&self) -> u64 {
+        self.items
+    }
+
+    /// The reference's name for [`records`](Self::records).
     pub fn num_items(&self) -> u64 {
         self.items
     }
@@ -170,8 +177,9 @@ impl SyrahWriter {
         Ok(())
     }
 
-    /// Adds one item and returns its index (the reference's `add_item`).
-    pub fn add_item<'a>(&mut self, item: impl Into<RecordRef<'a>>) -> Result<u64> {
+    /// Adds one item (a record of named arrays) and returns its index; `&record` and
+    /// `record.view()` both work.
+    pub fn append<'a>(&mut self, item: impl Into<RecordRef<'a>>) -> Result<u64> {
         let item = item.into();
         self.check_open()
             .and_then(|()| self.prepare(&item))
@@ -296,6 +304,11 @@ impl SyrahWriter {
         Ok(self.items - 1)
     }
 
+    /// The reference's name for [`append`](Self::append).
+    pub fn add_item<'a>(&mut self, item: impl Into<RecordRef<'a>>) -> Result<u64> {
+        self.append(item)
+    }
+
     /// Writes the metadata and the header, makes the file durable and moves it into place.
     pub fn finish(&mut self) -> Result<SinkSummary> {
         self.check_open().map_err(|e| e.with_path(&self.path).with_format(FORMAT))?;
@@ -308,6 +321,7 @@ impl SyrahWriter {
             .with_path(&self.path)
             .with_format(FORMAT));
         }
+        self.unfinished.finished();
         let result = self.finish_inner();
         if result.is_err() {
             self.broken = true;
@@ -444,8 +458,12 @@ fn join_unicode(data: &[u8], n: u32, out: &mut Vec<u8>) -> std::result::Result<(
 }
 
 impl RecordSink for SyrahWriter {
-    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
-        self.add_item(record)
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.append(record)
+    }
+
+    fn records(&self) -> u64 {
+        self.items
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {

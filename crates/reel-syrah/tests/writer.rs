@@ -138,7 +138,7 @@ fn version_option_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("x.syr");
     let opts = SyrahWriteOptions::default().version(SyrahVersion::V0_1_3);
-    let mut w = SyrahWriter::create_with(&p, opts).unwrap();
+    let mut w = SyrahWriter::create_with(&p, &opts).unwrap();
     w.add_item(Record::new().with_str("a", "x").view()).unwrap();
     w.finish().unwrap();
     let bytes = std::fs::read(&p).unwrap();
@@ -237,7 +237,7 @@ fn unsupported_values_are_schema_errors_unless_coerced() {
     drop(w);
 
     let mut w =
-        SyrahWriter::create_with(&p, SyrahWriteOptions::default().coerce_values(true)).unwrap();
+        SyrahWriter::create_with(&p, &SyrahWriteOptions::default().coerce_values(true)).unwrap();
     let mut item =
         Record::new().with_bytes("b", b"\x00\xff").with_int("i", -3).with_float("f", 0.5);
     item.push_uint("u", u64::MAX).push_bool("t", true);

@@ -89,8 +89,12 @@ struct Replacing {
 }
 
 impl RecordSink for Replacing {
-    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
-        self.inner.append(record)
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.inner.append_ref(record)
+    }
+
+    fn records(&self) -> u64 {
+        self.inner.records()
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {

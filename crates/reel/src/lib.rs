@@ -6,14 +6,14 @@
 //! each sits behind a Cargo feature of the same name (all on by default).
 //!
 //! ```no_run
-//! use reel::{RecordSourceExt, RecordBatch};
+//! use reel::prelude::*;
 //!
 //! # fn main() -> reel::Result<()> {
 //! let source = reel::open("train.ffr")?;
 //! println!("{} records of {}", source.len(), source.info().format);
 //! let mut batch = RecordBatch::new();
 //! source.read_batch_into(&[5, 1, 42], &mut batch)?;
-//! for record in batch.iter() {
+//! for record in &batch {
 //!     let bytes = record.bytes("data").unwrap_or_default();
 //!     println!("record {}: {} bytes", record.index(), bytes.len());
 //! }
@@ -57,6 +57,20 @@ pub use reel_loader::{Batch, Loader, LoaderBuilder, LoaderState, MapContext, Sch
 pub use reel_ofrecord as ofrecord;
 #[cfg(feature = "syrah")]
 pub use reel_syrah as syrah;
+
+/// Everything a program using reel usually names, in one import: `use reel::prelude::*;`.
+///
+/// It holds [`reel_core::prelude`] (records, the source and sink traits, errors) and the
+/// facade's entry points ([`open`], [`create`], [`convert`] and their options, [`Format`]).
+/// A format's own types are in its module (`reel::ffrecord::FfrecordWriter`, …) and that
+/// module's `prelude`.
+pub mod prelude {
+    pub use crate::{
+        ConvertOptions, CreateOptions, Format, OpenOptions, convert, create, open, open_as,
+        open_with,
+    };
+    pub use reel_core::prelude::*;
+}
 
 /// The README's examples, compiled as doctests so they cannot drift from the API.
 #[cfg(doctest)]

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::{CreateOptions, Format, Result, SinkSummary};
+use crate::{CreateOptions, Format, RecordSink, Result, SinkSummary};
 
 /// SplitMix64: a tiny, well-mixed generator; the demo needs reproducible data, not a
 /// cryptographic or statistically perfect source.

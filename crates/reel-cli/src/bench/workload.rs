@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use reel::ffrecord::{FfrecordReader, FfrecordWriter};
-use reel::{Format, Record, Value};
+use reel::{Format, Record, RecordSink, Value};
 
 use reel::synth::SplitMix;
 

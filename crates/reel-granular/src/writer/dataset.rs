@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use reel_core::staged::publish_dir;
-use reel_core::{Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary};
+use reel_core::{Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary, UnfinishedGuard};
 
 use super::bag_writer::BagWriter;
 use super::encode::{FieldEncoder, check_keys, field_encoders};
@@ -106,6 +106,7 @@ pub struct GranularWriter {
     flush_bytes: usize,
     scratch: Vec<Vec<u8>>,
     state: State,
+    pub(crate) unfinished: UnfinishedGuard,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,6 +156,7 @@ impl GranularWriter {
         fs::create_dir(&staging)
             .map_err(|e| Error::io(e, "cannot create staging directory").with_path(&staging))?;
         let mut w = GranularWriter {
+            unfinished: UnfinishedGuard::new(FORMAT, &target),
             mode: Mode::Staged { target },
             dir: staging.clone(),
             spec,
@@ -165,9 +167,13 @@ impl GranularWriter {
             state: State::Open,
         };
         // From here on, a failure drops `w`, which removes the staging directory.
-        fs::write(staging.join(PARTIAL_SPEC), w.spec.to_json_bytes())
-            .map_err(|e| Error::io(e, "cannot write spec").with_path(&staging))?;
-        w.open_bags()?;
+        let opened = fs::write(staging.join(PARTIAL_SPEC), w.spec.to_json_bytes())
+            .map_err(|e| Error::io(e, "cannot write spec").with_path(&staging))
+            .and_then(|()| w.open_bags());
+        if let Err(e) = opened {
+            w.unfinished.finished(); // never handed out, so nobody lost records
+            return Err(e.with_format(FORMAT));
+        }
         Ok(w)
     }
 
@@ -201,6 +207,7 @@ impl GranularWriter {
         let spec = check_spec(&GranularSpec::parse(&bytes).map_err(|e| e.with_path(&spec_file))?)?;
         let fields = encoders(&spec, options)?;
         let mut w = GranularWriter {
+            unfinished: UnfinishedGuard::new(FORMAT, dir.as_ref()),
             mode,
             dir: files_dir,
             spec,
@@ -211,7 +218,10 @@ impl GranularWriter {
             // A failed resume must not delete the staging directory it came to rescue.
             state: State::Suspended,
         };
-        w.open_bags()?;
+        if let Err(e) = w.open_bags() {
+            w.unfinished.finished(); // never handed out, so nobody lost records
+            return Err(e.with_format(FORMAT));
+        }
         w.state = State::Open;
         Ok(w)
     }
@@ -263,9 +273,15 @@ impl GranularWriter {
         &self.spec
     }
 
-    /// Datapoints in the dataset (written or buffered).
-    pub fn len(&self) -> u64 {
+    /// Datapoints in the dataset (written or buffered): the index the next one gets.
+    /// Every reel writer has this counter.
+    pub fn records(&self) -> u64 {
         self.bags.first().map_or(0, BagWriter::len)
+    }
+
+    /// [`records`](Self::records), as the reference's `len(writer)`.
+    pub fn len(&self) -> u64 {
+        self.records()
     }
 
     /// Whether the dataset has no datapoints.
@@ -297,8 +313,13 @@ impl GranularWriter {
     }
 
     /// Encodes and appends one datapoint; returns its index. The record must have exactly
-    /// the spec's keys.
-    pub fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+    /// the spec's keys. `&record` and `record.view()` both work.
+    pub fn append<'a>(&mut self, record: impl Into<RecordRef<'a>>) -> Result<u64> {
+        let index = self.records();
+        self.append_inner(record.into()).map_err(|e| e.with_format(FORMAT).with_record(index))
+    }
+
+    fn append_inner(&mut self, record: RecordRef<'_>) -> Result<u64> {
         self.check_open()?;
         check_keys(&self.fields, &record).map_err(|e| e.with_format(FORMAT))?;
         for (f, buf) in self.fields.iter().zip(&mut self.scratch) {
@@ -310,6 +331,11 @@ impl GranularWriter {
 
     /// Appends one datapoint given as the record bytes of each key, in sorted key order.
     pub fn append_encoded(&mut self, fields: &[&[u8]]) -> Result<u64> {
+        let index = self.records();
+        self.append_encoded_inner(fields).map_err(|e| e.with_format(FORMAT).with_record(index))
+    }
+
+    fn append_encoded_inner(&mut self, fields: &[&[u8]]) -> Result<u64> {
         self.check_open()?;
         if fields.len() != self.fields.len() {
             return Err(Error::schema(format!(
@@ -366,6 +392,7 @@ impl GranularWriter {
             .with_path(target)
             .with_format(FORMAT));
         }
+        self.unfinished.finished();
         let r = self.finish_inner();
         self.state = if r.is_ok() { State::Finished } else { State::Broken };
         r
@@ -399,6 +426,7 @@ impl GranularWriter {
     /// staging directory so that [`resume`](Self::resume) can continue it.
     pub fn suspend(mut self) -> Result<()> {
         self.check_open()?;
+        self.unfinished.finished();
         let r = self.bags.iter_mut().try_for_each(BagWriter::sync);
         self.state = State::Suspended;
         r
@@ -416,8 +444,12 @@ impl Drop for GranularWriter {
 }
 
 impl RecordSink for GranularWriter {
-    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
         GranularWriter::append(self, record)
+    }
+
+    fn records(&self) -> u64 {
+        GranularWriter::records(self)
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {

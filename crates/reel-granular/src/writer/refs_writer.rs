@@ -5,7 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use reel_core::{
-    Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary, StagedDir, ValueRef,
+    Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary, StagedDir, UnfinishedGuard,
+    ValueRef,
 };
 
 use super::bag_writer::SingleFileBagWriter;
@@ -58,6 +59,7 @@ pub struct BagsWriter {
     scratch: Vec<u8>,
     items: Vec<RefItem>,
     broken: bool,
+    pub(crate) unfinished: UnfinishedGuard,
 }
 
 impl BagsWriter {
@@ -105,6 +107,7 @@ impl BagsWriter {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(BagsWriter {
+            unfinished: UnfinishedGuard::new(FORMAT, &target),
             flavor,
             staged: Some(staged),
             target,
@@ -128,9 +131,14 @@ impl BagsWriter {
         &self.spec
     }
 
-    /// Datapoints appended.
-    pub fn len(&self) -> u64 {
+    /// Datapoints appended (the index the next one gets); every reel writer has this counter.
+    pub fn records(&self) -> u64 {
         self.refs.len()
+    }
+
+    /// [`records`](Self::records), as the reference's `len(writer)`.
+    pub fn len(&self) -> u64 {
+        self.records()
     }
 
     /// Whether no datapoint was appended.
@@ -138,8 +146,14 @@ impl BagsWriter {
         self.refs.is_empty()
     }
 
-    /// Appends one datapoint (sequence keys hold lists) and returns its index.
-    pub fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+    /// Appends one datapoint (sequence keys hold lists) and returns its index. `&record`
+    /// and `record.view()` both work.
+    pub fn append<'a>(&mut self, record: impl Into<RecordRef<'a>>) -> Result<u64> {
+        let index = self.records();
+        self.append_inner(record.into()).map_err(|e| e.with_format(FORMAT).with_record(index))
+    }
+
+    fn append_inner(&mut self, record: RecordRef<'_>) -> Result<u64> {
         if self.staged.is_none() {
             return Err(Error::new(ErrorKind::Closed, "the writer is finished").with_format(FORMAT));
         }
@@ -203,6 +217,7 @@ impl BagsWriter {
         let staged = self.staged.take().ok_or_else(|| {
             Error::new(ErrorKind::Closed, "the writer is finished").with_format(FORMAT)
         })?;
+        self.unfinished.finished();
         let mut bytes = self.refs.finish()?;
         for b in &mut self.bags {
             bytes += b.finish()?;
@@ -216,8 +231,12 @@ impl BagsWriter {
 }
 
 impl RecordSink for BagsWriter {
-    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
         BagsWriter::append(self, record)
+    }
+
+    fn records(&self) -> u64 {
+        BagsWriter::records(self)
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use reel_core::staged::publish_dir;
-use reel_core::{Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary};
+use reel_core::{Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary, UnfinishedGuard};
 
 use super::dataset::{GranularWriter, GranularWriterOptions, PARTIAL_SPEC, staging_path};
 use super::refs_writer::{BagsWriter, RefsFlavor};
@@ -138,6 +138,7 @@ pub struct ShardedWriter {
     done_bytes: u64,
     done_shards: u64,
     state: State,
+    unfinished: UnfinishedGuard,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,6 +185,7 @@ impl ShardedWriter {
             (staging, true)
         };
         Ok(ShardedWriter {
+            unfinished: UnfinishedGuard::new(FORMAT, &root),
             root,
             base,
             root_staged,
@@ -225,7 +227,10 @@ impl ShardedWriter {
                 .with_path(&root)
                 .with_format(FORMAT));
         };
+        let mut quiet = UnfinishedGuard::new(FORMAT, &root);
+        quiet.finished(); // armed once the resume succeeded: a failed resume loses nothing
         let mut w = ShardedWriter {
+            unfinished: quiet,
             root,
             base,
             root_staged,
@@ -255,6 +260,8 @@ impl ShardedWriter {
             }
             let full = w.options.shard_len.is_some_and(|n| shard.len() >= n);
             if partial || !full {
+                let mut shard = shard;
+                shard.unfinished.finished(); // this writer warns for the whole dataset
                 w.current = Some(ShardSink::Indexed(shard));
                 break;
             }
@@ -266,12 +273,19 @@ impl ShardedWriter {
             shard.suspend()?;
         }
         w.state = State::Open;
+        w.unfinished = UnfinishedGuard::new(FORMAT, &w.root);
         Ok(w)
     }
 
-    /// Datapoints written by this writer (and found by `resume`).
-    pub fn len(&self) -> u64 {
+    /// Datapoints written by this writer (and found by `resume`); every reel writer has
+    /// this counter.
+    pub fn records(&self) -> u64 {
         self.done_len + self.current.as_ref().map_or(0, ShardSink::len)
+    }
+
+    /// [`records`](Self::records), as the reference's `len(writer)`.
+    pub fn len(&self) -> u64 {
+        self.records()
     }
 
     /// Whether no datapoint was written.
@@ -300,24 +314,35 @@ impl ShardedWriter {
     }
 
     /// Appends a datapoint and returns the number of datapoints written so far minus one
-    /// (its global index when this writer writes every shard).
-    pub fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+    /// (its global index when this writer writes every shard). `&record` and
+    /// `record.view()` both work.
+    pub fn append<'a>(&mut self, record: impl Into<RecordRef<'a>>) -> Result<u64> {
+        let index = self.records();
+        self.append_inner(record.into()).map_err(|e| e.with_format(FORMAT).with_record(index))
+    }
+
+    fn append_inner(&mut self, record: RecordRef<'_>) -> Result<u64> {
         self.check_open()?;
         if self.current.is_none() {
             let dir = self.base.join(shard_name(self.next_shard));
             let sink = match self.options.format {
-                ShardFormat::Indexed => ShardSink::Indexed(GranularWriter::create_with(
-                    &dir,
-                    &self.spec,
-                    &self.options.writer,
-                )?),
-                ShardFormat::Refs(flavor) => ShardSink::Refs(BagsWriter::create_with(
-                    &dir,
-                    &self.spec,
-                    flavor,
-                    &self.options.writer.codecs,
-                    self.options.writer.encode,
-                )?),
+                ShardFormat::Indexed => {
+                    let mut w =
+                        GranularWriter::create_with(&dir, &self.spec, &self.options.writer)?;
+                    w.unfinished.finished(); // this writer warns for the whole dataset
+                    ShardSink::Indexed(w)
+                }
+                ShardFormat::Refs(flavor) => {
+                    let mut w = BagsWriter::create_with(
+                        &dir,
+                        &self.spec,
+                        flavor,
+                        &self.options.writer.codecs,
+                        self.options.writer.encode,
+                    )?;
+                    w.unfinished.finished(); // this writer warns for the whole dataset
+                    ShardSink::Refs(w)
+                }
             };
             self.current = Some(sink);
         }
@@ -353,6 +378,7 @@ impl ShardedWriter {
     /// the root into place.
     pub fn finish(&mut self) -> Result<SinkSummary> {
         self.check_open()?;
+        self.unfinished.finished();
         self.close_shard()?;
         if self.root_staged {
             let r = publish_dir(&self.base, &self.root);
@@ -372,6 +398,7 @@ impl ShardedWriter {
     /// Flushes and keeps what was written for [`resume`](Self::resume) (current layout only).
     pub fn suspend(mut self) -> Result<()> {
         self.check_open()?;
+        self.unfinished.finished();
         self.state = State::Suspended;
         match self.current.take() {
             Some(ShardSink::Indexed(w)) => w.suspend(),
@@ -396,8 +423,12 @@ impl Drop for ShardedWriter {
 }
 
 impl RecordSink for ShardedWriter {
-    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
         ShardedWriter::append(self, record)
+    }
+
+    fn records(&self) -> u64 {
+        ShardedWriter::records(self)
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {

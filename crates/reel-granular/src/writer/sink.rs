@@ -29,7 +29,7 @@ enum Target {
 /// value the generation has no type for is a [`Schema`](ErrorKind::Schema) error naming
 /// the field.
 ///
-/// The dataset appears on [`finish`](RecordSink::finish), as with the writers it wraps.
+/// The dataset appears on [`finish`](Self::finish), as with the writers it wraps.
 pub struct GranularSink {
     path: PathBuf,
     declared: Option<GranularSpec>,
@@ -88,8 +88,20 @@ impl GranularSink {
     }
 }
 
-impl RecordSink for GranularSink {
-    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+impl GranularSink {
+    /// Records appended so far (the index the next one gets).
+    pub fn records(&self) -> u64 {
+        match &self.target {
+            Some(Target::Current(w)) => w.records(),
+            Some(Target::Refs(w)) => w.records(),
+            None => 0,
+        }
+    }
+
+    /// Appends a record (the first one fixes the spec when the schema gave none) and
+    /// returns its index. `&record` and `record.view()` both work.
+    pub fn append<'a>(&mut self, record: impl Into<RecordRef<'a>>) -> Result<u64> {
+        let record = record.into();
         if self.finished {
             return Err(Error::new(ErrorKind::Closed, "the sink is finished").with_format(FORMAT));
         }
@@ -99,7 +111,8 @@ impl RecordSink for GranularSink {
         }
     }
 
-    fn finish(&mut self) -> Result<SinkSummary> {
+    /// Finishes the writer it chose (see [`RecordSink::finish`]).
+    pub fn finish(&mut self) -> Result<SinkSummary> {
         if self.finished {
             return Err(Error::new(ErrorKind::Closed, "the sink is finished").with_format(FORMAT));
         }
@@ -111,5 +124,19 @@ impl RecordSink for GranularSink {
             self.finished = true;
         }
         r
+    }
+}
+
+impl RecordSink for GranularSink {
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        GranularSink::append(self, record)
+    }
+
+    fn records(&self) -> u64 {
+        GranularSink::records(self)
+    }
+
+    fn finish(&mut self) -> Result<SinkSummary> {
+        GranularSink::finish(self)
     }
 }

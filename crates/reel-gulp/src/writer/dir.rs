@@ -4,7 +4,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use reel_core::{
-    Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary, StagedDir, ValueRef,
+    Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary, StagedDir, UnfinishedGuard,
+    ValueRef,
 };
 
 use super::chunk::{ChunkSummary, GulpChunkWriter, GulpWriteOptions, PreparedChunk};
@@ -55,6 +56,7 @@ pub struct GulpWriter {
     finished: bool,
     broken: bool,
     summaries: Vec<ChunkSummary>,
+    unfinished: UnfinishedGuard,
 }
 
 impl GulpWriter {
@@ -128,6 +130,7 @@ impl GulpWriter {
             finished: false,
             broken: false,
             summaries: Vec::new(),
+            unfinished: UnfinishedGuard::new(FORMAT, dir),
         }
     }
 
@@ -148,8 +151,15 @@ impl GulpWriter {
         Ok(())
     }
 
-    /// Writes a video: its id, metadata and frames. Returns how many videos were written
-    /// before it.
+    /// Videos written so far (the index the next one gets); every reel writer has this
+    /// counter.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Writes a video: its id, metadata and frames, the reference's `GulpChunk.append`
+    /// arguments. Returns how many videos were written before it. The same as
+    /// [`append`](Self::append) of a record with these fields.
     pub fn write_video(&mut self, id: &str, meta: JsonValue, frames: &[Frame<'_>]) -> Result<u64> {
         self.write_video_with_extra(id, meta, Vec::new(), frames)
     }
@@ -157,6 +167,18 @@ impl GulpWriter {
     /// Writes a video whose `meta_data` has more than one element: `meta` first, then
     /// `extra` (what a reference chunk holds after an id was appended several times).
     pub fn write_video_with_extra(
+        &mut self,
+        id: &str,
+        meta: JsonValue,
+        extra: Vec<JsonValue>,
+        frames: &[Frame<'_>],
+    ) -> Result<u64> {
+        let index = self.records;
+        self.write_video_inner(id, meta, extra, frames)
+            .map_err(|e| e.with_format(FORMAT).with_record(index))
+    }
+
+    fn write_video_inner(
         &mut self,
         id: &str,
         meta: JsonValue,
@@ -235,8 +257,19 @@ impl GulpWriter {
         &self.summaries
     }
 
-    /// Writes one record (see the type's documentation for the fields it takes).
+    /// Writes one record (see the type's documentation for the fields it takes) and returns
+    /// its index. `&record` and `record.view()` both work.
+    pub fn append<'a>(&mut self, record: impl Into<RecordRef<'a>>) -> Result<u64> {
+        let index = self.records;
+        self.append_inner(record.into()).map_err(|e| e.with_format(FORMAT).with_record(index))
+    }
+
+    /// An alias of [`append`](Self::append), the name earlier reel versions used.
     pub fn write_record(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.append(record)
+    }
+
+    fn append_inner(&mut self, record: RecordRef<'_>) -> Result<u64> {
         let mut id = None;
         let mut meta = None;
         let mut frames: Option<Vec<Frame<'_>>> = None;
@@ -304,6 +337,7 @@ impl GulpWriter {
     /// Publishes every chunk (see the type's documentation).
     pub fn finish(&mut self) -> Result<SinkSummary> {
         self.check_open()?;
+        self.unfinished.finished();
         self.close_chunk()?;
         let result = self.publish();
         if result.is_err() {
@@ -355,8 +389,12 @@ pub(crate) fn existing_ids(dir: &Path, options: &GulpWriteOptions) -> Result<Has
 }
 
 impl RecordSink for GulpWriter {
-    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
-        self.write_record(record)
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.append(record)
+    }
+
+    fn records(&self) -> u64 {
+        self.records
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {

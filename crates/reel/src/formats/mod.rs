@@ -100,7 +100,7 @@ pub(crate) fn create(
         Format::Syrah => {
             // Bytes and scalar fields are stored as 1-D arrays (Syrah holds only arrays).
             let opts = reel_syrah::SyrahWriteOptions::default().coerce_values(true);
-            Ok(Box::new(reel_syrah::SyrahWriter::create_with(path, opts)?))
+            Ok(Box::new(reel_syrah::SyrahWriter::create_with(path, &opts)?))
         }
         #[cfg(feature = "ofrecord")]
         Format::Ofrecord => Ok(Box::new(reel_ofrecord::OfrecordWriter::create(path)?)),
