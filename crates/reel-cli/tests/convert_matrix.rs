@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use reel::testing::golden::{Compare, check_bytes, check_value_with, golden_root, sha256_hex};
-use reel::{CreateOptions, DType, Format, Record, RecordSourceExt, Value, ValueRef};
+use reel::{CreateOptions, DType, Format, Record, RecordSink, RecordSourceExt, Value, ValueRef};
 use serde_json::{Value as Json, json};
 
 /// Every target, by the name `reel convert --to` takes.
