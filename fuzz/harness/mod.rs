@@ -12,6 +12,7 @@ pub mod granular;
 pub mod gulp;
 pub mod input;
 pub mod ofrecord;
+pub mod payload;
 pub mod syrah;
 
 use reel::{Limits, RecordBatch, RecordSource, RecordSourceExt};
@@ -38,6 +39,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("gulp_roundtrip", gulp::gulp_roundtrip),
     ("backends_agree", dir::backends_agree),
     ("open_dir", dir::open_dir),
+    ("payload_pickle", payload::payload_pickle),
 ];
 
 /// Limits small enough that a fuzz input cannot make a run slow or large.

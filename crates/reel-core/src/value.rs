@@ -179,7 +179,8 @@ impl DType {
             _ => (false, s),
         };
         let kind = rest.as_bytes().first()?;
-        let size: u32 = rest[1..].parse().ok()?;
+        // `get`, not slicing: the kind may be a multi-byte character in hostile input.
+        let size: u32 = rest.get(1..)?.parse().ok()?;
         let dt = match (kind, size) {
             (b'b', 1) => DType::Bool,
             (b'i', 1) => DType::I8,
@@ -595,6 +596,8 @@ mod tests {
         }
         assert_eq!(DType::from_numpy_str(">i2"), Some((DType::I16, true)));
         assert_eq!(DType::from_numpy_str("<M8[s]"), None);
+        assert_eq!(DType::from_numpy_str("é4"), None);
+        assert_eq!(DType::from_numpy_str(">é"), None);
     }
 
     #[test]
