@@ -283,6 +283,20 @@ fn pickled_ffrecord_converts_to_granular_and_ofrecord() {
     let want = reel::open_with(&nested, &pickle).unwrap().read(0).unwrap();
     let got = reel::open_with(&on, &meta).unwrap().read(0).unwrap();
     assert_eq!(got.get("meta"), want.get("meta"));
+    // Granular holds nested values, but its reference reads text map keys only.
+    let out = run(&["--to", "granular", "--payload", "pickle"], &nested, &dir.path().join("y"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("field \"int_keys\"") && err.contains("--encode-nested"), "{err}");
+    assert!(!err.contains("field \"meta\""), "{err}");
+    let gn = dir.path().join("gn");
+    convert(&["--to", "granular", "--payload", "pickle", "--encode-nested", "json"], &nested, &gn);
+    let keys = OpenOptions {
+        payload_field: Some("int_keys".into()),
+        ..OpenOptions::default().payload(Payload::Json)
+    };
+    let got = reel::open_with(&gn, &keys).unwrap().read(0).unwrap();
+    assert_eq!(got.get("int_keys"), want.get("int_keys"));
+    assert_eq!(got.get("meta"), want.get("meta"), "text-keyed maps stay maps");
     // verify and cat take --payload too: a pickle that does not decode is a bad record.
     let mixed = dir.path().join("mixed.ffr");
     let bad = fixture("hostile_os_system.p5.pkl");

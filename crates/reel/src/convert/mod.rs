@@ -54,6 +54,7 @@ use reel_core::{
 
 pub use fields::FieldMap;
 pub use rules::Loss;
+pub(crate) use rules::has_non_text_keys;
 
 use reel_core::paths::{Existing, check_destination};
 

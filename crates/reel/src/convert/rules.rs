@@ -54,11 +54,40 @@ pub(crate) fn adapt(
         // is not kept. Its writer picks each field's type and names a field whose value
         // the generation has no type for (bags 0.5.1 has no `tree`).
         Format::Granular | Format::Bags => {
+            let refusals: Vec<String> = record
+                .iter()
+                .filter(|(_, v)| has_non_text_keys(*v))
+                .map(|(name, _)| {
+                    format!(
+                        "field {name:?}: a map with keys that are not text, which the reference \
+                         reader refuses (msgpack strict_map_key) (--encode-nested msgpack or \
+                         json stores it as bytes; --drop {name} leaves it out)"
+                    )
+                })
+                .collect();
+            if !refusals.is_empty() {
+                return Err(Error::schema(format!(
+                    "cannot convert to {target}: {}",
+                    refusals.join("; ")
+                ))
+                .with_format(target.name()));
+            }
             if record.len() > 1 {
                 lose(losses, "*", "fields are stored in sorted name order");
             }
             Ok(false)
         }
+    }
+}
+
+/// Whether `v` holds, at any depth, a map with a key that is neither text nor bytes.
+pub(crate) fn has_non_text_keys(v: ValueRef<'_>) -> bool {
+    match v {
+        ValueRef::Map(m) => m.iter().any(|(k, x)| {
+            !matches!(k, ValueRef::Str(_) | ValueRef::Bytes(_)) || has_non_text_keys(x)
+        }),
+        ValueRef::List(l) => l.iter().any(has_non_text_keys),
+        _ => false,
     }
 }
 

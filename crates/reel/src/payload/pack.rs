@@ -73,9 +73,11 @@ fn map_len(out: &mut Vec<u8>, len: u32) {
 fn holds_nested(target: crate::Format, name: &str, value: ValueRef<'_>) -> bool {
     use crate::Format;
     match target {
-        Format::Granular => true,
+        // The references read maps with text keys only.
+        Format::Granular => !crate::convert::has_non_text_keys(value),
         // bags has sequences (`type[]`, arrays included) and msgpack, but no `tree`: arrays
         // may not sit inside a map or deeper than one list.
+        Format::Bags if crate::convert::has_non_text_keys(value) => false,
         Format::Bags => match value {
             ValueRef::List(l) => {
                 l.iter().all(|x| matches!(x, ValueRef::Array(_)) || holds_no_array(x))
