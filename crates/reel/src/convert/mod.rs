@@ -34,6 +34,15 @@
 //! * Syrah → Granular → Syrah; OFRecord → Granular → OFRecord; Gulp → Granular → Gulp;
 //! * Syrah ↔ OFRecord when every array is f32, f64, i32 or i64 (OFRecord's list types).
 //!
+//! # Fields, payloads and packing
+//!
+//! [`ConvertOptions::fields`] chooses, drops and renames fields; records that are bytes
+//! holding a pickle, msgpack or JSON document are read as fields with
+//! [`OpenOptions::payload`](crate::OpenOptions); [`ConvertOptions::pack`] stores all of a
+//! record's fields as one bytes value and [`ConvertOptions::encode_nested`] each map or
+//! list field the target has no type for (layouts in [`Codec`]). A refusal names every
+//! field it concerns, with the option that would carry it.
+//!
 //! # Parallel conversion
 //!
 //! With [`ConvertOptions::shard`] = `(k, n)`, a conversion writes only records

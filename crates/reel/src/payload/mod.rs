@@ -14,7 +14,7 @@
 //! instead, and its value replaces it in place (a dict stays one map field).
 //!
 //! The codecs: [`Payload::Pickle`] (a strict unpickler that runs nothing, see
-//! [`pickle`](self::pickle) in the source), [`Payload::Msgpack`] and [`Payload::Json`] in
+//! `payload/pickle.rs`), [`Payload::Msgpack`] and [`Payload::Json`] in
 //! the layout that [`ConvertOptions::pack`](crate::ConvertOptions) writes (see
 //! [`Codec`]).
 
