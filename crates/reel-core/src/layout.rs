@@ -9,7 +9,7 @@
 
 use crate::batch::Slot;
 use crate::io::{ReadAt, ReadReq};
-use crate::limits::{check_within, to_usize};
+use crate::limits::check_within;
 use crate::record::{Arena, Field, RecordOut};
 use crate::value::Span;
 use crate::{Error, Limits, Record, RecordBatch, RecordSource, Result, SourceInfo};
@@ -263,6 +263,8 @@ fn fill<F: ReadAt + ?Sized>(
     scratch.reqs.clear();
     scratch.parts.clear();
 
+    let files_total: u64 =
+        (0..files.file_count() as u32).map(|f| files.file_len(f)).fold(0, u64::saturating_add);
     let mut total: u64 = 0;
     for &index in indices {
         if index >= len {
@@ -279,13 +281,32 @@ fn fill<F: ReadAt + ?Sized>(
             record_bytes = record_bytes.saturating_add(r.len);
         }
         limits.check_record(record_bytes).map_err(|e| e.with_record(index).with_format(format))?;
+        if record_bytes > files_total && record_bytes > limits.max_batch_bytes {
+            // Only ranges that overlap can add up to more than the files hold: a record
+            // naming the same bytes over and over would otherwise multiply a small file.
+            // (Repeats are legitimate in moderation, e.g. a frame selection [3, 0, 3].)
+            return Err(Error::new(
+                crate::ErrorKind::Limit,
+                format!(
+                    "the record claims {record_bytes} bytes, more than all of the dataset's files \
+                     hold ({files_total}) and more than the batch limit ({})",
+                    limits.max_batch_bytes
+                ),
+            )
+            .with_record(index)
+            .with_format(format));
+        }
         total = total.saturating_add(record_bytes);
         scratch.counts.push(scratch.ranges.len() - before);
     }
-    Limits::check(total, limits.max_batch_bytes, "batch size")
-        .map_err(|e| e.with_format(format))?;
+    // One record is bounded by max_record_bytes alone, so any record within that limit can
+    // always be read, if need be one at a time.
+    if indices.len() > 1 {
+        Limits::check(total, limits.max_batch_bytes, "batch size")
+            .map_err(|e| e.with_format(format))?;
+    }
 
-    let base = arena.grow(to_usize(total, "batch")?).start;
+    let base = arena.try_grow(total).map_err(|e| e.with_format(format))?.start;
     let mut dest = base;
     for r in &scratch.ranges {
         // Each range is within a file whose length fits in memory-addressable batch size.

@@ -1,10 +1,26 @@
 //! Bounds on what a reader will believe a file about sizes and counts.
 //!
-//! Every length a reader takes from a file is first checked against the size of the file it
-//! claims to describe, and then against these limits, before anything is allocated. The
-//! file-size check alone already means no input can make reel allocate more than the input
-//! is large; `Limits` lets a caller go further, e.g. refuse a 40 GiB record in a service
-//! that only expects thumbnails.
+//! The promise: no input makes reel allocate much more than the input's size or the
+//! configured limits, whatever the backend — and when even that much memory is not there,
+//! reel fails with an [`ErrorKind::Limit`] error instead of aborting.
+//!
+//! How it is kept:
+//!
+//! * every length a reader takes from a file is checked against the size of the file it
+//!   claims to describe ([`check_within`]), and then against these limits, before anything
+//!   is allocated;
+//! * tables and buffers sized by numbers in a file are allocated fallibly
+//!   ([`try_vec_with_capacity`], [`try_zeroed`], [`try_reserve`]), so a sparse file that
+//!   legitimately claims gigabytes gives an error naming the number, not an abort;
+//! * a batch's bytes are bounded by [`Limits::max_batch_bytes`] (1 GiB by default), and
+//!   records that point at the same bytes count once per record: tools that stream a
+//!   dataset read with [`RecordSourceExt::read_batch_fitting`](crate::RecordSourceExt),
+//!   which shrinks a batch until it fits;
+//! * text read whole (JSON metadata, `spec.json`) goes through
+//!   [`paths::read_input`](crate::paths::read_input), bounded by the metadata limit.
+//!
+//! `Limits` lets a caller go further, e.g. refuse a 40 GiB record in a service that only
+//! expects thumbnails.
 
 use crate::{Error, ErrorKind, Result};
 
@@ -15,7 +31,9 @@ use crate::{Error, ErrorKind, Result};
 pub struct Limits {
     /// Largest record a reader returns, in bytes (all planned ranges of the record together).
     pub max_record_bytes: u64,
-    /// Largest batch a reader reads in one call, in bytes.
+    /// Largest batch of several records a reader reads in one call, in bytes (a batch of one
+    /// record is bounded by `max_record_bytes` alone). Records that share bytes in the file
+    /// count once each, since each gets its own copy.
     pub max_batch_bytes: u64,
     /// Most records a dataset may claim to hold.
     pub max_records: u64,
@@ -31,7 +49,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_record_bytes: 1 << 40,
-            max_batch_bytes: 1 << 40,
+            max_batch_bytes: 1 << 30,
             max_records: 1 << 40,
             max_metadata_bytes: 16 << 30,
             max_nesting: 128,

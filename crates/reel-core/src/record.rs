@@ -54,6 +54,19 @@ impl Arena {
         Span::new(start, n)
     }
 
+    /// [`grow`](Self::grow) for sizes that come from a file: fails with
+    /// [`ErrorKind::Limit`](crate::ErrorKind::Limit) instead of aborting when the memory is
+    /// not there.
+    pub(crate) fn try_grow(&mut self, n: u64) -> crate::Result<Span> {
+        let n = crate::to_usize(n, "batch")?;
+        let end = self.used.saturating_add(n);
+        if self.bytes.len() < end {
+            let more = (end - self.bytes.len()) as u64;
+            crate::try_reserve(&mut self.bytes, more, "the batch's bytes")?;
+        }
+        Ok(self.grow(n))
+    }
+
     pub(crate) fn truncate(&mut self, used: usize) {
         self.used = self.used.min(used);
     }

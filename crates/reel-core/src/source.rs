@@ -113,6 +113,24 @@ pub trait RecordSourceExt: RecordSource {
         Ok(b)
     }
 
+    /// Reads as many of `indices` as fit in one batch, from the front, into `batch`, and
+    /// returns how many that was (at least one, unless `indices` is empty). A batch refused
+    /// with [`ErrorKind::Limit`](crate::ErrorKind::Limit) — over
+    /// [`Limits::max_batch_bytes`](crate::Limits::max_batch_bytes), or too large to
+    /// allocate — is halved and retried, down to one record, whose own error is returned.
+    /// Tools that stream a whole dataset (`verify`, `cat`, `convert`) loop on this, so
+    /// records that point at the same bytes cannot add up to a batch beyond the budget.
+    fn read_batch_fitting(&self, indices: &[u64], batch: &mut RecordBatch) -> Result<usize> {
+        let mut n = indices.len();
+        loop {
+            match self.read_batch_into(&indices[..n], batch) {
+                Ok(()) => return Ok(n),
+                Err(e) if e.kind() == crate::ErrorKind::Limit && n > 1 => n /= 2,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Every record in order.
     fn iter(&self) -> Iter<'_, Self> {
         Iter { source: self, next: 0, len: self.len() }
