@@ -86,11 +86,14 @@ impl FileTables {
             )));
         }
         let (crc_bytes, off_bytes) = tables.split_at(n * 4);
-        let checksums: Vec<u32> = crc_bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        let mut offsets = Vec::with_capacity(n + 1);
+        // Allocated fallibly: a sparse file may claim more records than memory holds.
+        let mut checksums: Vec<u32> =
+            reel_core::try_vec_with_capacity(fixed.n, u64::MAX, "the checksum table")?;
+        checksums.extend(
+            crc_bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        );
+        let mut offsets =
+            reel_core::try_vec_with_capacity(fixed.n + 1, u64::MAX, "the offset table")?;
         let header_end = FIXED_HEADER_LEN + 12 * fixed.n;
         let mut prev = header_end;
         for (i, c) in off_bytes.chunks_exact(8).enumerate() {

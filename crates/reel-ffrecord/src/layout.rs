@@ -137,6 +137,8 @@ fn read_tables(
     let mut fixed_bytes = [0u8; 12];
     files.read_exact_at(k, 0, &mut fixed_bytes)?;
     let fixed = FixedHeader::parse(&fixed_bytes, file_len, limits)?;
+    limits.check_metadata(fixed.n * 12).map_err(|e| e.with_offset(4))?;
+    sampled_offsets_fit(files, k, &fixed)?;
     let tables = files.read_to_vec(k, FIXED_HEADER_LEN, fixed.n * 12)?;
     let checked = verify_metadata && fixed.meta_crc != 0 && !cfg!(fuzzing);
     if checked {
@@ -211,4 +213,35 @@ impl Layout for FfrecordLayout {
         }
         Ok(())
     }
+}
+
+/// Samples the offset table before large header tables are read whole: the first offset,
+/// 64 evenly spread ones and the last must lie after the header, within the file and in
+/// order. A header that claims millions of records over the zeros of a sparse file is
+/// refused here, reading a few hundred bytes instead of allocating its tables. (Small
+/// tables are read first, so that a damaged header is reported as the checksum mismatch
+/// it is.)
+fn sampled_offsets_fit(files: &dyn ReadAt, k: u32, fixed: &FixedHeader) -> Result<()> {
+    if fixed.n * 12 < 16 << 20 {
+        return Ok(());
+    }
+    let file_len = files.file_len(k);
+    let header_end = FIXED_HEADER_LEN + 12 * fixed.n;
+    let mut prev = header_end;
+    let samples = (0..64).map(|s| s * (fixed.n / 64)).chain([fixed.n - 1]);
+    for i in samples {
+        let at = FIXED_HEADER_LEN + 4 * fixed.n + 8 * i;
+        let mut b = [0u8; 8];
+        files.read_exact_at(k, at, &mut b)?;
+        let off = i64::from_le_bytes(b);
+        if u64::try_from(off).map_or(true, |o| o < prev || o > file_len) {
+            return Err(Error::corrupt(format!(
+                "offset of record {i} ({off}) is not between the previous records' ({prev}) \
+                 and the end of the file ({file_len})"
+            ))
+            .with_offset(at));
+        }
+        prev = off as u64;
+    }
+    Ok(())
 }

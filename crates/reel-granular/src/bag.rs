@@ -145,7 +145,7 @@ pub fn parse_index(idx: &[u8]) -> Result<BagTable> {
     if idx.len() as u64 % ENTRY != 0 {
         return Err(torn_index(idx.len() as u64));
     }
-    BagTable::from_ends(BagKind::TwoFile, read_u64s(idx))
+    BagTable::from_ends(BagKind::TwoFile, read_u64s(idx)?)
 }
 
 /// The error for an index file of `len` bytes that ends in a partial entry.
@@ -223,7 +223,7 @@ fn single_file_table_start(
 
 /// Builds the table from the entries stored from `table_start` to the end of the file.
 fn table_from_entries(table_start: u64, table: &[u8]) -> Result<BagTable> {
-    let entries = read_u64s(table);
+    let entries = read_u64s(table)?;
     let (kind, ends) = match entries.first() {
         // v1: start(0) = 0, start(1), …, D. Dropping the leading zero leaves the end offsets.
         Some(0) => (BagKind::SingleV1, entries[1..].to_vec()),
@@ -234,11 +234,20 @@ fn table_from_entries(table_start: u64, table: &[u8]) -> Result<BagTable> {
     BagTable::from_ends(kind, ends).map_err(|e| e.with_offset(table_start))
 }
 
-fn read_u64s(bytes: &[u8]) -> Vec<u64> {
-    bytes
-        .chunks_exact(ENTRY as usize)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
-        .collect()
+/// The little-endian u64s of a table read from a file, allocated fallibly (the table may
+/// be as large as a sparse file claims).
+fn read_u64s(bytes: &[u8]) -> Result<Vec<u64>> {
+    let mut v = reel_core::try_vec_with_capacity(
+        (bytes.len() / ENTRY as usize) as u64,
+        u64::MAX,
+        "the bag's offset table",
+    )?;
+    v.extend(
+        bytes
+            .chunks_exact(ENTRY as usize)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())),
+    );
+    Ok(v)
 }
 
 fn u64_at(bytes: &[u8], off: u64) -> u64 {

@@ -595,6 +595,20 @@ fn open_shard(
     columns: &[Column],
     warnings: &mut Vec<Warning>,
 ) -> Result<Shard> {
+    if sf.generation == Generation::Indexed {
+        // Column lengths follow from the .idx sizes alone: compare them before any index
+        // is read, so one huge (say, sparse) .idx among small ones costs nothing.
+        let lens: Vec<u64> =
+            sf.columns.iter().filter_map(|cf| cf.idx).map(|f| files.file_len(f) / ENTRY).collect();
+        if lens.windows(2).any(|w| w[0] != w[1]) && lens.len() == sf.columns.len() {
+            return Err(Error::corrupt(format!(
+                "inconsistent column lengths {lens:?}: a column is ahead or behind (an interrupted \
+                 write; resume the writer to repair it)"
+            ))
+            .with_path(&sf.dir)
+            .with_format(FORMAT));
+        }
+    }
     let mut shard_columns = Vec::with_capacity(sf.columns.len());
     let mut size = 0u64;
     for (cf, column) in sf.columns.iter().zip(columns) {

@@ -125,6 +125,18 @@ impl GulpLayout {
             meta_total = meta_total.saturating_add(meta_size);
             limits.check_metadata(meta_size).map_err(fail)?;
             limits.check_metadata(meta_total).map_err(fail)?;
+            if meta_size > 16 << 20 {
+                // A large meta file must at least start like a JSON object before it is
+                // read whole (the zeros of a sparse file do not).
+                let mut head = [0u8; 256];
+                files.read_exact_at(meta, 0, &mut head).map_err(fail)?;
+                if head.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| b != b'{') {
+                    return Err(fail(
+                        Error::corrupt("the meta file does not start with a JSON object")
+                            .with_offset(0),
+                    ));
+                }
+            }
             let bytes = files.read_to_vec(meta, 0, meta_size).map_err(fail)?;
             let text = String::from_utf8(bytes).map_err(|e| {
                 let at = e.utf8_error().valid_up_to();

@@ -64,6 +64,33 @@ impl SyrahFile {
         let header = SyrahHeader::parse(&head)?;
         let block = header.metadata_in(file_len)?;
         limits.check_metadata(block).map_err(|e| e.with_offset(14))?;
+        // The document's own length comes first: a block that cannot be a BSON document of
+        // the size the header gives (say, the zeros of a sparse file) is refused before the
+        // block is read into memory.
+        if block >= 4 {
+            let mut declared = [0u8; 4];
+            files.read_exact_at(k, header.metadata_offset, &mut declared)?;
+            let declared = i32::from_le_bytes(declared);
+            if !u64::try_from(declared).is_ok_and(|d| (5..=block).contains(&d)) {
+                return Err(Error::corrupt(format!(
+                    "the BSON metadata says it is {declared} bytes long, but the header gives it \
+                     {block} bytes"
+                ))
+                .with_offset(header.metadata_offset));
+            }
+        }
+        if block > 16 << 20 {
+            // A large block must at least hold an element where the document says it goes
+            // on: the zeros of a sparse file end the document at once.
+            let mut first_type = [0u8; 1];
+            files.read_exact_at(k, header.metadata_offset + 4, &mut first_type)?;
+            if first_type[0] == 0 {
+                return Err(Error::corrupt(format!(
+                    "the BSON metadata says it is {block} bytes long, but it ends after 5"
+                ))
+                .with_offset(header.metadata_offset + 4));
+            }
+        }
         let bytes = files.read_to_vec(k, header.metadata_offset, block)?;
         let (metadata, notes) =
             SyrahMetadata::parse(bytes, header.metadata_offset, file_len, limits)?;

@@ -161,7 +161,15 @@ impl OpenFiles for AutoOpener {
     }
 
     fn open_files(&self, paths: &[PathBuf]) -> Result<Box<dyn ReadAt>> {
-        Ok(Box::new(AutoFiles::open(paths)?))
+        match AutoFiles::open(paths) {
+            Ok(files) => Ok(Box::new(files)),
+            // Mapping can fail where reading cannot (a file larger than the address space
+            // left, e.g. under `ulimit -v`): read through the ring alone then.
+            Err(e) if e.kind() == reel_core::ErrorKind::Io => {
+                Ok(Box::new(UringFiles::open_with(paths, &UringOptions::default())?))
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 
