@@ -4,10 +4,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use reel::{RecordBatch, RecordSource};
+use reel::{RecordBatch, RecordSource, RecordSourceExt};
 
 use crate::common::{OpenArgs, parse_indices};
-use crate::render::{BytesAs, record_json, value_text};
+use crate::render::{BytesAs, value_text, write_record_json};
 
 /// Options of `reel cat`.
 #[derive(Args, Debug)]
@@ -32,7 +32,7 @@ pub struct CatArgs {
 
 /// Runs `reel cat`.
 pub fn run(args: &CatArgs) -> reel::Result<()> {
-    let source = reel::open_with(&args.path, &args.open.options()?)?;
+    let source = reel::open_with(&args.path, &reel::streaming(&args.open.options()?))?;
     let indices: Vec<u64> = match &args.index {
         Some(spec) => parse_indices(spec, source.len())?,
         None => (0..source.len()).collect(),
@@ -40,11 +40,13 @@ pub fn run(args: &CatArgs) -> reel::Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut batch = RecordBatch::new();
-    for chunk in indices.chunks(256) {
-        source.read_batch_into(chunk, &mut batch)?;
+    let mut rest = &indices[..];
+    while !rest.is_empty() {
+        let read = source.read_batch_fitting(&rest[..rest.len().min(256)], &mut batch)?;
+        rest = &rest[read..];
         for record in batch.iter() {
             let written = if args.json {
-                writeln!(out, "{}", record_json(&record, args.bytes, args.fields.as_deref()))
+                write_record_json(&mut out, &record, args.bytes, args.fields.as_deref())
             } else {
                 write_text(&mut out, &record, args.fields.as_deref())
             };

@@ -1,7 +1,8 @@
 //! Showing values to people (text) and to programs (JSON).
 
+use std::io::{self, Write};
+
 use reel::{DType, RecordRef, ValueRef};
-use serde_json::{Map, Value as Json, json};
 
 /// How bytes appear in JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -36,102 +37,187 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn bytes_json(b: &[u8], how: BytesAs) -> Json {
+/// Writes `bytes` as `{"base64": …}` or `{"hex": …}`, encoding piece by piece so a large
+/// value is never held twice in memory.
+fn write_bytes_json(out: &mut impl Write, b: &[u8], how: BytesAs) -> io::Result<()> {
+    // A multiple of 3, so base64 of the pieces is base64 of the whole.
+    const PIECE: usize = 3 << 12;
     match how {
-        BytesAs::Base64 => json!({ "base64": base64(b) }),
-        BytesAs::Hex => json!({ "hex": hex(b) }),
+        BytesAs::Base64 => {
+            out.write_all(b"{\"base64\":\"")?;
+            for piece in b.chunks(PIECE) {
+                out.write_all(base64(piece).as_bytes())?;
+            }
+        }
+        BytesAs::Hex => {
+            out.write_all(b"{\"hex\":\"")?;
+            for piece in b.chunks(PIECE) {
+                out.write_all(hex(piece).as_bytes())?;
+            }
+        }
     }
+    out.write_all(b"\"}")
 }
 
-fn float_json(f: f64) -> Json {
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut impl Write, v: &T) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, v).map_err(io::Error::other)
+}
+
+fn write_float_json(out: &mut impl Write, f: f64) -> io::Result<()> {
     if f.is_finite() {
-        json!(f)
+        write_json(out, &f)
     } else if f.is_nan() {
-        json!({ "float": "nan" })
+        out.write_all(b"{\"float\":\"nan\"}")
     } else {
-        json!({ "float": if f > 0.0 { "inf" } else { "-inf" } })
+        out.write_all(if f > 0.0 { b"{\"float\":\"inf\"}" } else { b"{\"float\":\"-inf\"}" })
     }
 }
 
-/// Elements of a numeric array as JSON numbers, when its dtype has a plain JSON form.
-fn array_values(dtype: DType, data: &[u8]) -> Option<Vec<Json>> {
-    macro_rules! nums {
-        ($t:ty, $n:expr) => {
-            data.chunks_exact($n)
-                .map(|c| json!(<$t>::from_le_bytes(c.try_into().unwrap_or_default())))
-                .collect()
-        };
-    }
+/// The width in bytes of one element of `dtype`, when it has a plain JSON form.
+fn json_element_width(dtype: DType) -> Option<usize> {
     Some(match dtype {
-        DType::Bool => data.iter().map(|&b| json!(b != 0)).collect(),
-        DType::I8 => data.iter().map(|&b| json!(b as i8)).collect(),
-        DType::U8 => data.iter().map(|&b| json!(b)).collect(),
-        DType::I16 => nums!(i16, 2),
-        DType::U16 => nums!(u16, 2),
-        DType::I32 => nums!(i32, 4),
-        DType::U32 => nums!(u32, 4),
-        DType::I64 => nums!(i64, 8),
-        DType::U64 => nums!(u64, 8),
-        DType::F32 => data
-            .chunks_exact(4)
-            .map(|c| float_json(f32::from_le_bytes(c.try_into().unwrap_or_default()) as f64))
-            .collect(),
-        DType::F64 => data
-            .chunks_exact(8)
-            .map(|c| float_json(f64::from_le_bytes(c.try_into().unwrap_or_default())))
-            .collect(),
+        DType::Bool | DType::I8 | DType::U8 => 1,
+        DType::I16 | DType::U16 => 2,
+        DType::I32 | DType::U32 | DType::F32 => 4,
+        DType::I64 | DType::U64 | DType::F64 => 8,
         _ => return None,
     })
 }
 
-/// A value as JSON: strings, numbers, booleans and null as themselves; bytes as
-/// `{"base64"|"hex": …}`; non-finite floats as `{"float": "nan"}`; arrays as
-/// `{"dtype", "shape", "values"}` (or `"base64"` for dtypes without a JSON form); lists
-/// as arrays; maps with text keys as objects, other maps as `{"map": [[k, v], …]}`.
-pub fn value_json(v: ValueRef<'_>, how: BytesAs) -> Json {
+/// Writes element `c` (the bytes of one element) of a `dtype` array as JSON.
+fn write_element(out: &mut impl Write, dtype: DType, c: &[u8]) -> io::Result<()> {
+    fn le<const N: usize>(c: &[u8]) -> [u8; N] {
+        c.try_into().unwrap_or([0; N])
+    }
+    match dtype {
+        DType::Bool => write_json(out, &(c[0] != 0)),
+        DType::I8 => write_json(out, &(c[0] as i8)),
+        DType::U8 => write_json(out, &c[0]),
+        DType::I16 => write_json(out, &i16::from_le_bytes(le(c))),
+        DType::U16 => write_json(out, &u16::from_le_bytes(le(c))),
+        DType::I32 => write_json(out, &i32::from_le_bytes(le(c))),
+        DType::U32 => write_json(out, &u32::from_le_bytes(le(c))),
+        DType::I64 => write_json(out, &i64::from_le_bytes(le(c))),
+        DType::U64 => write_json(out, &u64::from_le_bytes(le(c))),
+        DType::F32 => write_float_json(out, f32::from_le_bytes(le(c)) as f64),
+        DType::F64 => write_float_json(out, f64::from_le_bytes(le(c))),
+        _ => Ok(()),
+    }
+}
+
+/// Writes a value as JSON, element by element (nothing is built in memory first): strings,
+/// numbers, booleans and null as themselves; bytes as `{"base64"|"hex": …}`; non-finite
+/// floats as `{"float": "nan"}`; arrays as `{"dtype", "shape", "values"}` (or `"data"` for
+/// dtypes without a JSON form); lists as arrays; maps with text keys as objects, other maps
+/// as `{"map": [[k, v], …]}`.
+pub fn write_value_json(out: &mut impl Write, v: ValueRef<'_>, how: BytesAs) -> io::Result<()> {
     match v {
-        ValueRef::Null => Json::Null,
-        ValueRef::Bool(b) => json!(b),
-        ValueRef::Int(i) => json!(i),
-        ValueRef::UInt(u) => json!(u),
-        ValueRef::Float(f) => float_json(f),
-        ValueRef::Bytes(b) => bytes_json(b, how),
-        ValueRef::Str(s) => json!(s),
+        ValueRef::Null => out.write_all(b"null"),
+        ValueRef::Bool(b) => write_json(out, &b),
+        ValueRef::Int(i) => write_json(out, &i),
+        ValueRef::UInt(u) => write_json(out, &u),
+        ValueRef::Float(f) => write_float_json(out, f),
+        ValueRef::Bytes(b) => write_bytes_json(out, b, how),
+        ValueRef::Str(s) => write_json(out, s),
         ValueRef::Array(a) => {
-            let mut m = Map::new();
-            m.insert("dtype".into(), json!(a.dtype.name()));
-            m.insert("shape".into(), json!(a.shape));
-            match array_values(a.dtype, a.data) {
-                Some(values) => m.insert("values".into(), Json::Array(values)),
-                None => m.insert("data".into(), bytes_json(a.data, how)),
-            };
-            Json::Object(m)
+            out.write_all(b"{\"dtype\":")?;
+            write_json(out, &a.dtype.name())?;
+            out.write_all(b",\"shape\":")?;
+            write_json(out, &a.shape)?;
+            match json_element_width(a.dtype) {
+                Some(width) => {
+                    out.write_all(b",\"values\":[")?;
+                    for (k, c) in a.data.chunks_exact(width).enumerate() {
+                        if k > 0 {
+                            out.write_all(b",")?;
+                        }
+                        write_element(out, a.dtype, c)?;
+                    }
+                    out.write_all(b"]")?;
+                }
+                None => {
+                    out.write_all(b",\"data\":")?;
+                    write_bytes_json(out, a.data, how)?;
+                }
+            }
+            out.write_all(b"}")
         }
-        ValueRef::List(l) => Json::Array(l.iter().map(|x| value_json(x, how)).collect()),
+        ValueRef::List(l) => {
+            out.write_all(b"[")?;
+            for (k, x) in l.iter().enumerate() {
+                if k > 0 {
+                    out.write_all(b",")?;
+                }
+                write_value_json(out, x, how)?;
+            }
+            out.write_all(b"]")
+        }
         ValueRef::Map(m) => {
             if m.iter().all(|(k, _)| matches!(k, ValueRef::Str(_))) {
-                let mut o = Map::new();
-                for (k, v) in m.iter() {
-                    o.insert(k.as_str().unwrap_or_default().to_string(), value_json(v, how));
+                out.write_all(b"{")?;
+                for (n, (k, v)) in m.iter().enumerate() {
+                    if n > 0 {
+                        out.write_all(b",")?;
+                    }
+                    write_json(out, k.as_str().unwrap_or_default())?;
+                    out.write_all(b":")?;
+                    write_value_json(out, v, how)?;
                 }
-                Json::Object(o)
+                out.write_all(b"}")
             } else {
-                json!({ "map": m.iter().map(|(k, v)| json!([value_json(k, how), value_json(v, how)])).collect::<Vec<_>>() })
+                out.write_all(b"{\"map\":[")?;
+                for (n, (k, v)) in m.iter().enumerate() {
+                    if n > 0 {
+                        out.write_all(b",")?;
+                    }
+                    out.write_all(b"[")?;
+                    write_value_json(out, k, how)?;
+                    out.write_all(b",")?;
+                    write_value_json(out, v, how)?;
+                    out.write_all(b"]")?;
+                }
+                out.write_all(b"]}")
             }
         }
     }
 }
 
-/// A record as one JSON object: `{"index": i, "fields": {name: value, …}}`, keeping only
-/// `fields` when given.
-pub fn record_json(r: &RecordRef<'_>, how: BytesAs, only: Option<&[String]>) -> Json {
-    let mut fields = Map::new();
+/// Writes a record as one JSON object, `{"index": i, "fields": {name: value, …}}`, keeping
+/// only `fields` when given, followed by a newline.
+pub fn write_record_json(
+    out: &mut impl Write,
+    r: &RecordRef<'_>,
+    how: BytesAs,
+    only: Option<&[String]>,
+) -> io::Result<()> {
+    write!(out, "{{\"index\":{},\"fields\":{{", r.index())?;
+    let mut first = true;
     for (name, v) in r.iter() {
         if only.is_none_or(|o| o.iter().any(|n| n == name)) {
-            fields.insert(name.to_string(), value_json(v, how));
+            if !first {
+                out.write_all(b",")?;
+            }
+            first = false;
+            write_json(out, name)?;
+            out.write_all(b":")?;
+            write_value_json(out, v, how)?;
         }
     }
-    json!({ "index": r.index(), "fields": fields })
+    out.write_all(b"}}\n")
+}
+
+/// The first `max` elements of a numeric array as text, and whether there are more; only
+/// what is shown is converted.
+fn array_preview(dtype: DType, data: &[u8], max: usize) -> Option<String> {
+    let width = json_element_width(dtype)?;
+    let mut shown = Vec::new();
+    for c in data.chunks_exact(width).take(max) {
+        let mut text = Vec::new();
+        write_element(&mut text, dtype, c).ok()?;
+        shown.push(String::from_utf8_lossy(&text).into_owned());
+    }
+    let more = if data.len() / width > max { ", …" } else { "" };
+    Some(format!(" [{}{more}]", shown.join(", ")))
 }
 
 fn preview(s: &str, max: usize) -> String {
@@ -157,11 +243,7 @@ pub fn value_text(v: ValueRef<'_>) -> String {
             format!("{} bytes {}{more}", b.len(), hex(shown))
         }
         ValueRef::Array(a) => {
-            let values = array_values(a.dtype, a.data).map(|v| {
-                let shown: Vec<String> = v.iter().take(8).map(|x| x.to_string()).collect();
-                let more = if v.len() > 8 { ", …" } else { "" };
-                format!(" [{}{more}]", shown.join(", "))
-            });
+            let values = array_preview(a.dtype, a.data, 8);
             format!("{} array {:?}{}", a.dtype, a.shape, values.unwrap_or_default())
         }
         ValueRef::List(l) => {

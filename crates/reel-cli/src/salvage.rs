@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use reel::{OpenOptions, RecordBatch, RecordSink, RecordSource, VerifyReport};
+use reel::{OpenOptions, RecordBatch, RecordSink, RecordSource, RecordSourceExt, VerifyReport};
 
 /// Copies every good record of `src` into a new dataset of the same format at `out`;
 /// returns how many were written. An existing `out` is replaced only if `overwrite` is set.
@@ -13,8 +13,9 @@ pub fn salvage(
     options: &OpenOptions,
     overwrite: bool,
 ) -> reel::Result<u64> {
-    // The copy holds the records as stored, whatever --payload showed.
-    let mut raw = options.clone();
+    // The copy holds the records as stored, whatever --payload showed; batches are kept
+    // within the streaming budget.
+    let mut raw = reel::streaming(options);
     raw.payload = reel::Payload::Raw;
     raw.payload_field = None;
     let source = reel::open_as(src, report.format, &raw)?;
@@ -22,8 +23,10 @@ pub fn salvage(
     let good: Vec<u64> = (0..source.len()).filter(|i| bad.binary_search(i).is_err()).collect();
     let mut sink = reel::create_like_with(&*source, out, good.len() as u64, overwrite)?;
     let mut batch = RecordBatch::new();
-    for chunk in good.chunks(256) {
-        source.read_batch_into(chunk, &mut batch)?;
+    let mut rest = &good[..];
+    while !rest.is_empty() {
+        let read = source.read_batch_fitting(&rest[..rest.len().min(256)], &mut batch)?;
+        rest = &rest[read..];
         for r in batch.iter() {
             sink.append(r)?;
         }

@@ -41,7 +41,9 @@ pub use create::{CreateOptions, create, create_like, create_like_with};
 pub use open::{Format, OpenOptions, open, open_as, open_with, sniff};
 pub use payload::{Codec, Payload};
 pub use reel_core::*;
-pub use verify::{Problem, VerifyReport, verify, verify_with_progress};
+pub use verify::{
+    Problem, STREAM_BATCH_BYTES, VerifyReport, streaming, verify, verify_with_progress,
+};
 
 #[cfg(feature = "ffrecord")]
 pub use reel_ffrecord as ffrecord;

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use reel_core::{Error, ErrorKind, RecordBatch, RecordSource, Result};
+use reel_core::{Error, ErrorKind, RecordBatch, RecordSource, RecordSourceExt, Result};
 
 use crate::{Format, OpenOptions, open_as, sniff};
 
@@ -99,7 +99,7 @@ pub fn verify_with_progress(
 ) -> Result<VerifyReport> {
     let path = path.as_ref();
     let format = sniff(path)?;
-    let options = options.clone().verify(true);
+    let options = streaming(options).verify(true);
     let mut report =
         VerifyReport { format, records: 0, good_records: 0, problems: Vec::new(), opened: false };
     let source = match open_as(path, format, &options) {
@@ -127,8 +127,22 @@ pub fn verify_with_progress(
     Ok(report)
 }
 
-/// Reads every record in batches; a failing batch is re-read one record at a time so
-/// that every bad record is named, not just the first.
+/// The most bytes a tool that streams a whole dataset (`verify`, `convert`, `cat`) holds in
+/// one batch: enough to keep the disk busy, small enough that records sharing bytes cannot
+/// make a small file cost gigabytes.
+pub const STREAM_BATCH_BYTES: u64 = 64 << 20;
+
+/// `options` for streaming a whole dataset: the batch budget lowered to
+/// [`STREAM_BATCH_BYTES`] (batches are then shrunk to fit, see
+/// [`RecordSourceExt::read_batch_fitting`](reel_core::RecordSourceExt::read_batch_fitting)).
+pub fn streaming(options: &OpenOptions) -> OpenOptions {
+    let mut options = options.clone();
+    options.limits.max_batch_bytes = options.limits.max_batch_bytes.min(STREAM_BATCH_BYTES);
+    options
+}
+
+/// Reads every record in batches that fit the batch budget; a failing batch is re-read one
+/// record at a time so that every bad record is named, not just the first.
 fn check_records(
     source: &dyn RecordSource,
     report: &mut VerifyReport,
@@ -144,10 +158,15 @@ fn check_records(
         let end = n.min(start + BATCH);
         indices.clear();
         indices.extend(start..end);
-        match source.read_batch_into(&indices, &mut batch) {
-            Ok(()) => report.good_records += end - start,
+        match source.read_batch_fitting(&indices, &mut batch) {
+            Ok(read) => {
+                report.good_records += read as u64;
+                start += read as u64;
+            }
             Err(e) if e.kind() == ErrorKind::Io => return Err(e),
             Err(_) => {
+                // The failed batch's memory is given back before records are read alone.
+                batch = RecordBatch::new();
                 for i in start..end {
                     match source.read_into(i, &mut record) {
                         Ok(()) => report.good_records += 1,
@@ -155,10 +174,10 @@ fn check_records(
                         Err(e) => report.problems.push(Problem::from_error(&e.with_record(i))),
                     }
                 }
+                start = end;
             }
         }
-        progress(end, n);
-        start = end;
+        progress(start, n);
     }
     Ok(())
 }

@@ -166,7 +166,7 @@ pub fn convert_with_progress(
         Existing::Refuse
     };
     check_destination(dst, &[src], existing)?;
-    let source = crate::open_with(src, &options.open)?;
+    let source = crate::open_with(src, &crate::streaming(&options.open))?;
     convert_source(&*source, dst, options, progress)
 }
 
@@ -233,8 +233,11 @@ pub fn convert_source(
     let indices: Vec<u64> = range.clone().collect();
     let total = indices.len() as u64;
     let mut done = 0;
-    for chunk in indices.chunks(256) {
-        source.read_batch_into(chunk, &mut batch)?;
+    let mut rest = &indices[..];
+    while !rest.is_empty() {
+        let chunk = &rest[..rest.len().min(256)];
+        let read = source.read_batch_fitting(chunk, &mut batch)?;
+        rest = &rest[read..];
         for r in batch.iter() {
             let index = r.index();
             let ready =
@@ -247,7 +250,7 @@ pub fn convert_source(
             }
             sink.append(ready).map_err(|e| e.with_record(index))?;
         }
-        done += chunk.len() as u64;
+        done += read as u64;
         progress(done, total);
     }
     let SinkSummary { records, bytes, .. } = sink.finish()?;
