@@ -286,3 +286,176 @@ fn library_create_refuses_an_existing_path_unless_told() {
         std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names.len(), 1, "{names:?}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Class 2: small or sparse inputs that claim gigabytes.
+
+/// A file of `len` bytes holding `head` at its start and a hole (zeros, no disk) after it.
+fn sparse(path: &Path, head: &[u8], len: u64) {
+    let f = std::fs::File::create(path).unwrap();
+    std::io::Write::write_all(&mut &f, head).unwrap();
+    f.set_len(len).unwrap();
+}
+
+/// 1.5 GiB: more than the address-space limit the commands run under.
+const SPARSE: u64 = 3 << 29;
+
+/// A BSON document of one Syrah array `name` whose `items` items all point at the same
+/// `size` bytes at `offset`.
+fn syrah_bson(name: &str, items: usize, offset: i64, size: i64) -> Vec<u8> {
+    fn binary(out: &mut Vec<u8>, key: &str, values: &[i64]) {
+        out.push(0x05);
+        out.extend_from_slice(key.as_bytes());
+        out.push(0);
+        out.extend_from_slice(&((values.len() * 8) as i32).to_le_bytes());
+        out.push(0);
+        for v in values {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    let mut entry = Vec::new();
+    binary(&mut entry, "offset", &vec![offset; items]);
+    binary(&mut entry, "size", &vec![size; items]);
+    entry.push(0x02);
+    entry.extend_from_slice(b"dtype\0");
+    entry.extend_from_slice(&6i32.to_le_bytes());
+    entry.extend_from_slice(b"uint8\0");
+    let mut sub = ((entry.len() + 5) as i32).to_le_bytes().to_vec();
+    sub.extend_from_slice(&entry);
+    sub.push(0);
+    let mut body = vec![0x03];
+    body.extend_from_slice(name.as_bytes());
+    body.push(0);
+    body.extend_from_slice(&sub);
+    let mut doc = ((body.len() + 5) as i32).to_le_bytes().to_vec();
+    doc.extend_from_slice(&body);
+    doc.push(0);
+    doc
+}
+
+fn syrah_header(meta_offset: u64, meta_len: u64) -> Vec<u8> {
+    let mut h = b"GS\0\0\x02\0".to_vec();
+    h.extend_from_slice(&meta_offset.to_le_bytes());
+    h.extend_from_slice(&meta_len.to_le_bytes());
+    h
+}
+
+/// Writes every hostile file of class 2 under `dir` and returns (name, path) pairs.
+fn sparse_and_multiplying_cases(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+    let mut cases = Vec::new();
+    let mut add = |name: &'static str, path: PathBuf| cases.push((name, path));
+
+    // FFRecord: a legacy header (checksum 0) claiming 2^27 records over a sparse file, with
+    // zero offsets, and with a plausible first offset (so the tables must be read).
+    let n: u64 = 1 << 27;
+    let mut head = vec![0, 0, 0, 0];
+    head.extend_from_slice(&n.to_le_bytes());
+    let len = 12 + 12 * n + 4096;
+    sparse(&dir.join("sparse-zeros.ffr"), &head, len);
+    add("ffrecord header over a sparse file", dir.join("sparse-zeros.ffr"));
+    let path = dir.join("sparse-tables.ffr");
+    sparse(&path, &head, len);
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(&(12 + 12 * n).to_le_bytes(), 12 + 4 * n).unwrap();
+    }
+    add("ffrecord tables over a sparse file", path);
+
+    // Syrah: a metadata block of 1.5 GiB of zeros; one whose BSON length is plausible; and
+    // 512 items pointing at the same 4 MiB (2 GiB of records from a 4 MiB file).
+    sparse(&dir.join("sparse-meta.syr"), &syrah_header(22, SPARSE - 22), SPARSE);
+    add("syrah metadata over a sparse file", dir.join("sparse-meta.syr"));
+    let mut head = syrah_header(22, SPARSE - 22);
+    head.extend_from_slice(&((SPARSE - 22) as i32).to_le_bytes());
+    sparse(&dir.join("sparse-bson.syr"), &head, SPARSE);
+    add("syrah BSON length over a sparse file", dir.join("sparse-bson.syr"));
+    let size = 4 << 20;
+    let doc = syrah_bson("a", 512, 22, size);
+    let mut file = syrah_header(22 + size as u64, doc.len() as u64);
+    file.resize(22 + size as usize, 7);
+    file.extend_from_slice(&doc);
+    std::fs::write(dir.join("shared-items.syr"), &file).unwrap();
+    add("syrah items sharing their bytes", dir.join("shared-items.syr"));
+    // One item naming the same bytes in 4096 arrays: one record of 16 GiB.
+    let mut doc_names = Vec::new();
+    for k in 0..4096 {
+        let one = syrah_bson(&format!("a{k}"), 1, 22, size);
+        doc_names.extend_from_slice(&one[4..one.len() - 1]);
+    }
+    let mut doc = ((doc_names.len() + 5) as i32).to_le_bytes().to_vec();
+    doc.extend_from_slice(&doc_names);
+    doc.push(0);
+    let mut file = syrah_header(22 + size as u64, doc.len() as u64);
+    file.resize(22 + size as usize, 7);
+    file.extend_from_slice(&doc);
+    std::fs::write(dir.join("shared-arrays.syr"), &file).unwrap();
+    add("syrah arrays sharing their bytes", dir.join("shared-arrays.syr"));
+
+    // Granular: a sparse .idx; Gulp: a sparse .gmeta, and a video whose 4096 frames are the
+    // same 1 MiB.
+    let gr = generate(dir, "granular", "sparse-idx");
+    sparse(&gr.join("label.idx"), &[], SPARSE);
+    add("granular sparse .idx", gr);
+    let gulp = generate(dir, "gulp", "sparse-gmeta");
+    sparse(&gulp.join("meta_0.gmeta"), b"", SPARSE);
+    add("gulp sparse .gmeta", gulp);
+    let gulp = dir.join("shared-frames");
+    std::fs::create_dir_all(&gulp).unwrap();
+    std::fs::write(gulp.join("data_0.gulp"), vec![0xffu8; 1 << 20]).unwrap();
+    let frames = vec!["[0,0,1048576]"; 4096].join(",");
+    std::fs::write(
+        gulp.join("meta_0.gmeta"),
+        format!("{{\"v\": {{\"frame_info\": [{frames}], \"meta_data\": [{{}}]}}}}"),
+    )
+    .unwrap();
+    add("gulp frames sharing their bytes", gulp);
+
+    // OFRecord: a first frame claiming 1.5 GiB in a sparse part file.
+    let mut head = (SPARSE - 8).to_le_bytes().to_vec();
+    head.extend_from_slice(&[0x0a, 0x05]);
+    let of = dir.join("sparse-of");
+    std::fs::create_dir_all(&of).unwrap();
+    sparse(&of.join("part-00000"), &head, SPARSE);
+    add("ofrecord sparse frame", of);
+    cases
+}
+
+#[test]
+fn sparse_and_multiplying_inputs_never_abort() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    for (what, path) in sparse_and_multiplying_cases(dir) {
+        let p = path.to_str().unwrap();
+        let out = run_reel(what, dir, ["verify", "--quiet", p]);
+        assert!(out.code == 0 || out.code == 1, "verify {what}: exit {} {}", out.code, out.stderr);
+        let out = run_reel(what, dir, ["inspect", p]);
+        assert!(out.code == 0 || out.code == 2, "inspect {what}: exit {}", out.code);
+        let out = run_reel(what, dir, ["cat", "--index", "0-3", p]);
+        assert!(out.code == 0 || out.code == 2, "cat {what}: exit {}", out.code);
+        let out = run_reel(what, dir, ["cat", "--json", "--index", "0-1", p]);
+        assert!(out.code == 0 || out.code == 2, "cat --json {what}: exit {}", out.code);
+    }
+}
+
+/// Writes every hostile case of this file (special files and class 2) into the directory
+/// named by `REEL_HOSTILE_DIR`, for `peak_memory.sh` to measure `reel verify` on each.
+#[test]
+#[ignore = "run by crates/reel-cli/tests/peak_memory.sh"]
+fn write_hostile_cases() {
+    let dir = PathBuf::from(std::env::var_os("REEL_HOSTILE_DIR").expect("set REEL_HOSTILE_DIR"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = sparse_and_multiplying_cases(&dir);
+    for name in ["fifo.ffr", "fifo.syr", "fifo-noext"] {
+        mkfifo(&dir.join(name));
+    }
+    let gr = generate(&dir, "granular", "fifo-spec");
+    mkfifo(&gr.join("spec.json"));
+    let gulp = generate(&dir, "gulp", "fifo-gmeta");
+    mkfifo(&gulp.join("meta_0.gmeta"));
+    std::os::unix::fs::symlink("loop-b", dir.join("loop-a")).unwrap();
+    std::os::unix::fs::symlink("loop-a", dir.join("loop-b")).unwrap();
+    for (what, path) in cases {
+        println!("{}\t{what}", path.display());
+    }
+}
