@@ -77,7 +77,11 @@ impl OpenArgs {
             };
             return Ok(Box::new(GulpReader::open_with(&self.path, &opts)?));
         }
-        if matches!(format, Format::Granular | Format::Bags) && self.decode_images && self.path.is_dir() {
+        // A directory holding one bare bag (no spec.json, no shards) has no image columns:
+        // the facade opens it as that bag.
+        let dataset_dir = self.path.join("spec.json").exists()
+            || self.path.join(reel::granular::shard_name(0)).exists();
+        if matches!(format, Format::Granular | Format::Bags) && self.decode_images && dataset_dir {
             let opts = GranularOptions::default()
                 .backend(options.backend)
                 .limits(options.limits)

@@ -26,12 +26,18 @@ FORMATS = {
 # fail with a reel error (never a crash) in test_unopenable_cases.
 UNOPENABLE = {
     ("granular/bags-0.5.1", "empty"): "bags writes no spec.json for zero records",
-    ("granular/bags-0.5.1", "raw_bag"): "a bare .bag file pair, not a dataset directory",
-    ("granular/bags-0.5.1", "raw_bag_empty"): "a bare .bag file pair, not a dataset directory",
-    ("granular/granular-0.24.2", "raw_bag"): "a bare .bag file pair, not a dataset directory",
     ("syrah", "quirk_item_without_arrays"): "the reference writes a file it cannot read back",
     ("syrah", "quirk_zero_items"): "the reference leaves an empty file",
 }
+
+
+# Directories holding one bare bag (no spec.json): they open as that bag, records of one
+# bytes field `data` (test_a_directory_holding_one_bare_bag).
+BARE_BAGS = [
+    ("granular/bags-0.5.1", "raw_bag"),
+    ("granular/bags-0.5.1", "raw_bag_empty"),
+    ("granular/granular-0.24.2", "raw_bag"),
+]
 
 
 def dataset_path(key: str, case: str):
@@ -44,7 +50,7 @@ def cases(corrupt: bool):
         pytest.param(key, case, id=f"{key}/{case}")
         for key in FORMATS
         for case in golden_cases(key, corrupt=corrupt)
-        if (key, case) not in UNOPENABLE
+        if (key, case) not in UNOPENABLE and (key, case) not in BARE_BAGS
     ]
 
 
@@ -171,6 +177,19 @@ def test_golden_dataset(key, case):
     elif fmt == "gulp":
         check_gulp(records, m, decoded=True)
         check_gulp(reel.open(dataset_path(key, case), format=fmt, decode_images=False)[:], m, decoded=False)
+
+
+@pytest.mark.parametrize("key,case", [pytest.param(k, c, id=f"{k}/{c}") for k, c in BARE_BAGS])
+def test_a_directory_holding_one_bare_bag(key, case):
+    m = manifest(key, case)
+    ds = reel.open(dataset_path(key, case))
+    assert ds.format == "granular"
+    assert len(ds) == m["record_count"]
+    records = ds[:]
+    for e in m["records"]:
+        r = records[e["index"]]
+        assert list(r) == ["data"]
+        check_bytes(r["data"], e["content"], f"record {e['index']}")
 
 
 @pytest.mark.parametrize("key,case", cases(corrupt=True))
