@@ -141,12 +141,12 @@ fn check_complete(jpeg: &[u8]) -> Result<()> {
 /// end of data segment", …). Arithmetic-coded and lossless JPEGs are
 /// [`Unsupported`](ErrorKind::Unsupported). `max_decoded_bytes` bounds the state kept for
 /// progressive JPEGs (an eighth of their decoded size).
-///
-/// `Ok(true)` says the frame relies on the standard Huffman tables libjpeg-turbo uses for
-/// slots no DHT segment defines (as Motion-JPEG frames do).
-pub fn check_jpeg(jpeg: &[u8], max_decoded_bytes: u64) -> Result<bool> {
-    let checked = crate::jpeg_strict::check(jpeg, max_decoded_bytes);
-    checked.map(|a| a.standard_tables).map_err(|condition| {
+pub fn check_jpeg(jpeg: &[u8], max_decoded_bytes: u64) -> Result<()> {
+    strict_check(jpeg, max_decoded_bytes).map(drop)
+}
+
+fn strict_check(jpeg: &[u8], max_decoded_bytes: u64) -> Result<crate::jpeg_strict::Accepted> {
+    crate::jpeg_strict::check(jpeg, max_decoded_bytes).map_err(|condition| {
         let kind = if condition.starts_with("arithmetic-coded") {
             ErrorKind::Unsupported
         } else {
@@ -156,9 +156,34 @@ pub fn check_jpeg(jpeg: &[u8], max_decoded_bytes: u64) -> Result<bool> {
     })
 }
 
+/// The JPEG zune-jpeg is given for a frame the strict check accepted, when it differs from
+/// the frame: without the bytes libjpeg-turbo swallowed at the ends of scans (zune-jpeg
+/// may refuse a scan not followed by its marker) and the invalid Huffman tables no scan
+/// uses (zune-jpeg validates every table), and with the standard Huffman tables
+/// first when the frame relies on them (zune-jpeg does not fill undefined slots), so that
+/// every table the file defines replaces them.
+fn as_libjpeg_reads_it(jpeg: &[u8], accepted: &crate::jpeg_strict::Accepted) -> Option<Vec<u8>> {
+    if !accepted.standard_tables && accepted.edits.is_empty() {
+        return None;
+    }
+    let tables =
+        if accepted.standard_tables { crate::jpeg_strict::standard_dht() } else { Vec::new() };
+    let mut out = Vec::with_capacity(jpeg.len() + tables.len());
+    out.extend_from_slice(jpeg.get(..2)?);
+    out.extend_from_slice(&tables);
+    let mut at = 2;
+    for (start, end, replacement) in &accepted.edits {
+        out.extend_from_slice(jpeg.get(at..*start)?);
+        out.extend_from_slice(replacement);
+        at = *end;
+    }
+    out.extend_from_slice(jpeg.get(at..)?);
+    Some(out)
+}
+
 /// How to decode one frame: its size, the output colour space and channel count for a
-/// mode, and, when the frame relies on libjpeg-turbo's standard Huffman tables, a copy
-/// that defines them (zune-jpeg does not fill undefined slots).
+/// mode, and the bytes to decode when they differ from the frame's
+/// (see `as_libjpeg_reads_it`).
 struct Plan {
     width: u32,
     height: u32,
@@ -173,15 +198,12 @@ fn plan_decode(
     strictness: JpegStrictness,
     max_decoded_bytes: u64,
 ) -> Result<Plan> {
-    let mut with_tables = None;
-    if strictness == JpegStrictness::Strict && check_jpeg(jpeg, max_decoded_bytes)? {
-        // The standard tables go first, so that every table the file defines replaces them.
-        let mut patched = Vec::with_capacity(jpeg.len() + 432);
-        patched.extend_from_slice(&jpeg[..2]);
-        patched.extend_from_slice(&crate::jpeg_strict::standard_dht());
-        patched.extend_from_slice(&jpeg[2..]);
-        with_tables = Some(patched);
-    }
+    let with_tables = match strictness {
+        JpegStrictness::Strict => {
+            as_libjpeg_reads_it(jpeg, &strict_check(jpeg, max_decoded_bytes)?)
+        }
+        JpegStrictness::Lenient => None,
+    };
     let source = with_tables.as_deref().unwrap_or(jpeg);
     let (width, height, space, channels) = guarded(|| {
         let mut d = JpegDecoder::new_with_options(

@@ -247,6 +247,12 @@ struct Reader<'a> {
     discarded: u64,
     bit_buffer: u64,
     bits_left: i32,
+    /// Where the last bytes loaded into the bit buffer by the slow path lie (a ring of
+    /// start and end offsets, stuffing included) and how many were loaded since the scan
+    /// began (0 after the fast path ran: unknown), so that bytes libjpeg-turbo swallows at
+    /// the end of a scan can be found.
+    loaded_at: [(usize, usize); 8],
+    loaded: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -305,6 +311,7 @@ impl<'a> Reader<'a> {
     fn fill(&mut self, nbits: i32) -> Check<()> {
         if self.unread_marker == 0 {
             while self.bits_left < MIN_GET_BITS {
+                let start = self.pos;
                 let mut c = self.byte()?;
                 if c == 0xff {
                     loop {
@@ -322,6 +329,8 @@ impl<'a> Reader<'a> {
                 }
                 self.bit_buffer = (self.bit_buffer << 8) | u64::from(c);
                 self.bits_left += 8;
+                self.loaded_at[self.loaded % 8] = (start, self.pos);
+                self.loaded += 1;
             }
             if self.unread_marker == 0 {
                 return Ok(());
@@ -495,6 +504,7 @@ fn mcu_fast(r: &mut Reader<'_>, blocks: &[(&Derived, &Derived)]) -> bool {
     r.pos = f.at;
     r.bit_buffer = f.buf;
     r.bits_left = f.left;
+    r.loaded = 0;
     true
 }
 
@@ -525,6 +535,8 @@ struct Checker<'a> {
     coef_bits: Vec<[i8; 64]>,
     /// Whether a scan used a standard table because no DHT defined its slot.
     used_standard_table: bool,
+    /// Byte ranges libjpeg-turbo ignores and their replacements (see [`Accepted::edits`]).
+    edits: Vec<Edit>,
     /// Progressive AC refinement: per component, which coefficients of each block are
     /// non-zero so far (one 64-bit mask per block).
     nonzero: Vec<Vec<u64>>,
@@ -546,7 +558,16 @@ enum Stop {
 impl<'a> Checker<'a> {
     fn new(data: &'a [u8]) -> Self {
         Checker {
-            r: Reader { data, pos: 0, unread_marker: 0, discarded: 0, bit_buffer: 0, bits_left: 0 },
+            r: Reader {
+                data,
+                pos: 0,
+                unread_marker: 0,
+                discarded: 0,
+                bit_buffer: 0,
+                bits_left: 0,
+                loaded_at: [(0, 0); 8],
+                loaded: 0,
+            },
             frame: None,
             dc: [None, None, None, None],
             ac: [None, None, None, None],
@@ -557,6 +578,7 @@ impl<'a> Checker<'a> {
             adobe_transform: None,
             coef_bits: Vec::new(),
             used_standard_table: false,
+            edits: Vec::new(),
             nonzero: Vec::new(),
         }
     }
@@ -692,8 +714,14 @@ impl<'a> Checker<'a> {
     }
 
     fn dht(&mut self) -> Check<()> {
+        let segment_start = self.r.pos.saturating_sub(2);
         let mut length = i64::from(self.r.two_bytes()?) - 2;
+        // Tables that libjpeg-turbo validates only when a scan uses them; a decoder that
+        // validates every table it is given gets the segment without the invalid ones.
+        let mut valid_tables = Vec::new();
+        let mut any_invalid = false;
         while length > 16 {
+            let table_start = self.r.pos;
             let index = self.r.byte()?;
             let mut bits = [0u8; 17];
             let mut count = 0usize;
@@ -716,6 +744,11 @@ impl<'a> Checker<'a> {
                 return Err(format!("Bogus DHT index {table}"));
             }
             let t = HuffTable { bits, vals };
+            if derive(&t, !is_ac).is_ok() {
+                valid_tables.extend_from_slice(&self.r.data[table_start..self.r.pos]);
+            } else {
+                any_invalid = true;
+            }
             if is_ac {
                 self.ac[slot] = Some(t);
             } else {
@@ -724,6 +757,16 @@ impl<'a> Checker<'a> {
         }
         if length != 0 {
             return Err("Bogus marker length".into());
+        }
+        if any_invalid {
+            let mut replacement = Vec::new();
+            if !valid_tables.is_empty() {
+                replacement.extend_from_slice(&[0xff, M_DHT]);
+                let len = u16::try_from(valid_tables.len() + 2).unwrap_or(u16::MAX);
+                replacement.extend_from_slice(&len.to_be_bytes());
+                replacement.extend_from_slice(&valid_tables);
+            }
+            self.edits.push((segment_start, self.r.pos, replacement));
         }
         Ok(())
     }
@@ -928,6 +971,22 @@ impl<'a> Checker<'a> {
         Ok((per_row, rows, blocks))
     }
 
+    /// At the end of a scan: whole bytes still in the bit buffer are bytes libjpeg-turbo
+    /// took in and ignores (a valid scan leaves fewer than 8 padding bits), so no warning
+    /// names them. Records where they are, when the slow path loaded them.
+    fn note_swallowed(&mut self) {
+        let r = &self.r;
+        let k = usize::try_from(r.bits_left / 8).unwrap_or(0);
+        if k == 0 || k > r.loaded.min(8) {
+            return;
+        }
+        let (start, _) = r.loaded_at[(r.loaded - k) % 8];
+        let (_, end) = r.loaded_at[(r.loaded - 1) % 8];
+        if start < end {
+            self.edits.push((start, end, Vec::new()));
+        }
+    }
+
     /// `process_restart`.
     fn restart(&mut self) -> Check<()> {
         self.r.discarded += (self.r.bits_left / 8) as u64;
@@ -961,6 +1020,7 @@ impl<'a> Checker<'a> {
         }
         self.r.bits_left = 0;
         self.r.bit_buffer = 0;
+        self.r.loaded = 0;
         let interval = usize::from(self.restart_interval);
         let mut to_go = interval;
         for _ in 0..per_row * rows {
@@ -1038,6 +1098,7 @@ impl<'a> Checker<'a> {
         let (per_row, rows, layout) = self.mcu_layout(scan)?;
         self.r.bits_left = 0;
         self.r.bit_buffer = 0;
+        self.r.loaded = 0;
         let interval = usize::from(self.restart_interval);
         let mut to_go = interval;
         let mut eobrun: u32 = 0;
@@ -1239,12 +1300,20 @@ fn known_subsampling(frame: &Frame) -> bool {
 }
 
 /// What [`check`] found about a JPEG it accepts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Accepted {
     /// A scan uses a Huffman table slot (0 or 1) that no DHT defines; libjpeg-turbo then
     /// uses the standard table (Motion-JPEG frames rely on it).
     pub standard_tables: bool,
+    /// Byte ranges (ascending, apart) that libjpeg-turbo reads past without a warning and
+    /// what to put in their place for a decoder that would refuse them: bytes its bit buffer
+    /// took in at the end of a scan and ignored (replaced by nothing), and Huffman tables no
+    /// scan uses that would fail validation (the DHT segment without them).
+    pub edits: Vec<Edit>,
 }
+
+/// A byte range `start..end` of the frame and its replacement.
+pub(crate) type Edit = (usize, usize, Vec<u8>);
 
 /// A DHT segment defining the four standard tables (DC and AC, slots 0 and 1), for a
 /// decoder that does not fill undefined slots with them.
@@ -1295,8 +1364,11 @@ pub(crate) fn check(jpeg: &[u8], max_state_bytes: u64) -> Check<Accepted> {
         } else {
             c.sequential_scan(&scan)?;
         }
+        c.note_swallowed();
         match c.read_markers()? {
-            Stop::Eoi => return Ok(Accepted { standard_tables: c.used_standard_table }),
+            Stop::Eoi => {
+                return Ok(Accepted { standard_tables: c.used_standard_table, edits: c.edits });
+            }
             Stop::Sos(next) if multiple => scan = next,
             Stop::Sos(_) => {
                 return Err("Invalid JPEG file structure: SOS marker after the last scan".into());

@@ -8,7 +8,7 @@
 
 use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
 use reel_core::ErrorKind;
-use reel_gulp::{FrameDecode, JpegStrictness, decode_jpeg, decode_jpeg_with};
+use reel_gulp::{FrameDecode, JpegStrictness, check_jpeg, decode_jpeg, decode_jpeg_with};
 
 const W: u16 = 96;
 const H: u16 = 64;
@@ -275,6 +275,7 @@ fn hostile_frames_never_panic() {
             state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         ((state >> 33) as usize) % n.max(1)
     };
+    let (mut accepted, mut undecodable) = (0, 0);
     for round in 0..1500 {
         let mut d = frames[round % frames.len()].clone();
         for _ in 0..1 + next(6) {
@@ -291,8 +292,54 @@ fn hostile_frames_never_panic() {
                 }
             }
         }
-        for strictness in [JpegStrictness::Strict, JpegStrictness::Lenient] {
-            let _ = decode_jpeg_with(&d, FrameDecode::Auto, strictness);
+        let _ = decode_jpeg_with(&d, FrameDecode::Auto, JpegStrictness::Lenient);
+        // What the check accepts, the decoder decodes: libjpeg-turbo would give pixels.
+        if check_jpeg(&d, 1 << 30).is_ok() {
+            accepted += 1;
+            if decode_jpeg(&d, FrameDecode::Auto).is_err() {
+                undecodable += 1;
+            }
         }
     }
+    assert!(accepted > 100, "only {accepted} damaged frames passed the check");
+    assert!(
+        undecodable * 100 <= accepted,
+        "{undecodable} of {accepted} accepted frames do not decode"
+    );
+}
+
+#[test]
+fn what_libjpeg_turbo_reads_past_does_not_stop_the_decoder() {
+    // Stray bytes before the marker that ends a progressive scan: libjpeg-turbo's bit
+    // buffer takes in up to seven and ignores them (how many depends on where the scan's
+    // last bits fall); whenever the check accepts the frame, it decodes.
+    let j = encode(&Options { progressive: true, ..BASELINE });
+    // Every marker after the first scan's data: the ends of the scans.
+    let ends: Vec<usize> = (scan_data(&j)..j.len() - 1)
+        .filter(|&i| j[i] == 0xff && j[i + 1] != 0 && !(0xd0..=0xd7).contains(&j[i + 1]))
+        .collect();
+    let mut passed = 0;
+    for &end in &ends {
+        for k in 1..=7 {
+            let mut d = j.clone();
+            d.splice(end..end, std::iter::repeat_n(0x5a, k));
+            if check_jpeg(&d, 1 << 30).is_ok() {
+                passed += 1;
+                decode_jpeg(&d, FrameDecode::Auto).unwrap();
+            }
+        }
+    }
+    assert!(passed > 0, "no stray byte count was swallowed");
+    // A Huffman table no scan uses is never checked by libjpeg-turbo, however invalid.
+    let sos = segment(&j, 0xda, 0);
+    let mut d = j[..sos].to_vec();
+    let mut table = vec![0xff, 0xc4, 0, 20, 0x02, 1];
+    table.extend_from_slice(&[0; 15]);
+    table.push(200); // a DC symbol above 15
+    d.extend_from_slice(&table);
+    d.extend_from_slice(&j[sos..]);
+    assert_eq!(
+        decode_jpeg(&d, FrameDecode::Auto).unwrap(),
+        decode_jpeg(&j, FrameDecode::Auto).unwrap()
+    );
 }

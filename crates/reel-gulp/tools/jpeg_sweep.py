@@ -2,7 +2,7 @@
 """Damaged-JPEG sweep: does reel reject exactly the frames the reference rejects?
 
 Generates valid JPEGs (simplejpeg, as gulpio2 writes frames, plus Pillow for restart
-markers, progressive scans and optimised Huffman tables), damages each in one way per
+markers, 4:2:2, progressive scans and optimised Huffman tables), damages each in one way per
 variant, judges every variant with the reference's decoder (simplejpeg 1.9.0, called as
 gulpio2's `jpeg_bytes_to_img` calls it) and with reel (the `jpeg_judge` example), and
 prints the confusion matrix, per damage class, and every disagreement.
@@ -54,10 +54,17 @@ def bases(rng):
         out.append((f"sjgray_{w}x{h}", simplejpeg.encode_jpeg(gray[..., None], quality=90,
                                                               colorspace="GRAY")))
         for tag, kw in [("rst", {"restart_marker_blocks": 3}), ("prog", {"progressive": True}),
-                        ("opt", {"optimize": True})]:
+                        ("opt", {"optimize": True}),
+                        ("rst422", {"restart_marker_rows": 1, "subsampling": 1}),
+                        ("prog420", {"progressive": True, "subsampling": 2}),
+                        ("progrst", {"progressive": True, "restart_marker_blocks": 2})]:
             buf = io.BytesIO()
-            Image.fromarray(rgb).save(buf, "JPEG", quality=90, subsampling=0, **kw)
+            kw.setdefault("subsampling", 0)
+            Image.fromarray(rgb).save(buf, "JPEG", quality=90, **kw)
             out.append((f"pil{tag}_{w}x{h}", buf.getvalue()))
+        buf = io.BytesIO()
+        Image.fromarray(gray).save(buf, "JPEG", quality=75, progressive=True)
+        out.append((f"pilproggray_{w}x{h}", buf.getvalue()))
     return out
 
 
@@ -138,6 +145,12 @@ def damage(rng, cls, jpeg):
         k = rng.choice([1, 2, 3, 5, 8, 13, 40, 100])
         k = min(k, e - a)
         del b[e - k:e]
+    elif cls == "header":
+        # Frame, scan, restart-interval and JFIF headers: a byte flipped or replaced.
+        cands = [(a, e) for (m, a, e) in segs if m in (0xC0, 0xC1, 0xC2, 0xDA, 0xDD, 0xE0)]
+        a, e = rng.choice(cands)
+        p = rng.randrange(a + 1, e)
+        b[p] = rng.randrange(256) if rng.random() < 0.5 else b[p] ^ (1 << rng.randrange(8))
     elif cls in ("dht", "dqt"):
         want = 0xC4 if cls == "dht" else 0xDB
         cands = [(a, e) for (m, a, e) in segs if m == want]
@@ -155,7 +168,7 @@ def damage(rng, cls, jpeg):
 
 
 CLASSES = ["bitflip_ecs", "byte_ecs", "insert_before_marker", "remove_before_marker",
-           "truncate_scan", "truncate_keep_eoi", "dht", "dqt"]
+           "truncate_scan", "truncate_keep_eoi", "dht", "dqt", "header"]
 
 
 def reference(jpeg):
