@@ -63,7 +63,8 @@ pub use reel_syrah as syrah;
 /// Everything a program using reel usually names, in one import: `use reel::prelude::*;`.
 ///
 /// It holds [`reel_core::prelude`] (records, the source and sink traits, errors) and the
-/// facade's entry points ([`open`], [`create`], [`convert`] and their options, [`Format`]).
+/// facade's entry points ([`open`], [`create`], [`convert`](fn@crate::convert) and their
+/// options, [`Format`]).
 /// A format's own types are in its module (`reel::ffrecord::FfrecordWriter`, …) and that
 /// module's `prelude`.
 pub mod prelude {
