@@ -27,6 +27,7 @@ pub(crate) struct OpenArgs {
     pub(crate) backend: String,
     pub(crate) verify: bool,
     pub(crate) decode_images: bool,
+    pub(crate) decode: bool,
 }
 
 impl OpenArgs {
@@ -81,11 +82,15 @@ impl OpenArgs {
         // the facade opens it as that bag.
         let dataset_dir = self.path.join("spec.json").exists()
             || self.path.join(reel::granular::shard_name(0)).exists();
-        if matches!(format, Format::Granular | Format::Bags) && self.decode_images && dataset_dir {
-            let opts = GranularOptions::default()
+        if matches!(format, Format::Granular | Format::Bags)
+            && (self.decode_images || !self.decode)
+            && dataset_dir
+        {
+            let mut opts = GranularOptions::default()
                 .backend(options.backend)
                 .limits(options.limits)
-                .decode_images(true);
+                .decode_images(self.decode_images && self.decode);
+            opts.decode = self.decode;
             return Ok(Box::new(GranularReader::open_with(&self.path, &opts)?));
         }
         reel::open_as(&self.path, format, &options)
@@ -103,12 +108,14 @@ impl OpenArgs {
 ///     verify: check stored checksums on every read where the format has them.
 ///     decode_images: GulpIO2 frames and Granular jpg/png fields as decoded uint8 arrays,
 ///         as gulpio2 and granular return them (True), or the stored JPEG/PNG bytes (False).
+///     decode: Granular only: False gives every field as its stored bytes (the
+///         reference's `decoders=None`).
 ///
 /// Raises:
 ///     FileNotFoundError (reel.NotFoundError) if nothing is at `path`; reel.ReelError
 ///     subclasses for data reel cannot read; ValueError for bad arguments.
 #[pyfunction]
-#[pyo3(signature = (path, *, format=None, backend="auto", verify=true, decode_images=true))]
+#[pyo3(signature = (path, *, format=None, backend="auto", verify=true, decode_images=true, decode=true))]
 pub(crate) fn open(
     py: Python<'_>,
     path: PathBuf,
@@ -116,8 +123,10 @@ pub(crate) fn open(
     backend: &str,
     verify: bool,
     decode_images: bool,
+    decode: bool,
 ) -> PyResult<Dataset> {
-    let args = OpenArgs { path, format, backend: backend.to_string(), verify, decode_images };
+    let args =
+        OpenArgs { path, format, backend: backend.to_string(), verify, decode_images, decode };
     Dataset::open(py, args)
 }
 

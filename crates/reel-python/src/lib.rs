@@ -7,6 +7,7 @@
 mod buffer;
 mod dataset;
 mod errors;
+mod gulp;
 mod loader;
 mod records;
 mod values;
@@ -28,5 +29,6 @@ fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(writer::convert, m)?)?;
     m.add_function(wrap_pyfunction!(writer::verify, m)?)?;
     m.add_function(wrap_pyfunction!(writer::generate, m)?)?;
+    m.add_function(wrap_pyfunction!(gulp::gulp_index, m)?)?;
     Ok(())
 }

@@ -163,6 +163,7 @@ pub(crate) fn verify<'py>(
         backend: backend.to_string(),
         verify: true,
         decode_images: false,
+        decode: true,
     };
     let options = args.options().py_err(py)?;
     let report = py.detach(|| reel::verify(&path, &options)).py_err(py)?;

@@ -72,6 +72,14 @@ def _reopen(
     backend: str,
     verify: bool,
     decode_images: bool,
+    decode: bool = True,
 ) -> Dataset:
     """Opens a dataset again after unpickling (what ``Dataset.__reduce__`` names)."""
-    return open(path, format=format, backend=backend, verify=verify, decode_images=decode_images)
+    return open(
+        path,
+        format=format,
+        backend=backend,
+        verify=verify,
+        decode_images=decode_images,
+        decode=decode,
+    )
