@@ -236,3 +236,21 @@ def test_forked_child_reads_while_parent_reads(backend):
         assert [x["data"] for x in ds[:]] == expected
     assert os.read(r, 1) == b"1"
     os.waitpid(pid, 0)
+
+
+def test_type_stubs_cover_the_extension():
+    """Every public name of the compiled module is declared in _reel.pyi, and vice versa."""
+    import ast
+    import pathlib
+
+    import reel._reel as ext
+
+    stub = pathlib.Path(reel.__file__).with_name("_reel.pyi")
+    tree = ast.parse(stub.read_text())
+    declared = {
+        n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+    } | {t.id for n in tree.body if isinstance(n, ast.AnnAssign) for t in [n.target]}
+    public = {n for n in dir(ext) if not n.startswith("_")} | {"__version__"}
+    assert public <= declared | {"__version__"}, public - declared
+    assert {n for n in declared if not n.startswith("_")} <= public | {"StrPath", "Record"}
+    assert stub.with_name("py.typed").exists()

@@ -1,0 +1,135 @@
+"""Type stubs of reel's compiled extension (``reel._reel``); import ``reel``, not this."""
+
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+__version__: str
+
+StrPath = str | os.PathLike[str]
+Record = dict[str, Any]
+
+def open(
+    path: StrPath,
+    *,
+    format: str | None = None,
+    backend: str = "auto",
+    verify: bool = True,
+    decode_images: bool = True,
+    decode: bool = True,
+) -> Dataset:
+    """Opens the dataset at ``path`` (a file or directory), working out its format."""
+
+def convert(
+    src: StrPath, dst: StrPath, *, to: str, verify: bool = True, overwrite: bool = False
+) -> dict[str, Any]:
+    """Converts the dataset at ``src`` into a new ``to`` dataset at ``dst``."""
+
+def verify(path: StrPath, *, backend: str = "auto") -> dict[str, Any]:
+    """Checks every record; the report names the bad ones (``bad_records``)."""
+
+def generate(
+    path: StrPath,
+    *,
+    format: str = "ffrecord",
+    records: int = 1000,
+    max_record: int = 4096,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Writes a generated dataset whose records are derived from their index."""
+
+def gulp_index(
+    path: StrPath,
+) -> tuple[list[int], list[tuple[str, int, list[tuple[int, int, int]], str]]]:
+    """Chunk numbers and (id, chunk, frame_info, meta_data JSON) of every video."""
+
+class Info:
+    """What a dataset is."""
+
+    @property
+    def format(self) -> str: ...
+    @property
+    def version(self) -> str | None: ...
+    @property
+    def schema(self) -> list[tuple[str, str]] | None: ...
+    @property
+    def files(self) -> list[os.PathLike[str]]: ...
+    @property
+    def warnings(self) -> list[tuple[str, os.PathLike[str] | None, str]]: ...
+    @property
+    def facts(self) -> list[tuple[str, str]]: ...
+
+class BatchBuffer:
+    """The bytes of one batch read, shared without a copy (buffer protocol, read-only)."""
+
+    def __len__(self) -> int: ...
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+
+class DatasetIter:
+    """Iterator over every record of a dataset, reading a batch at a time."""
+
+    def __iter__(self) -> DatasetIter: ...
+    def __next__(self) -> Record: ...
+
+class IndexPlan:
+    """The index batches of one rank, from reel-loader."""
+
+    def __iter__(self) -> Iterator[tuple[list[int], str]]: ...
+    def __next__(self) -> tuple[list[int], str]: ...
+    def state(self) -> str: ...
+
+class Dataset:
+    """A dataset opened with ``reel.open``: a sequence of records (dicts)."""
+
+    def __len__(self) -> int: ...
+    @overload
+    def __getitem__(self, key: int) -> Record: ...
+    @overload
+    def __getitem__(self, key: slice | Sequence[int]) -> list[Record]: ...
+    def read(self, index: int, *, copy: bool = True) -> Record: ...
+    def read_batch(self, indices: Iterable[int], *, copy: bool = True) -> list[Record]: ...
+    def __iter__(self) -> DatasetIter: ...
+    @property
+    def info(self) -> Info: ...
+    @property
+    def path(self) -> os.PathLike[str]: ...
+    @property
+    def format(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    def plan(
+        self,
+        *,
+        batch_size: int,
+        shuffle: str = "feistel",
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        drop_last: bool = False,
+        epoch: int = 0,
+        epochs: int | None = None,
+        state: str | None = None,
+    ) -> IndexPlan: ...
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]: ...
+
+class Sink:
+    """A dataset being written (wrapped by ``reel.Writer``)."""
+
+    def __init__(
+        self,
+        path: StrPath,
+        format: str,
+        *,
+        schema: list[tuple[str, str]] | None = None,
+        records: int | None = None,
+        overwrite: bool = False,
+    ) -> None: ...
+    def append(self, record: Mapping[str, Any]) -> int: ...
+    def finish(self) -> dict[str, Any]: ...
+    def abort(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def path(self) -> os.PathLike[str]: ...
+    @property
+    def format(self) -> str: ...
