@@ -51,8 +51,8 @@ pub enum JpegStrictness {
 /// What a reader returns for each frame.
 ///
 /// Decoding uses zune-jpeg; pixel values differ slightly from the reference's
-/// (libjpeg-turbo with fast DCT and fast upsampling), as between any two JPEG decoders. Like
-/// the reference, a JPEG that ends before its end-of-image marker is an error.
+/// (libjpeg-turbo with fast DCT and fast upsampling), as between any two JPEG decoders.
+/// Which frames fail is the reference's choice by default: see [`JpegStrictness`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum FrameDecode {
     /// The stored JPEG bytes, without their padding and without decoding (what

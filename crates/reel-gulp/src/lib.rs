@@ -8,7 +8,9 @@
 //! * [`GulpReader`] opens a directory in the reference's chunk order and reads videos as
 //!   records (`id`, `meta`, `frames`; see its documentation for the exact mapping), by
 //!   index or id, with frame selection by slice or index list ([`FrameSelection`]) that
-//!   reads only the chosen frames, and optional JPEG decoding ([`FrameDecode`]).
+//!   reads only the chosen frames, and optional JPEG decoding ([`FrameDecode`]) that fails
+//!   on exactly the frames the reference's decoder fails on ([`JpegStrictness`],
+//!   [`GulpReader::bad_frames`]).
 //! * [`GulpChunkWriter`] writes or extends one chunk like the reference's `GulpChunk`;
 //!   [`GulpWriter`] writes a whole directory chunk by chunk and is the
 //!   [`RecordSink`](reel_core::RecordSink). The `.gmeta` text is byte-identical to
