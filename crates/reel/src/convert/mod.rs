@@ -166,9 +166,23 @@ pub fn convert_with_progress(
         Existing::Refuse
     };
     check_destination(dst, &[src], existing)?;
-    let source = crate::open_with(src, &crate::streaming(&options.open))?;
+    // A conversion reads its source once, front to back. Under the default backend it reads
+    // with pread, so the kernel reads ahead and the process holds only the batches in
+    // flight, instead of mapping the source (which shows the whole source as resident).
+    let mut open = options.open.clone();
+    if open.backend.name() == "auto" {
+        open.backend = reel_core::Backend::Pread;
+    }
+    let source = crate::open_with(src, &crate::streaming(&open))?;
     convert_source(&*source, dst, options, progress)
 }
+
+/// Records per batch read: enough to amortise a read call, few enough that the batches in
+/// flight stay small.
+const BATCH_RECORDS: u64 = 64;
+
+/// Batches read ahead of the writer.
+const READ_AHEAD: usize = 2;
 
 /// Converts an open source.
 pub fn convert_source(
@@ -229,30 +243,53 @@ pub fn convert_source(
         None => (crate::create(dst, to, &create)?, dst.to_path_buf()),
     };
 
-    let mut batch = RecordBatch::new();
-    let indices: Vec<u64> = range.clone().collect();
-    let total = indices.len() as u64;
+    let total = range.end - range.start;
     let mut done = 0;
-    let mut rest = &indices[..];
-    while !rest.is_empty() {
-        let chunk = &rest[..rest.len().min(256)];
-        let read = source.read_batch_fitting(chunk, &mut batch)?;
-        rest = &rest[read..];
-        for r in batch.iter() {
-            let index = r.index();
-            let ready =
-                stages.prepare(options, &r, &mut losses).map_err(|e| e.with_record(index))?;
-            if options.lossless_only && !losses.is_empty() {
-                return Err(Error::schema(format!(
-                    "record {index} would lose information in {to}"
-                ))
-                .with_record(index));
+    // One thread reads batches ahead while this one adapts and writes, so reading and
+    // writing overlap; at most `READ_AHEAD` batches wait, each within the batch budget of
+    // `streaming`, so memory stays a few batches.
+    std::thread::scope(|scope| -> Result<()> {
+        let (full_tx, full) = std::sync::mpsc::sync_channel::<Result<RecordBatch>>(READ_AHEAD);
+        let (empty_tx, empty) = std::sync::mpsc::channel::<RecordBatch>();
+        let chunks = range.clone();
+        scope.spawn(move || {
+            let mut next = chunks.start;
+            while next < chunks.end {
+                let end = chunks.end.min(next + BATCH_RECORDS);
+                let indices: Vec<u64> = (next..end).collect();
+                let mut batch = empty.try_recv().unwrap_or_default();
+                // A batch over the byte budget is cut short; the rest comes next time.
+                let read = source.read_batch_fitting(&indices, &mut batch).map(|n| {
+                    next += n as u64;
+                    batch
+                });
+                let failed = read.is_err();
+                // A closed channel means the writer stopped (an error): stop reading too.
+                if full_tx.send(read).is_err() || failed {
+                    break;
+                }
             }
-            sink.append(ready).map_err(|e| e.with_record(index))?;
+        });
+        for read in full {
+            let batch = read?;
+            for r in batch.iter() {
+                let index = r.index();
+                let ready =
+                    stages.prepare(options, &r, &mut losses).map_err(|e| e.with_record(index))?;
+                if options.lossless_only && !losses.is_empty() {
+                    return Err(Error::schema(format!(
+                        "record {index} would lose information in {to}"
+                    ))
+                    .with_record(index));
+                }
+                sink.append(ready).map_err(|e| e.with_record(index))?;
+            }
+            done += batch.len() as u64;
+            progress(done, total);
+            let _ = empty_tx.send(batch);
         }
-        done += read as u64;
-        progress(done, total);
-    }
+        Ok(())
+    })?;
     let SinkSummary { records, bytes, .. } = sink.finish()?;
     Ok(ConvertReport {
         from,
