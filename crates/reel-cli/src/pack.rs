@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use reel::ffrecord::{PackedFolder, pack_folder};
+use reel::ffrecord::{FolderDir, FolderEntry, PackedFolder, pack_folder};
 use reel::paths::{Existing, check_destination};
 
 use crate::progress::bar;
@@ -27,6 +27,11 @@ pub struct UnpackArgs {
     packed: PathBuf,
     /// The directory to create (must not exist or be empty).
     dir: PathBuf,
+    /// The most bytes to write (default: the packed file's size, which a folder whose
+    /// names each have their own record never exceeds; names that share a record can
+    /// add up to more, and are then refused unless allowed here).
+    #[arg(long)]
+    max_bytes: Option<u64>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -51,14 +56,81 @@ pub fn unpack(args: &UnpackArgs) -> reel::Result<()> {
     // An empty directory may be there; anything else is refused, before reading.
     check_destination(&args.dir, &[&args.packed], Existing::Refuse)?;
     let folder = PackedFolder::open(&args.packed)?;
+    // What will be written, from the index alone, before anything is.
+    let mut plan = Vec::new();
+    collect_files(folder.root(), Path::new(""), &mut plan)?;
+    let offsets = folder.reader().get_offsets(0).unwrap_or_default();
+    let size_of = |i: u64| -> u64 {
+        let i = i as usize;
+        match (offsets.get(i), offsets.get(i + 1)) {
+            (Some(a), Some(b)) => b.saturating_sub(*a),
+            _ => 0,
+        }
+    };
+    let total: u64 = plan.iter().map(|(_, i)| size_of(*i)).fold(0, u64::saturating_add);
+    let packed_len = std::fs::metadata(&args.packed).map(|m| m.len()).unwrap_or(0);
+    let allowed = args.max_bytes.unwrap_or(packed_len);
+    if total > allowed {
+        return Err(reel::Error::new(
+            reel::ErrorKind::Limit,
+            format!(
+                "unpacking would write {total} bytes in {} files from a {packed_len}-byte packed \
+                 file (names share records), more than the {allowed} allowed; pass \
+                 --max-bytes {total} to write it anyway",
+                plan.len()
+            ),
+        )
+        .with_path(&args.packed));
+    }
+    println!("unpacking {} files ({total} bytes) into {}", plan.len(), args.dir.display());
     // Unpack into a staging directory, so a failure leaves no half-unpacked tree.
     let staged = reel::StagedDir::create(&args.dir)?;
-    let pb = bar(folder.num_files(), "unpack", args.quiet);
-    let mut files = 0;
-    unpack_dir(&folder, "", staged.path(), &args.dir, &pb, &mut files)?;
+    let pb = bar(plan.len() as u64, "unpack", args.quiet);
+    for (rel, index) in &plan {
+        let target = staged.path().join(rel);
+        let shown = args.dir.join(rel);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                reel::Error::io(e, "cannot create directory")
+                    .with_path(shown.parent().unwrap_or(&args.dir))
+            })?;
+        }
+        let data = folder.reader().read_one(*index)?;
+        std::fs::write(&target, data)
+            .map_err(|e| reel::Error::io(e, "cannot write").with_path(&shown))?;
+        pb.inc(1);
+    }
+    collect_dirs(folder.root(), staged.path(), &args.dir)?;
     pb.finish_and_clear();
     staged.commit()?;
-    println!("unpacked {files} files into {}", args.dir.display());
+    println!("unpacked {} files into {}", plan.len(), args.dir.display());
+    Ok(())
+}
+
+/// Every file of `dir` (recursively) as (path relative to the root, record index), walking
+/// the index tree once (no lookups by path, so a directory of many names stays linear).
+fn collect_files(dir: &FolderDir, at: &Path, out: &mut Vec<(PathBuf, u64)>) -> reel::Result<()> {
+    for (name, entry) in dir.entries() {
+        let path = at.join(safe_name(name)?);
+        match entry {
+            FolderEntry::File(i) => out.push((path, *i)),
+            FolderEntry::Dir(sub) => collect_files(sub, &path, out)?,
+        }
+    }
+    Ok(())
+}
+
+/// Creates every directory of the tree under `to` (empty ones have no file to make them).
+fn collect_dirs(dir: &FolderDir, to: &Path, shown: &Path) -> reel::Result<()> {
+    for (name, entry) in dir.entries() {
+        if let FolderEntry::Dir(sub) = entry {
+            let name = safe_name(name)?;
+            let (to, shown) = (to.join(name), shown.join(name));
+            std::fs::create_dir_all(&to)
+                .map_err(|e| reel::Error::io(e, "cannot create directory").with_path(&shown))?;
+            collect_dirs(sub, &to, &shown)?;
+        }
+    }
     Ok(())
 }
 
@@ -71,33 +143,4 @@ fn safe_name(name: &str) -> reel::Result<&str> {
         )));
     }
     Ok(name)
-}
-
-/// Writes folder `dir` of the packed file into `to` (inside the staging directory); errors
-/// name `shown`, where the same entry will appear for the user once unpacking succeeds.
-fn unpack_dir(
-    folder: &PackedFolder,
-    dir: &str,
-    to: &Path,
-    shown: &Path,
-    pb: &indicatif::ProgressBar,
-    files: &mut u64,
-) -> reel::Result<()> {
-    std::fs::create_dir_all(to)
-        .map_err(|e| reel::Error::io(e, "cannot create directory").with_path(shown))?;
-    for name in folder.list(dir, true, true, false)? {
-        let safe = safe_name(&name)?;
-        let full = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
-        let target = to.join(safe);
-        if folder.is_dir(&full) {
-            unpack_dir(folder, &full, &target, &shown.join(safe), pb, files)?;
-        } else {
-            let data = folder.read_one(&full)?;
-            std::fs::write(&target, data)
-                .map_err(|e| reel::Error::io(e, "cannot write").with_path(shown.join(safe)))?;
-            *files += 1;
-            pb.inc(1);
-        }
-    }
-    Ok(())
 }

@@ -459,3 +459,47 @@ fn write_hostile_cases() {
         println!("{}\t{what}", path.display());
     }
 }
+
+/// A packed folder whose index is `index` (a pickle) over `records` file records.
+fn packed(path: &Path, records: &[Vec<u8>], index: &[u8]) {
+    let mut w = reel::ffrecord::FfrecordWriter::create(path, records.len() as u64 + 1).unwrap();
+    for r in records {
+        w.write_one(r).unwrap();
+    }
+    let mut meta = reel::ffrecord::PACKED_MAGIC.to_vec();
+    meta.extend_from_slice(index);
+    w.write_one(&meta).unwrap();
+    w.finish().unwrap();
+}
+
+#[test]
+fn unpack_says_what_it_will_write_and_refuses_names_sharing_records() {
+    use reel::ffrecord::{FolderDir, FolderEntry, pickle::write_folder_index};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // 400 names for one 256 KiB record: 100 MiB from a 256 KiB file.
+    let mut root = FolderDir::new();
+    for k in 0..400 {
+        root.insert(format!("copy{k}").as_str().into(), FolderEntry::File(0));
+    }
+    packed(&dir.join("shared.ffr"), &[vec![1u8; 256 << 10]], &write_folder_index(&root));
+    let out = run_reel("unpack shared", dir, ["unpack", "--quiet", "shared.ffr", "out"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    refused("unpack shared", &out, "shared.ffr", "would write 104857600 bytes in 400 files");
+    assert!(!dir.join("out").exists());
+    let out = run_reel(
+        "unpack shared, allowed",
+        dir,
+        ["unpack", "--quiet", "--max-bytes", "104857600", "shared.ffr", "out"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("unpacking 400 files (104857600 bytes)"), "{}", out.stdout);
+    assert_eq!(std::fs::read(dir.join("out/copy399")).unwrap().len(), 256 << 10);
+
+    // An index of 8 MiB of EMPTY_DICT opcodes: refused by the parser's memory budget.
+    let mut index = vec![0x80, 4];
+    index.resize(8 << 20, b'}');
+    packed(&dir.join("dicts.ffr"), &[], &index);
+    let out = run_reel("unpack dicts", dir, ["unpack", "--quiet", "dicts.ffr", "out2"]);
+    refused("unpack dicts", &out, "dicts.ffr", "bytes of memory per byte");
+}

@@ -91,10 +91,47 @@ struct Parser<'a> {
     stack: Vec<Item>,
     marks: Vec<usize>,
     memo: HashMap<u32, Item>,
+    /// Every dict's entries in the order they were set; a name set twice is resolved when
+    /// the tree is built, so setting an item is O(1) instead of a scan of its dict.
     dicts: Vec<Vec<(Arc<str>, Item)>>,
+    /// Bytes held by strings, dicts, dict entries and memo entries so far.
+    held: usize,
+    /// The most the parser may hold: [`MEMORY_PER_BYTE`] per input byte plus a fixed slack.
+    budget: usize,
+    /// The input's length, for messages.
+    input_len: usize,
 }
 
+/// How many bytes of memory the parser may hold per byte of input. A pickle written by
+/// `pack_folder` needs about 13 (one-letter names, each a dict entry and a memo entry); a
+/// crafted one made of nothing but `EMPTY_DICT` opcodes would need 48 and is refused.
+const MEMORY_PER_BYTE: usize = 24;
+
+/// What the budget counts for one memo entry (a hash-map slot), one dict and one entry.
+const MEMO_ENTRY: usize = 48;
+const DICT: usize = std::mem::size_of::<Vec<(Arc<str>, Item)>>();
+const DICT_ENTRY: usize = std::mem::size_of::<(Arc<str>, Item)>();
+
 impl Parser<'_> {
+    /// Checks all the parser holds (the stack and marks included) against the budget, so
+    /// that memory stays linear in the input's size.
+    fn within_budget(&self, at: usize) -> Result<()> {
+        let live = self.held
+            + self.stack.len() * std::mem::size_of::<Item>()
+            + self.marks.len() * std::mem::size_of::<usize>();
+        if live > self.budget {
+            return Err(Error::new(
+                ErrorKind::Limit,
+                format!(
+                    "the folder index pickle ({} bytes) needs more than {MEMORY_PER_BYTE} bytes \
+                     of memory per byte to parse (stopped at byte {at})",
+                    self.input_len
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn corrupt(&self, what: impl std::fmt::Display) -> Error {
         self.ops.corrupt(self.ops.position(), what)
     }
@@ -138,11 +175,8 @@ impl Parser<'_> {
                     "folder index entry {k:?} is neither a record index nor a directory"
                 )));
             }
-            let dict = &mut self.dicts[id];
-            match dict.iter_mut().find(|(name, _)| *name == k) {
-                Some(slot) => slot.1 = v,
-                None => dict.push((k, v)),
-            }
+            self.held += DICT_ENTRY;
+            self.dicts[id].push((k, v));
         }
         Ok(())
     }
@@ -150,6 +184,7 @@ impl Parser<'_> {
     fn run(&mut self) -> Result<Item> {
         loop {
             let (at, op) = self.ops.next_op()?;
+            self.within_budget(at)?;
             match op {
                 Op::Proto(p) => {
                     if !(2..=5).contains(&p) {
@@ -162,15 +197,18 @@ impl Parser<'_> {
                 Op::Text { bytes, .. } => {
                     let s = std::str::from_utf8(bytes)
                         .map_err(|_| self.ops.corrupt(at, "a name is not valid UTF-8"))?;
+                    self.held += 16 + s.len();
                     self.stack.push(Item::Str(Arc::from(s)));
                 }
                 Op::Memoize => {
                     let item = self.top()?.clone();
                     let idx = self.memo.len() as u32;
+                    self.held += MEMO_ENTRY;
                     self.memo.insert(idx, item);
                 }
                 Op::Put(idx) => {
                     let item = self.top()?.clone();
+                    self.held += MEMO_ENTRY;
                     self.memo.insert(idx, item);
                 }
                 Op::Get(idx) => {
@@ -199,10 +237,12 @@ impl Parser<'_> {
                             "folder index pickle calls something other than OrderedDict()",
                         ));
                     }
+                    self.held += DICT;
                     self.dicts.push(Vec::new());
                     self.stack.push(Item::Dict(self.dicts.len() - 1));
                 }
                 Op::EmptyDict => {
+                    self.held += DICT;
                     self.dicts.push(Vec::new());
                     self.stack.push(Item::Dict(self.dicts.len() - 1));
                 }
@@ -263,7 +303,20 @@ impl Parser<'_> {
             ));
         }
         let mut dir = FolderDir { entries: Vec::with_capacity(self.dicts[id].len()) };
-        for (name, item) in &self.dicts[id] {
+        // A name set again keeps its first position and takes its last value (what
+        // OrderedDict.__setitem__ does).
+        let set = &self.dicts[id];
+        let mut last: HashMap<&str, usize> = HashMap::with_capacity(set.len());
+        for (k, (name, _)) in set.iter().enumerate() {
+            last.insert(name, k);
+        }
+        let mut built: std::collections::HashSet<&str> =
+            std::collections::HashSet::with_capacity(last.len());
+        for (name, _) in set {
+            if !built.insert(name) {
+                continue;
+            }
+            let item = &set[last[&**name]].1;
             let entry = match *item {
                 Item::Int(i) => FolderEntry::File(u64::try_from(i).map_err(|_| {
                     Error::corrupt(format!(
@@ -302,11 +355,16 @@ pub fn parse_folder_index(bytes: &[u8], max_depth: u32) -> Result<FolderDir> {
         marks: Vec::new(),
         memo: HashMap::new(),
         dicts: Vec::new(),
+        held: 0,
+        budget: bytes.len().saturating_mul(MEMORY_PER_BYTE).saturating_add(1 << 20),
+        input_len: bytes.len(),
     };
     let Item::Dict(root) = p.run()? else {
         return Err(Error::unsupported("folder index pickle does not hold a dict"));
     };
-    let mut placed = vec![false; p.dicts.len()];
+    let mut placed =
+        reel_core::try_vec_with_capacity(p.dicts.len() as u64, u64::MAX, "the folder index")?;
+    placed.resize(p.dicts.len(), false);
     placed[root] = true;
     p.build(root, &mut placed, 0, max_depth)
 }
@@ -544,5 +602,41 @@ mod tests {
         for n in 0..bytes.len() {
             assert!(parse_folder_index(&bytes[..n], 64).is_err());
         }
+    }
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::*;
+
+    #[test]
+    fn a_pickle_of_empty_dicts_is_refused_by_its_memory_budget() {
+        // 4 MiB of EMPTY_DICT would need 48 bytes of memory per byte.
+        let mut bytes = vec![0x80, 4];
+        bytes.resize(4 << 20, b'}');
+        let e = parse_folder_index(&bytes, 64).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+        assert!(e.message().contains("bytes of memory per byte"), "{e}");
+    }
+
+    #[test]
+    fn many_names_in_one_dict_parse_in_linear_time_and_repeats_replace_in_place() {
+        let mut root = FolderDir::new();
+        for i in 0..20_000u64 {
+            root.insert(Arc::from(format!("f{i}").as_str()), FolderEntry::File(i));
+        }
+        let bytes = write_folder_index(&root);
+        let t = std::time::Instant::now();
+        let parsed = parse_folder_index(&bytes, 64).unwrap();
+        assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
+        assert_eq!(parsed.entries().len(), 20_000);
+        // SETITEM of an existing name: first position, last value.
+        let mut bytes = vec![0x80, 4, b'}', 0x8c, 1, b'a', b'K', 1, b's', 0x8c, 1, b'b', b'K', 2];
+        bytes.extend_from_slice(&[b's', 0x8c, 1, b'a', b'K', 3, b's', b'.']);
+        let dir = parse_folder_index(&bytes, 64).unwrap();
+        assert_eq!(
+            dir.entries(),
+            &[(Arc::from("a"), FolderEntry::File(3)), (Arc::from("b"), FolderEntry::File(2))]
+        );
     }
 }
