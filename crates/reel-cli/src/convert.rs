@@ -20,7 +20,7 @@ pub struct ConvertArgs {
     dst: PathBuf,
     /// Target format and generation: ffrecord, syrah, ofrecord, granular (granular 0.24's
     /// `<key>.bag` + `<key>.idx` layout, whatever the source), bags (bags 0.5.1's refs
-    /// layout, only when asked for) or gulp.
+    /// layout, only when asked for), gulp, parquet or arrow (an Arrow IPC file).
     #[arg(long)]
     to: String,
     /// Write only part K of N (e.g. `3/8`), so N processes can convert one dataset at once.
@@ -56,6 +56,8 @@ pub struct ConvertArgs {
     quiet: bool,
     #[command(flatten)]
     open: OpenArgs,
+    #[command(flatten)]
+    arrow: crate::arrow_args::ArrowArgs,
 }
 
 fn parse_shard(s: &str) -> reel::Result<(u64, u64)> {
@@ -73,7 +75,7 @@ fn parse_shard(s: &str) -> reel::Result<(u64, u64)> {
 pub fn run(args: &ConvertArgs) -> reel::Result<()> {
     let to = Format::from_name(&args.to).ok_or_else(|| {
         reel::Error::invalid_input(format!(
-            "unknown format {:?} (choose from ffrecord, syrah, ofrecord, granular, bags, gulp)",
+            "unknown format {:?} (choose from ffrecord, syrah, ofrecord, granular, bags, gulp, parquet, arrow)",
             args.to
         ))
     })?;
@@ -88,6 +90,7 @@ pub fn run(args: &ConvertArgs) -> reel::Result<()> {
     options.pack = args.pack.as_deref().map(|c| parse_codec(c, "--pack")).transpose()?;
     options.encode_nested =
         args.encode_nested.as_deref().map(|c| parse_codec(c, "--encode-nested")).transpose()?;
+    options.arrow = args.arrow.options()?;
     if let Some(s) = &args.shard {
         let (k, n) = parse_shard(s)?;
         options = options.shard(k, n);

@@ -2,6 +2,7 @@
 
 #![forbid(unsafe_code)]
 
+mod arrow_args;
 mod bench;
 mod cat;
 mod common;

@@ -28,6 +28,9 @@ pub struct CreateOptions {
     /// directory or symbolic link there is refused before anything is written). Either
     /// way, the old content is only replaced once the new dataset is complete.
     pub overwrite: bool,
+    /// Parquet and Arrow IPC: schema, batch and row-group sizes, compression.
+    #[cfg(feature = "arrow")]
+    pub arrow: reel_arrow::WriteOptions,
 }
 
 impl CreateOptions {
@@ -152,6 +155,7 @@ pub fn create_like_with(
         schema: info.schema.clone(),
         version: info.version.clone(),
         overwrite,
+        ..Default::default()
     };
     create(path, format, &options)
 }

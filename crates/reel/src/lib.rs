@@ -45,6 +45,8 @@ pub use verify::{
     Problem, STREAM_BATCH_BYTES, VerifyReport, streaming, verify, verify_with_progress,
 };
 
+#[cfg(feature = "arrow")]
+pub use reel_arrow as arrow;
 #[cfg(feature = "ffrecord")]
 pub use reel_ffrecord as ffrecord;
 #[cfg(feature = "granular")]

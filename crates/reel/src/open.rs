@@ -29,6 +29,10 @@ pub enum Format {
     Bags,
     /// GulpIO2: a directory of `data_N.gulp` + `meta_N.gmeta` chunks.
     Gulp,
+    /// Apache Parquet: one file, a row per record and a column per field (feature `arrow`).
+    Parquet,
+    /// The Arrow IPC file format (Feather v2) (feature `arrow`).
+    ArrowIpc,
 }
 
 impl Format {
@@ -40,6 +44,8 @@ impl Format {
         Format::Granular,
         Format::Bags,
         Format::Gulp,
+        Format::Parquet,
+        Format::ArrowIpc,
     ];
 
     /// The format's name (as in [`SourceInfo::format`](reel_core::SourceInfo)).
@@ -51,6 +57,8 @@ impl Format {
             Format::Granular => "granular",
             Format::Bags => "bags",
             Format::Gulp => "gulp",
+            Format::Parquet => "parquet",
+            Format::ArrowIpc => "arrow",
         }
     }
 
@@ -59,6 +67,7 @@ impl Format {
         let name = name.to_ascii_lowercase();
         match name.as_str() {
             "gulpio2" | "gulpio" => return Some(Format::Gulp),
+            "ipc" | "arrow-ipc" | "feather" => return Some(Format::ArrowIpc),
             _ => {}
         }
         Format::ALL.iter().copied().find(|f| f.name() == name)

@@ -93,6 +93,9 @@ pub struct ConvertOptions {
     /// Store all of a record's fields as one bytes value `data` in this codec's layout,
     /// which `--payload msgpack|json` reads back as the same fields (a stated loss).
     pub pack: Option<Codec>,
+    /// Parquet and Arrow IPC targets: schema, batch and row-group sizes, compression.
+    #[cfg(feature = "arrow")]
+    pub arrow: reel_arrow::WriteOptions,
 }
 
 impl ConvertOptions {
@@ -107,6 +110,8 @@ impl ConvertOptions {
             fields: FieldMap::default(),
             encode_nested: None,
             pack: None,
+            #[cfg(feature = "arrow")]
+            arrow: Default::default(),
         }
     }
 
@@ -237,6 +242,8 @@ pub fn convert_source(
         },
         version: None,
         overwrite: options.overwrite,
+        #[cfg(feature = "arrow")]
+        arrow: options.arrow.clone(),
     };
     let (mut sink, output) = match options.shard {
         Some((k, _)) => shard_sink(to, dst, k, &create)?,
@@ -386,6 +393,8 @@ fn shard_sink(
             dst.join(name)
         }
         Format::Granular | Format::Bags => dst.join(format!("{k:06}")),
+        Format::Parquet => dst.join(format!("part-{k:05}.parquet")),
+        Format::ArrowIpc => dst.join(format!("part-{k:05}.arrow")),
         Format::Gulp => {
             return crate::formats::gulp_chunk_sink(dst, k).map(|s| (s, dst.to_path_buf()));
         }

@@ -50,6 +50,16 @@ pub(crate) fn adapt(
         Format::Syrah => to_fields(target, record, out, losses, syrah_value).map(|()| true),
         Format::Ofrecord => to_fields(target, record, out, losses, ofrecord_value).map(|()| true),
         Format::Gulp => to_gulp(record, losses).map(|()| false),
+        // Arrow holds every value kind (see `reel_arrow`); a record that does not fit the
+        // inferred schema is refused by the writer, naming the record and field.
+        Format::Parquet | Format::ArrowIpc => {
+            for (name, value) in record.iter() {
+                if matches!(value, ValueRef::Null) {
+                    lose(losses, name, "a null value is a null cell, which reads back as no field");
+                }
+            }
+            Ok(false)
+        }
         // Granular stores every value kind (see `crate::convert` docs); only field order
         // is not kept. Its writer picks each field's type and names a field whose value
         // the generation has no type for (bags 0.5.1 has no `tree`).

@@ -6,6 +6,8 @@ use reel_core::{RecordSource, Result};
 
 use crate::{Format, OpenOptions};
 
+#[cfg(feature = "arrow")]
+mod arrow;
 #[cfg(feature = "ffrecord")]
 mod ffrecord;
 #[cfg(feature = "granular")]
@@ -82,6 +84,10 @@ pub(crate) fn handler(format: Format) -> Option<Handler> {
         Format::Bags => Some(granular::BAGS_HANDLER),
         #[cfg(feature = "gulp")]
         Format::Gulp => Some(gulp::HANDLER),
+        #[cfg(feature = "arrow")]
+        Format::Parquet => Some(arrow::PARQUET),
+        #[cfg(feature = "arrow")]
+        Format::ArrowIpc => Some(arrow::ARROW_IPC),
         #[allow(unreachable_patterns)]
         _ => None,
     }
@@ -135,6 +141,10 @@ pub(crate) fn create(
                 reel_gulp::GulpWriteOptions { videos_per_chunk: per_chunk, ..Default::default() };
             Ok(Box::new(reel_gulp::GulpWriter::create(path, &opts)?))
         }
+        #[cfg(feature = "arrow")]
+        Format::Parquet => arrow::create(reel_arrow::FileKind::Parquet, path, options),
+        #[cfg(feature = "arrow")]
+        Format::ArrowIpc => arrow::create(reel_arrow::FileKind::ArrowIpc, path, options),
         #[allow(unreachable_patterns)]
         other => {
             let _ = options;

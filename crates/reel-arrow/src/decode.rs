@@ -1,0 +1,379 @@
+//! Arrow arrays into reel values: how a Parquet or Arrow IPC column reads as a field.
+//!
+//! | Arrow type | reel value |
+//! | --- | --- |
+//! | null | null |
+//! | boolean | bool |
+//! | int8 … int64, uint8 … uint64 | int |
+//! | float16, float32, float64 | float |
+//! | binary, large binary, binary view, fixed-size binary | bytes |
+//! | utf8, large utf8, utf8 view | text (tagged JSON when the field says `reel.type = json`) |
+//! | list / large list / fixed-size list of a primitive type, no null items | 1-D array |
+//! | `arrow.fixed_shape_tensor` | n-d array of its shape |
+//! | reel's generic array struct (`reel.type = ndarray`) | array |
+//! | other lists | list |
+//! | struct | map with text keys (null children included as null) |
+//! | map | map |
+//! | dictionary | its value type, looked up |
+//! | date, time, timestamp, duration | int (the stored count of days or time units) |
+//!
+//! Anything else (decimals, unions, intervals, …) is refused when the file is opened,
+//! naming the column. A null in a top-level column means the record lacks that field.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Date32Type, Date64Type, DurationMicrosecondType, DurationMillisecondType,
+    DurationNanosecondType, DurationSecondType, Float16Type, Float32Type, Float64Type, Int8Type,
+    Int16Type, Int32Type, Int64Type, Time32MillisecondType, Time32SecondType,
+    Time64MicrosecondType, Time64NanosecondType, TimestampMicrosecondType,
+    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt8Type, UInt16Type,
+    UInt32Type, UInt64Type,
+};
+use arrow_array::{Array, ArrowPrimitiveType};
+use arrow_schema::{DataType, Field, TimeUnit};
+use reel_core::{DType, Error, RecordOut, Result, Shape, Value};
+
+use crate::kind::{EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, REEL_TYPE_KEY, dtype_of, tensor_shape};
+
+/// How one column (or nested child) is read.
+#[derive(Debug)]
+pub(crate) enum Plan {
+    Null,
+    Bool,
+    Int,
+    Float,
+    Bytes,
+    Str,
+    Json,
+    /// A list of primitives as a 1-D array (`shape` = the tensor shape for tensors); an
+    /// element with null items reads as a list of `item` values instead.
+    Array {
+        dtype: DType,
+        shape: Option<Vec<u64>>,
+        item: Box<Plan>,
+    },
+    NdArray,
+    List(Box<Plan>),
+    Struct(Vec<(String, Plan)>),
+    Map(Box<Plan>, Box<Plan>),
+    Dictionary(Box<Plan>),
+}
+
+impl Plan {
+    /// The plan for `field`, or an error naming it when reel has no value for its type.
+    pub(crate) fn for_field(field: &Field) -> Result<Plan> {
+        let tag = field.metadata().get(REEL_TYPE_KEY).map(String::as_str);
+        let ext = field.metadata().get(EXTENSION_NAME_KEY).map(String::as_str);
+        let list_item = |item: &Field| -> Result<Plan> {
+            let item_plan = Box::new(Plan::for_field(item)?);
+            match dtype_of(item.data_type()) {
+                Some(dtype) if tag != Some("list") => {
+                    Ok(Plan::Array { dtype, shape: None, item: item_plan })
+                }
+                _ => Ok(Plan::List(item_plan)),
+            }
+        };
+        Ok(match field.data_type() {
+            DataType::Null => Plan::Null,
+            DataType::Boolean => Plan::Bool,
+            DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::UInt64
+            | DataType::Date32
+            | DataType::Date64
+            | DataType::Time32(_)
+            | DataType::Time64(_)
+            | DataType::Timestamp(..)
+            | DataType::Duration(_) => Plan::Int,
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => Plan::Float,
+            DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::FixedSizeBinary(_) => Plan::Bytes,
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View if tag == Some("json") => {
+                Plan::Json
+            }
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Plan::Str,
+            DataType::FixedSizeList(item, _) if ext == Some(FIXED_SHAPE_TENSOR) => {
+                let dtype = dtype_of(item.data_type()).ok_or_else(|| unsupported(field))?;
+                Plan::Array {
+                    dtype,
+                    shape: Some(tensor_shape(field)?),
+                    item: Box::new(Plan::for_field(item)?),
+                }
+            }
+            DataType::List(item) | DataType::LargeList(item) | DataType::FixedSizeList(item, _) => {
+                list_item(item)?
+            }
+            DataType::Struct(_) if tag == Some("ndarray") => Plan::NdArray,
+            DataType::Struct(children) => Plan::Struct(
+                children
+                    .iter()
+                    .map(|c| Ok((c.name().clone(), Plan::for_field(c)?)))
+                    .collect::<Result<_>>()?,
+            ),
+            DataType::Map(entries, _) => match entries.data_type() {
+                DataType::Struct(kv) if kv.len() == 2 => Plan::Map(
+                    Box::new(Plan::for_field(&kv[0])?),
+                    Box::new(Plan::for_field(&kv[1])?),
+                ),
+                _ => return Err(unsupported(field)),
+            },
+            DataType::Dictionary(_, value) => Plan::Dictionary(Box::new(Plan::for_field(
+                &Field::new(field.name(), (**value).clone(), true)
+                    .with_metadata(field.metadata().clone()),
+            )?)),
+            _ => return Err(unsupported(field)),
+        })
+    }
+}
+
+fn unsupported(field: &Field) -> Error {
+    Error::unsupported(format!(
+        "column {:?} has Arrow type {}, which reel has no value for",
+        field.name(),
+        field.data_type()
+    ))
+}
+
+fn bad_array(what: &str) -> Error {
+    Error::corrupt(format!("Arrow array does not match its schema: {what}"))
+}
+
+/// Reads element `row` of `array` (not null) following `plan`.
+pub(crate) fn value(
+    plan: &Plan,
+    array: &dyn Array,
+    row: usize,
+    out: &mut RecordOut<'_>,
+) -> Result<Value> {
+    if array.is_null(row) {
+        return Ok(Value::Null);
+    }
+    Ok(match plan {
+        Plan::Null => Value::Null,
+        Plan::Bool => {
+            Value::Bool(array.as_boolean_opt().ok_or_else(|| bad_array("boolean"))?.value(row))
+        }
+        Plan::Int => int_value(array, row)?,
+        Plan::Float => Value::Float(match array.data_type() {
+            DataType::Float16 => prim::<Float16Type>(array, row)?.to_f64(),
+            DataType::Float32 => prim::<Float32Type>(array, row)? as f64,
+            _ => prim::<Float64Type>(array, row)?,
+        }),
+        Plan::Bytes => Value::Bytes(out.append(bytes_at(array, row)?)),
+        Plan::Str => {
+            let s = str_at(array, row)?;
+            out.append_str(s)
+        }
+        Plan::Json => {
+            let s = str_at(array, row)?.to_string();
+            crate::json::from_json_text(&s, out)?
+        }
+        Plan::Array { dtype, shape, item } => {
+            let (values, start, len) = list_slice(array, row)?;
+            if values.null_count() > 0 && (start..start + len).any(|k| values.is_null(k)) {
+                let mut items = Vec::with_capacity(len);
+                for k in start..start + len {
+                    items.push(value(item, values.as_ref(), k, out)?);
+                }
+                return Ok(Value::List(items));
+            }
+            let data = element_bytes(values.as_ref(), *dtype, start, len, out)?;
+            let shape = match shape {
+                Some(s) => Shape::new(s),
+                None => Shape::vector(len as u64),
+            };
+            out.array_value(*dtype, shape, data)?
+        }
+        Plan::NdArray => {
+            let s = array.as_struct_opt().ok_or_else(|| bad_array("ndarray struct"))?;
+            let (Some(d), Some(sh), Some(b)) =
+                (s.column_by_name("dtype"), s.column_by_name("shape"), s.column_by_name("data"))
+            else {
+                return Err(bad_array("ndarray struct children"));
+            };
+            let dtype = DType::from_numpy_str(str_at(d.as_ref(), row)?)
+                .map(|(d, _)| d)
+                .ok_or_else(|| Error::corrupt("ndarray column names an unknown dtype"))?;
+            let (dims, start, len) = list_slice(sh.as_ref(), row)?;
+            let dims = dims.as_primitive_opt::<UInt64Type>().ok_or_else(|| bad_array("shape"))?;
+            let shape: Vec<u64> = (start..start + len).map(|k| dims.value(k)).collect();
+            let span = out.append(bytes_at(b.as_ref(), row)?);
+            out.array_value(dtype, Shape::new(&shape), span)?
+        }
+        Plan::List(item) => {
+            let (values, start, len) = list_slice(array, row)?;
+            let mut items = Vec::with_capacity(len);
+            for k in start..start + len {
+                items.push(value(item, values.as_ref(), k, out)?);
+            }
+            Value::List(items)
+        }
+        Plan::Struct(children) => {
+            let s = array.as_struct_opt().ok_or_else(|| bad_array("struct"))?;
+            let mut entries = Vec::with_capacity(children.len());
+            for ((name, plan), col) in children.iter().zip(s.columns()) {
+                let key = out.append_str(name);
+                entries.push((key, value(plan, col.as_ref(), row, out)?));
+            }
+            Value::Map(entries)
+        }
+        Plan::Map(kp, vp) => {
+            let m = array.as_map_opt().ok_or_else(|| bad_array("map"))?;
+            let offsets = m.value_offsets();
+            let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+            let (keys, values) = (m.keys(), m.values());
+            let mut entries = Vec::with_capacity(end.saturating_sub(start));
+            for k in start..end {
+                entries
+                    .push((value(kp, keys.as_ref(), k, out)?, value(vp, values.as_ref(), k, out)?));
+            }
+            Value::Map(entries)
+        }
+        Plan::Dictionary(inner) => {
+            let d = array.as_any_dictionary_opt().ok_or_else(|| bad_array("dictionary"))?;
+            let key = d.normalized_keys().get(row).copied().ok_or_else(|| bad_array("key"))?;
+            if key >= d.values().len() {
+                return Err(bad_array("dictionary key out of range"));
+            }
+            value(inner, d.values().as_ref(), key, out)?
+        }
+    })
+}
+
+fn prim<T: ArrowPrimitiveType>(array: &dyn Array, row: usize) -> Result<T::Native> {
+    Ok(array.as_primitive_opt::<T>().ok_or_else(|| bad_array("primitive"))?.value(row))
+}
+
+fn int_value(array: &dyn Array, row: usize) -> Result<Value> {
+    Ok(match array.data_type() {
+        DataType::Int8 => Value::Int(prim::<Int8Type>(array, row)?.into()),
+        DataType::Int16 => Value::Int(prim::<Int16Type>(array, row)?.into()),
+        DataType::Int32 => Value::Int(prim::<Int32Type>(array, row)?.into()),
+        DataType::Int64 => Value::Int(prim::<Int64Type>(array, row)?),
+        DataType::UInt8 => Value::Int(prim::<UInt8Type>(array, row)?.into()),
+        DataType::UInt16 => Value::Int(prim::<UInt16Type>(array, row)?.into()),
+        DataType::UInt32 => Value::Int(prim::<UInt32Type>(array, row)?.into()),
+        DataType::UInt64 => Value::from_u64(prim::<UInt64Type>(array, row)?),
+        DataType::Date32 => Value::Int(prim::<Date32Type>(array, row)?.into()),
+        DataType::Date64 => Value::Int(prim::<Date64Type>(array, row)?),
+        DataType::Time32(TimeUnit::Second) => {
+            Value::Int(prim::<Time32SecondType>(array, row)?.into())
+        }
+        DataType::Time32(_) => Value::Int(prim::<Time32MillisecondType>(array, row)?.into()),
+        DataType::Time64(TimeUnit::Microsecond) => {
+            Value::Int(prim::<Time64MicrosecondType>(array, row)?)
+        }
+        DataType::Time64(_) => Value::Int(prim::<Time64NanosecondType>(array, row)?),
+        DataType::Timestamp(TimeUnit::Second, _) => {
+            Value::Int(prim::<TimestampSecondType>(array, row)?)
+        }
+        DataType::Timestamp(TimeUnit::Millisecond, _) => {
+            Value::Int(prim::<TimestampMillisecondType>(array, row)?)
+        }
+        DataType::Timestamp(TimeUnit::Microsecond, _) => {
+            Value::Int(prim::<TimestampMicrosecondType>(array, row)?)
+        }
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+            Value::Int(prim::<TimestampNanosecondType>(array, row)?)
+        }
+        DataType::Duration(TimeUnit::Second) => Value::Int(prim::<DurationSecondType>(array, row)?),
+        DataType::Duration(TimeUnit::Millisecond) => {
+            Value::Int(prim::<DurationMillisecondType>(array, row)?)
+        }
+        DataType::Duration(TimeUnit::Microsecond) => {
+            Value::Int(prim::<DurationMicrosecondType>(array, row)?)
+        }
+        DataType::Duration(TimeUnit::Nanosecond) => {
+            Value::Int(prim::<DurationNanosecondType>(array, row)?)
+        }
+        _ => return Err(bad_array("integer")),
+    })
+}
+
+fn bytes_at(array: &dyn Array, row: usize) -> Result<&[u8]> {
+    if let Some(a) = array.as_binary_opt::<i32>() {
+        return Ok(a.value(row));
+    }
+    if let Some(a) = array.as_binary_opt::<i64>() {
+        return Ok(a.value(row));
+    }
+    if let Some(a) = array.as_binary_view_opt() {
+        return Ok(a.value(row));
+    }
+    if let Some(a) = array.as_fixed_size_binary_opt() {
+        return Ok(a.value(row));
+    }
+    Err(bad_array("binary"))
+}
+
+fn str_at(array: &dyn Array, row: usize) -> Result<&str> {
+    if let Some(a) = array.as_string_opt::<i32>() {
+        return Ok(a.value(row));
+    }
+    if let Some(a) = array.as_string_opt::<i64>() {
+        return Ok(a.value(row));
+    }
+    if let Some(a) = array.as_string_view_opt() {
+        return Ok(a.value(row));
+    }
+    Err(bad_array("utf8"))
+}
+
+/// The child values of list element `row`, with the element's start and length in them.
+fn list_slice(array: &dyn Array, row: usize) -> Result<(Arc<dyn Array>, usize, usize)> {
+    if let Some(l) = array.as_list_opt::<i32>() {
+        let o = l.value_offsets();
+        return Ok((l.values().clone(), o[row] as usize, (o[row + 1] - o[row]) as usize));
+    }
+    if let Some(l) = array.as_list_opt::<i64>() {
+        let o = l.value_offsets();
+        return Ok((l.values().clone(), o[row] as usize, (o[row + 1] - o[row]) as usize));
+    }
+    if let Some(l) = array.as_fixed_size_list_opt() {
+        let n = l.value_length() as usize;
+        return Ok((l.values().clone(), row * n, n));
+    }
+    Err(bad_array("list"))
+}
+
+/// Appends elements `start..start + len` of the primitive array `values` as little-endian
+/// bytes of `dtype`. Null items (which a plan only allows where the schema said none) read
+/// as zero.
+fn element_bytes(
+    values: &dyn Array,
+    dtype: DType,
+    start: usize,
+    len: usize,
+    out: &mut RecordOut<'_>,
+) -> Result<reel_core::Span> {
+    if start.checked_add(len).is_none_or(|end| end > values.len()) {
+        return Err(bad_array("list offsets beyond the values"));
+    }
+    let size = dtype.item_size() as usize;
+    if let DType::Bool = dtype {
+        let b = values.as_boolean_opt().ok_or_else(|| bad_array("boolean items"))?;
+        return out.append_with(len, |_, dst| {
+            for (k, d) in dst.iter_mut().enumerate() {
+                *d = u8::from(b.value(start + k));
+            }
+            Ok(())
+        });
+    }
+    let data = values.to_data();
+    let buffer = data.buffers().first().ok_or_else(|| bad_array("no values buffer"))?;
+    let from = (data.offset() + start) * size;
+    let bytes = buffer
+        .as_slice()
+        .get(from..from + len * size)
+        .ok_or_else(|| bad_array("values buffer too short"))?;
+    Ok(out.append(bytes))
+}

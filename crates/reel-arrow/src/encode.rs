@@ -1,0 +1,688 @@
+//! Records into Arrow arrays: one builder per column, filled record by record, emptied into
+//! a `RecordBatch` whenever the caller wants a batch.
+
+use std::sync::Arc;
+
+use arrow_array::ArrowPrimitiveType;
+use arrow_array::types::{
+    Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
+    UInt16Type, UInt32Type, UInt64Type,
+};
+use arrow_array::{
+    ArrayRef, BinaryArray, BooleanArray, FixedSizeListArray, LargeBinaryArray, LargeStringArray,
+    ListArray, NullArray, PrimitiveArray, RecordBatch, StringArray, StructArray,
+};
+use arrow_buffer::{
+    BooleanBufferBuilder, Buffer, MutableBuffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer,
+};
+use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
+use reel_core::{DType, Error, RecordRef, Result, ValueRef};
+
+use crate::kind::{Kind, element_field, ndarray_fields};
+
+// Array values are little-endian (reel's record model); Arrow buffers are native-endian.
+// Copying one into the other unchanged is only right on little-endian machines.
+#[cfg(not(target_endian = "little"))]
+compile_error!("reel-arrow copies little-endian array bytes into Arrow buffers as they are");
+
+/// Why a value did not fit its column; the caller adds the field path and record.
+fn misfit(kind: &Kind, value: ValueRef<'_>) -> String {
+    let want = match kind {
+        Kind::Null => "null".to_string(),
+        Kind::Bool => "bool".into(),
+        Kind::Int { huge: true, .. } => "a non-negative integer (uint64)".into(),
+        Kind::Int { .. } => "an integer within int64".into(),
+        Kind::Float => "float".into(),
+        Kind::Bytes => "bytes".into(),
+        Kind::Str => "text".into(),
+        Kind::Vector(d) => format!("a 1-D {d} array"),
+        Kind::Tensor(d, s) => format!("a {d} array of shape {s:?}"),
+        Kind::NdArray => "an array".into(),
+        Kind::List(_) => "a list".into(),
+        Kind::Struct(_) => "a map with text keys".into(),
+        Kind::Json => "anything".into(),
+    };
+    let got = match value {
+        ValueRef::Array(a) => format!("a {} array of shape {:?}", a.dtype, a.shape),
+        ValueRef::Int(i) => format!("the integer {i}"),
+        ValueRef::UInt(u) => format!("the integer {u}"),
+        other => format!("a {}", other.kind_name()),
+    };
+    format!("the column holds {want} but this record has {got}")
+}
+
+/// A builder for one column (or one nested child) of a known kind.
+enum Col {
+    Null(usize),
+    Bool(BooleanBufferBuilder, NullBufferBuilder),
+    Int(Vec<i64>, NullBufferBuilder),
+    UInt(Vec<u64>, NullBufferBuilder),
+    Float(Vec<f64>, NullBufferBuilder),
+    /// Bytes, text and tagged JSON: offsets into one data buffer.
+    Var {
+        text: bool,
+        json: bool,
+        large: bool,
+        data: Vec<u8>,
+        offsets: Vec<i64>,
+        valid: NullBufferBuilder,
+    },
+    /// 1-D arrays: element offsets into raw little-endian bytes.
+    Vector {
+        dtype: DType,
+        data: MutableBuffer,
+        offsets: Vec<i32>,
+        valid: NullBufferBuilder,
+    },
+    /// Fixed-shape tensors: raw bytes, one fixed-size slot per row (zeros for nulls).
+    Tensor {
+        dtype: DType,
+        shape: Vec<u64>,
+        data: MutableBuffer,
+        valid: NullBufferBuilder,
+    },
+    /// Generic arrays: dtype text, shape list, bytes.
+    NdArray {
+        dtype: Box<Col>,
+        shape: Vec<u64>,
+        shape_offsets: Vec<i32>,
+        data: Box<Col>,
+        valid: NullBufferBuilder,
+        large: bool,
+    },
+    List {
+        item: Box<Col>,
+        item_field: FieldRef,
+        offsets: Vec<i32>,
+        valid: NullBufferBuilder,
+    },
+    Struct {
+        fields: Fields,
+        children: Vec<Col>,
+        valid: NullBufferBuilder,
+        len: usize,
+    },
+}
+
+impl Col {
+    fn new(kind: &Kind, large: bool) -> Col {
+        let valid = || NullBufferBuilder::new(0);
+        match kind {
+            Kind::Null => Col::Null(0),
+            Kind::Bool => Col::Bool(BooleanBufferBuilder::new(0), valid()),
+            Kind::Int { negative: false, huge: true } => Col::UInt(Vec::new(), valid()),
+            Kind::Int { negative: true, huge: true } => Col::var(false, true, large),
+            Kind::Int { .. } => Col::Int(Vec::new(), valid()),
+            Kind::Float => Col::Float(Vec::new(), valid()),
+            Kind::Bytes => Col::var(false, false, large),
+            Kind::Str => Col::var(true, false, large),
+            Kind::Json => Col::var(true, true, large),
+            Kind::Vector(dtype) => Col::Vector {
+                dtype: *dtype,
+                data: MutableBuffer::new(0),
+                offsets: vec![0],
+                valid: valid(),
+            },
+            Kind::Tensor(dtype, shape) => Col::Tensor {
+                dtype: *dtype,
+                shape: shape.clone(),
+                data: MutableBuffer::new(0),
+                valid: valid(),
+            },
+            Kind::NdArray => Col::NdArray {
+                dtype: Box::new(Col::var(true, false, false)),
+                shape: Vec::new(),
+                shape_offsets: vec![0],
+                data: Box::new(Col::var(false, false, large)),
+                valid: valid(),
+                large,
+            },
+            Kind::List(item) => Col::List {
+                item: Box::new(Col::new(item, large)),
+                item_field: Arc::new(item.to_field("item", large)),
+                offsets: vec![0],
+                valid: valid(),
+            },
+            Kind::Struct(children) => Col::Struct {
+                fields: children.iter().map(|(n, k)| Arc::new(k.to_field(n, large))).collect(),
+                children: children.iter().map(|(_, k)| Col::new(k, large)).collect(),
+                valid: valid(),
+                len: 0,
+            },
+        }
+    }
+
+    fn var(text: bool, json: bool, large: bool) -> Col {
+        Col::Var {
+            text,
+            json,
+            large,
+            data: Vec::new(),
+            offsets: vec![0],
+            valid: NullBufferBuilder::new(0),
+        }
+    }
+
+    /// Bytes held, for batch sizing.
+    fn bytes(&self) -> usize {
+        match self {
+            Col::Null(_) => 0,
+            Col::Bool(b, _) => b.len() / 8,
+            Col::Int(v, _) => v.len() * 8,
+            Col::UInt(v, _) => v.len() * 8,
+            Col::Float(v, _) => v.len() * 8,
+            Col::Var { data, offsets, .. } => data.len() + offsets.len() * 8,
+            Col::Vector { data, offsets, .. } => data.len() + offsets.len() * 4,
+            Col::Tensor { data, .. } => data.len(),
+            Col::NdArray { dtype, shape, data, .. } => {
+                dtype.bytes() + shape.len() * 8 + data.bytes()
+            }
+            Col::List { item, offsets, .. } => item.bytes() + offsets.len() * 4,
+            Col::Struct { children, .. } => children.iter().map(Col::bytes).sum(),
+        }
+    }
+
+    /// Appends a null.
+    fn push_null(&mut self) {
+        match self {
+            Col::Null(n) => *n += 1,
+            Col::Bool(b, v) => {
+                b.append(false);
+                v.append_null();
+            }
+            Col::Int(x, v) => {
+                x.push(0);
+                v.append_null();
+            }
+            Col::UInt(x, v) => {
+                x.push(0);
+                v.append_null();
+            }
+            Col::Float(x, v) => {
+                x.push(0.0);
+                v.append_null();
+            }
+            Col::Var { data, offsets, valid, .. } => {
+                offsets.push(data.len() as i64);
+                valid.append_null();
+            }
+            Col::Vector { offsets, valid, .. } => {
+                offsets.push(offsets.last().copied().unwrap_or(0));
+                valid.append_null();
+            }
+            Col::Tensor { dtype, shape, data, valid } => {
+                let n = shape.iter().product::<u64>() * dtype.item_size();
+                data.extend_zeros(n as usize);
+                valid.append_null();
+            }
+            Col::NdArray { dtype, shape_offsets, data, valid, .. } => {
+                dtype.push_null_as_empty();
+                shape_offsets.push(shape_offsets.last().copied().unwrap_or(0));
+                data.push_null_as_empty();
+                valid.append_null();
+            }
+            Col::List { offsets, valid, .. } => {
+                offsets.push(offsets.last().copied().unwrap_or(0));
+                valid.append_null();
+            }
+            Col::Struct { children, valid, len, .. } => {
+                for c in children {
+                    c.push_null();
+                }
+                valid.append_null();
+                *len += 1;
+            }
+        }
+    }
+
+    /// Appends an empty, valid value (used under a null generic-array row, whose children
+    /// are not nullable).
+    fn push_null_as_empty(&mut self) {
+        if let Col::Var { data, offsets, valid, .. } = self {
+            offsets.push(data.len() as i64);
+            valid.append_non_null();
+        }
+    }
+
+    /// Appends `value`; on a misfit returns the reason and the path below this column.
+    fn push(&mut self, value: ValueRef<'_>) -> std::result::Result<(), (String, String)> {
+        if let ValueRef::Null = value {
+            self.push_null();
+            return Ok(());
+        }
+        let here = |kind: &Kind| Err((String::new(), misfit(kind, value)));
+        match self {
+            Col::Null(_) => return here(&Kind::Null),
+            Col::Bool(b, v) => match value {
+                ValueRef::Bool(x) => {
+                    b.append(x);
+                    v.append_non_null();
+                }
+                _ => return here(&Kind::Bool),
+            },
+            Col::Int(x, v) => match value.as_i64() {
+                Some(i) if !matches!(value, ValueRef::Float(_)) => {
+                    x.push(i);
+                    v.append_non_null();
+                }
+                _ => return here(&Kind::Int { negative: true, huge: false }),
+            },
+            Col::UInt(x, v) => match value {
+                ValueRef::UInt(u) => {
+                    x.push(u);
+                    v.append_non_null();
+                }
+                ValueRef::Int(i) if i >= 0 => {
+                    x.push(i as u64);
+                    v.append_non_null();
+                }
+                _ => return here(&Kind::Int { negative: false, huge: true }),
+            },
+            Col::Float(x, v) => match value {
+                ValueRef::Float(f) => {
+                    x.push(f);
+                    v.append_non_null();
+                }
+                _ => return here(&Kind::Float),
+            },
+            Col::Var { text, json, data, offsets, valid, .. } => {
+                match (value, *text, *json) {
+                    (v, _, true) => {
+                        // serde_json writes into a Vec without failing.
+                        let _ = serde_json::to_writer(&mut *data, &crate::json::to_json(v));
+                    }
+                    (ValueRef::Bytes(b), false, false) => data.extend_from_slice(b),
+                    (ValueRef::Str(s), true, false) => data.extend_from_slice(s.as_bytes()),
+                    _ => return here(if *text { &Kind::Str } else { &Kind::Bytes }),
+                }
+                offsets.push(data.len() as i64);
+                valid.append_non_null();
+            }
+            Col::Vector { dtype, data, offsets, valid } => match value {
+                ValueRef::Array(a) if a.dtype == *dtype && a.shape.len() == 1 => {
+                    data.extend_from_slice(a.data);
+                    let last = offsets.last().copied().unwrap_or(0) as i64;
+                    let next = i32::try_from(last + a.len() as i64).map_err(|_| {
+                        (String::new(), "more than 2^31 array elements in one batch".to_string())
+                    })?;
+                    offsets.push(next);
+                    valid.append_non_null();
+                }
+                _ => return here(&Kind::Vector(*dtype)),
+            },
+            Col::Tensor { dtype, shape, data, valid } => match value {
+                ValueRef::Array(a) if a.dtype == *dtype && a.shape == shape.as_slice() => {
+                    data.extend_from_slice(a.data);
+                    valid.append_non_null();
+                }
+                _ => return here(&Kind::Tensor(*dtype, shape.clone())),
+            },
+            Col::NdArray { dtype, shape, shape_offsets, data, valid, .. } => match value {
+                ValueRef::Array(a) => {
+                    let _ = dtype.push(ValueRef::Str(&a.dtype.numpy_str()));
+                    shape.extend_from_slice(a.shape);
+                    shape_offsets.push(shape.len() as i32);
+                    let _ = data.push(ValueRef::Bytes(a.data));
+                    valid.append_non_null();
+                }
+                _ => return here(&Kind::NdArray),
+            },
+            Col::List { item, offsets, valid, .. } => match value {
+                ValueRef::List(l) => {
+                    for (k, v) in l.iter().enumerate() {
+                        item.push(v).map_err(|(path, why)| (format!("[{k}]{path}"), why))?;
+                    }
+                    let last = offsets.last().copied().unwrap_or(0);
+                    offsets.push(last + l.len() as i32);
+                    valid.append_non_null();
+                }
+                _ => return here(&Kind::List(Box::new(Kind::Null))),
+            },
+            Col::Struct { fields, children, valid, len } => match value {
+                ValueRef::Map(m) => {
+                    // The map must have the struct's keys, in order (a struct cannot tell a
+                    // missing key from a null, nor keep another order).
+                    let same = m.len() == fields.len()
+                        && m.iter()
+                            .zip(fields.iter())
+                            .all(|((k, _), f)| k.as_str() == Some(f.name()));
+                    if !same {
+                        let keys: Vec<String> = m
+                            .iter()
+                            .map(|(k, _)| {
+                                k.as_str().map_or_else(|| format!("{k:?}"), str::to_string)
+                            })
+                            .collect();
+                        let want: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
+                        return Err((
+                            String::new(),
+                            format!(
+                                "the column holds maps with keys {want:?} but this record's map has {keys:?}"
+                            ),
+                        ));
+                    }
+                    for ((_, v), (f, c)) in m.iter().zip(fields.iter().zip(children.iter_mut())) {
+                        c.push(v).map_err(|(path, why)| (format!(".{}{path}", f.name()), why))?;
+                    }
+                    valid.append_non_null();
+                    *len += 1;
+                }
+                _ => return here(&Kind::Struct(Vec::new())),
+            },
+        }
+        Ok(())
+    }
+
+    /// Empties the builder into an array for `field`.
+    fn finish(&mut self, field: &Field) -> Result<ArrayRef> {
+        let too_big = || {
+            Error::new(
+                reel_core::ErrorKind::Limit,
+                format!(
+                    "column {:?}: more than 2 GiB of values in one batch (use large types or a smaller batch)",
+                    field.name()
+                ),
+            )
+        };
+        Ok(match self {
+            Col::Null(n) => Arc::new(NullArray::new(std::mem::take(n))),
+            Col::Bool(b, v) => Arc::new(BooleanArray::new(b.finish(), v.finish())),
+            Col::Int(x, v) => {
+                Arc::new(PrimitiveArray::<Int64Type>::new(std::mem::take(x).into(), v.finish()))
+            }
+            Col::UInt(x, v) => {
+                Arc::new(PrimitiveArray::<UInt64Type>::new(std::mem::take(x).into(), v.finish()))
+            }
+            Col::Float(x, v) => {
+                Arc::new(PrimitiveArray::<Float64Type>::new(std::mem::take(x).into(), v.finish()))
+            }
+            Col::Var { text, large, data, offsets, valid, .. } => {
+                let values = Buffer::from_vec(std::mem::take(data));
+                let offs = std::mem::replace(offsets, vec![0]);
+                let nulls = valid.finish();
+                let err = |e: arrow_schema::ArrowError| {
+                    Error::invalid_input(format!("column {:?}: {e}", field.name()))
+                };
+                if *large {
+                    let o = OffsetBuffer::new(ScalarBuffer::from(offs));
+                    if *text {
+                        Arc::new(LargeStringArray::try_new(o, values, nulls).map_err(err)?)
+                    } else {
+                        Arc::new(LargeBinaryArray::try_new(o, values, nulls).map_err(err)?)
+                    }
+                } else {
+                    let small: Vec<i32> = offs
+                        .into_iter()
+                        .map(i32::try_from)
+                        .collect::<std::result::Result<_, _>>()
+                        .map_err(|_| too_big())?;
+                    let o = OffsetBuffer::new(ScalarBuffer::from(small));
+                    if *text {
+                        Arc::new(StringArray::try_new(o, values, nulls).map_err(err)?)
+                    } else {
+                        Arc::new(BinaryArray::try_new(o, values, nulls).map_err(err)?)
+                    }
+                }
+            }
+            Col::Vector { dtype, data, offsets, valid } => {
+                let n = offsets.last().copied().unwrap_or(0) as usize;
+                let values = primitive_array(*dtype, std::mem::take(data).into(), n);
+                let offs =
+                    OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(offsets, vec![0])));
+                Arc::new(
+                    ListArray::try_new(element_field(*dtype), offs, values, valid.finish())
+                        .map_err(|e| Error::invalid_input(e.to_string()))?,
+                )
+            }
+            Col::Tensor { dtype, shape, data, valid } => {
+                let per_row = shape.iter().product::<u64>();
+                let rows = valid.len();
+                let values =
+                    primitive_array(*dtype, std::mem::take(data).into(), rows * per_row as usize);
+                Arc::new(
+                    FixedSizeListArray::try_new(
+                        element_field(*dtype),
+                        i32::try_from(per_row).map_err(|_| too_big())?,
+                        values,
+                        valid.finish(),
+                    )
+                    .map_err(|e| Error::invalid_input(e.to_string()))?,
+                )
+            }
+            Col::NdArray { dtype, shape, shape_offsets, data, valid, large } => {
+                let fields = ndarray_fields(*large);
+                let dtypes = dtype.finish(&fields[0])?;
+                let dims =
+                    Arc::new(PrimitiveArray::<UInt64Type>::new(std::mem::take(shape).into(), None));
+                let shape_field = match fields[1].data_type() {
+                    DataType::List(f) => f.clone(),
+                    _ => Arc::new(Field::new("item", DataType::UInt64, false)),
+                };
+                let shapes = Arc::new(
+                    ListArray::try_new(
+                        shape_field,
+                        OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(
+                            shape_offsets,
+                            vec![0],
+                        ))),
+                        dims,
+                        None,
+                    )
+                    .map_err(|e| Error::invalid_input(e.to_string()))?,
+                );
+                let bytes = data.finish(&fields[2])?;
+                Arc::new(
+                    StructArray::try_new(fields, vec![dtypes, shapes, bytes], valid.finish())
+                        .map_err(|e| Error::invalid_input(e.to_string()))?,
+                )
+            }
+            Col::List { item, item_field, offsets, valid } => {
+                let values = item.finish(item_field)?;
+                let offs =
+                    OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(offsets, vec![0])));
+                Arc::new(
+                    ListArray::try_new(item_field.clone(), offs, values, valid.finish())
+                        .map_err(|e| Error::invalid_input(e.to_string()))?,
+                )
+            }
+            Col::Struct { fields, children, valid, len } => {
+                let arrays = fields
+                    .iter()
+                    .zip(children.iter_mut())
+                    .map(|(f, c)| c.finish(f))
+                    .collect::<Result<Vec<_>>>()?;
+                let n = std::mem::take(len);
+                if fields.is_empty() {
+                    Arc::new(StructArray::new_empty_fields(n, valid.finish()))
+                } else {
+                    Arc::new(
+                        StructArray::try_new(fields.clone(), arrays, valid.finish())
+                            .map_err(|e| Error::invalid_input(e.to_string()))?,
+                    )
+                }
+            }
+        })
+    }
+}
+
+fn prim<T: ArrowPrimitiveType>(buffer: Buffer, n: usize) -> ArrayRef {
+    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::new(buffer, 0, n), None))
+}
+
+/// A primitive array of `n` elements of `dtype` over little-endian bytes.
+fn primitive_array(dtype: DType, buffer: Buffer, n: usize) -> ArrayRef {
+    match dtype {
+        DType::Bool => {
+            let mut b = BooleanBufferBuilder::new(n);
+            for &x in buffer.as_slice().iter().take(n) {
+                b.append(x != 0);
+            }
+            Arc::new(BooleanArray::new(b.finish(), None))
+        }
+        DType::I8 => prim::<Int8Type>(buffer, n),
+        DType::I16 => prim::<Int16Type>(buffer, n),
+        DType::I32 => prim::<Int32Type>(buffer, n),
+        DType::I64 => prim::<Int64Type>(buffer, n),
+        DType::U16 => prim::<UInt16Type>(buffer, n),
+        DType::U32 => prim::<UInt32Type>(buffer, n),
+        DType::U64 => prim::<UInt64Type>(buffer, n),
+        DType::F16 => prim::<Float16Type>(buffer, n),
+        DType::F32 => prim::<Float32Type>(buffer, n),
+        DType::F64 => prim::<Float64Type>(buffer, n),
+        // Kinds only hold primitive dtypes; anything else is carried as bytes.
+        _ => prim::<UInt8Type>(buffer, n),
+    }
+}
+
+/// Extra columns that let a user join rows back to the dataset.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExtraColumns {
+    /// `_index` (uint64): the record's index in its source.
+    pub index: bool,
+    /// `_file` (utf8) and `_offset` (uint64): the file and byte offset the record starts
+    /// at, where the source can tell ([`RecordSource::locate`](reel_core::RecordSource)).
+    pub location: bool,
+}
+
+/// Name of the record-index column.
+pub const INDEX_COLUMN: &str = "_index";
+/// Name of the file column.
+pub const FILE_COLUMN: &str = "_file";
+/// Name of the byte-offset column.
+pub const OFFSET_COLUMN: &str = "_offset";
+
+/// Turns records into Arrow record batches of a fixed schema.
+pub struct Encoder {
+    schema: SchemaRef,
+    names: Vec<String>,
+    columns: Vec<Col>,
+    extra: ExtraColumns,
+    index: Vec<u64>,
+    files: Col,
+    offsets: Col,
+    rows: usize,
+}
+
+impl Encoder {
+    /// An encoder for `kinds` (column name and kind, in order).
+    pub(crate) fn new(kinds: &[(String, Kind)], large: bool, extra: ExtraColumns) -> Encoder {
+        let mut fields: Vec<Field> = kinds.iter().map(|(n, k)| k.to_field(n, large)).collect();
+        if extra.index {
+            fields.push(Field::new(INDEX_COLUMN, DataType::UInt64, false));
+        }
+        if extra.location {
+            fields.push(Field::new(FILE_COLUMN, DataType::Utf8, true));
+            fields.push(Field::new(OFFSET_COLUMN, DataType::UInt64, true));
+        }
+        Encoder {
+            schema: Arc::new(Schema::new(fields)),
+            names: kinds.iter().map(|(n, _)| n.clone()).collect(),
+            columns: kinds.iter().map(|(_, k)| Col::new(k, large)).collect(),
+            extra,
+            index: Vec::new(),
+            files: Col::var(true, false, false),
+            offsets: Col::UInt(Vec::new(), NullBufferBuilder::new(0)),
+            rows: 0,
+        }
+    }
+
+    /// The schema of the batches.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// Rows waiting to be emitted.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Bytes held by the waiting rows.
+    pub fn buffered_bytes(&self) -> usize {
+        self.columns.iter().map(Col::bytes).sum::<usize>() + self.index.len() * 8
+    }
+
+    /// Adds one record. A field the schema lacks, or a value that does not fit its column,
+    /// is an [`ErrorKind::Schema`](reel_core::ErrorKind::Schema) error naming the record
+    /// and the field; the encoder is then unusable for the current batch.
+    pub fn push(&mut self, record: RecordRef<'_>) -> Result<()> {
+        self.push_located(record, None)
+    }
+
+    /// [`push`](Self::push) with the record's file and byte offset (for the extra columns).
+    pub fn push_located(
+        &mut self,
+        record: RecordRef<'_>,
+        location: Option<(&str, u64)>,
+    ) -> Result<()> {
+        let index = record.index();
+        let fail = |field: &str, why: String| {
+            Error::schema(format!("record {index}, field {field:?}: {why}")).with_record(index)
+        };
+        for (name, _) in record.iter() {
+            if !self.names.iter().any(|n| n == name) {
+                return Err(fail(
+                    name,
+                    "the schema has no such column (it was not in the sampled records; \
+                     give a schema or sample more records)"
+                        .into(),
+                ));
+            }
+        }
+        for (name, col) in self.names.iter().zip(self.columns.iter_mut()) {
+            match record.get(name) {
+                Some(v) => col.push(v).map_err(|(path, why)| {
+                    fail(
+                        &format!("{name}{path}"),
+                        format!("{why} (give a schema or sample more records)"),
+                    )
+                })?,
+                None => col.push_null(),
+            }
+        }
+        if self.extra.index {
+            self.index.push(index);
+        }
+        if self.extra.location {
+            match location {
+                Some((file, offset)) => {
+                    let _ = self.files.push(ValueRef::Str(file));
+                    let _ = self.offsets.push(ValueRef::UInt(offset));
+                }
+                None => {
+                    self.files.push_null();
+                    self.offsets.push_null();
+                }
+            }
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Empties the waiting rows into a batch.
+    pub fn finish_batch(&mut self) -> Result<RecordBatch> {
+        let fields = self.schema.fields().clone();
+        let mut arrays = Vec::with_capacity(fields.len());
+        for (col, f) in self.columns.iter_mut().zip(fields.iter()) {
+            arrays.push(col.finish(f)?);
+        }
+        let mut k = self.columns.len();
+        if self.extra.index {
+            arrays.push(Arc::new(PrimitiveArray::<UInt64Type>::new(
+                std::mem::take(&mut self.index).into(),
+                None,
+            )) as ArrayRef);
+            k += 1;
+        }
+        if self.extra.location {
+            arrays.push(self.files.finish(&fields[k])?);
+            arrays.push(self.offsets.finish(&fields[k + 1])?);
+        }
+        let rows = std::mem::take(&mut self.rows);
+        RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            arrays,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows)),
+        )
+        .map_err(|e| Error::invalid_input(format!("cannot assemble an Arrow batch: {e}")))
+    }
+}

@@ -1,0 +1,391 @@
+//! Any Parquet or Arrow IPC file as a [`RecordSource`]: each row a record, each column a
+//! field (see [`crate::decode`] for how types map).
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::RecordBatch;
+use arrow_ipc::reader::FileReader;
+use arrow_schema::SchemaRef;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
+};
+use reel_core::{
+    Error, ErrorKind, FieldName, FieldSpec, Record, RecordBatch as ReelBatch, RecordOut,
+    RecordSource, Result, SourceInfo,
+};
+
+use crate::decode::{Plan, value};
+use crate::write::FileKind;
+
+/// How to read a Parquet or Arrow IPC file.
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    /// Only these columns, in this order (default: all).
+    pub columns: Option<Vec<String>>,
+    /// Rows decoded at a time (default 1024). Memory holds one such window of the
+    /// selected columns (for IPC, one of the file's record batches).
+    pub window_rows: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { columns: None, window_rows: 1024 }
+    }
+}
+
+/// Whether the file at `path` starts like a Parquet file (`PAR1`) or an Arrow IPC file
+/// (`ARROW1`).
+pub fn sniff(path: &Path) -> Option<FileKind> {
+    let mut head = [0u8; 6];
+    let mut f = File::open(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let n = f.read(&mut head).ok()?;
+    if n >= 4 && &head[..4] == b"PAR1" {
+        Some(FileKind::Parquet)
+    } else if n == 6 && &head == b"ARROW1" {
+        Some(FileKind::ArrowIpc)
+    } else {
+        None
+    }
+}
+
+/// The rows currently decoded: `batch` holds rows `start..start + batch.num_rows()`.
+struct Window {
+    start: u64,
+    batch: RecordBatch,
+}
+
+enum Cursor {
+    Parquet {
+        file: File,
+        meta: ArrowReaderMetadata,
+        mask: ProjectionMask,
+        group_starts: Vec<u64>,
+        /// An open reader and the row it returns next.
+        reader: Option<(ParquetRecordBatchReader, u64)>,
+    },
+    Ipc {
+        reader: Box<FileReader<BufReader<File>>>,
+        batch_starts: Vec<u64>,
+    },
+}
+
+struct State {
+    cursor: Cursor,
+    window: Option<Window>,
+}
+
+/// A Parquet or Arrow IPC file read as records.
+///
+/// Sequential reads (conversion, iteration) decode each window of rows once; a random
+/// read outside the current window decodes from the start of its row group (Parquet) or
+/// record batch (IPC). The source is shared between threads behind a lock.
+pub struct ArrowFileSource {
+    info: SourceInfo,
+    path: PathBuf,
+    len: u64,
+    window_rows: usize,
+    /// Field name, column index in the decoded batches, plan.
+    columns: Vec<(FieldName, usize, Plan)>,
+    state: Mutex<State>,
+}
+
+fn pq_err(e: parquet::errors::ParquetError, path: &Path) -> Error {
+    Error::corrupt(format!("Parquet: {e}")).with_format("parquet").with_path(path)
+}
+
+fn ipc_err(e: arrow_schema::ArrowError, path: &Path) -> Error {
+    Error::corrupt(format!("Arrow IPC: {e}")).with_format("arrow").with_path(path)
+}
+
+/// Indices of `wanted` in `schema`, or an error naming the missing ones.
+fn projection(schema: &SchemaRef, wanted: Option<&[String]>, path: &Path) -> Result<Vec<usize>> {
+    let Some(wanted) = wanted else { return Ok((0..schema.fields().len()).collect()) };
+    let mut out = Vec::with_capacity(wanted.len());
+    for name in wanted {
+        match schema.index_of(name) {
+            Ok(i) => out.push(i),
+            Err(_) => {
+                let have: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+                return Err(Error::invalid_input(format!(
+                    "no column {name:?} (the file has {})",
+                    have.join(", ")
+                ))
+                .with_path(path));
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl ArrowFileSource {
+    /// Opens `path`, telling Parquet from Arrow IPC by its first bytes.
+    pub fn open(path: impl AsRef<Path>, options: &ReadOptions) -> Result<Self> {
+        let path = path.as_ref();
+        match sniff(path) {
+            Some(kind) => Self::open_as(path, kind, options),
+            None => Err(Error::unsupported("not a Parquet or Arrow IPC file").with_path(path)),
+        }
+    }
+
+    /// Opens `path` as `kind`.
+    pub fn open_as(path: impl AsRef<Path>, kind: FileKind, options: &ReadOptions) -> Result<Self> {
+        let path = path.as_ref();
+        let file = File::open(path).map_err(|e| Error::io(e, "cannot open").with_path(path))?;
+        let mut info = SourceInfo::new(match kind {
+            FileKind::Parquet => "parquet",
+            FileKind::ArrowIpc => "arrow",
+        });
+        info.paths = vec![path.to_path_buf()];
+        let (cursor, schema, len, order) = match kind {
+            FileKind::Parquet => {
+                let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+                    .map_err(|e| pq_err(e, path))?;
+                let schema = meta.schema().clone();
+                let order = projection(&schema, options.columns.as_deref(), path)?;
+                let mut sorted = order.clone();
+                sorted.sort_unstable();
+                let mask = ProjectionMask::roots(meta.parquet_schema(), sorted.iter().copied());
+                let mut group_starts = Vec::new();
+                let mut total = 0u64;
+                for g in meta.metadata().row_groups() {
+                    group_starts.push(total);
+                    let rows = u64::try_from(g.num_rows()).map_err(|_| {
+                        pq_err(
+                            parquet::errors::ParquetError::General("negative row count".into()),
+                            path,
+                        )
+                    })?;
+                    total = total
+                        .checked_add(rows)
+                        .ok_or_else(|| Error::corrupt("row count overflows").with_path(path))?;
+                }
+                let fm = meta.metadata().file_metadata();
+                info.version = Some(format!("Parquet {}", fm.version()));
+                info.facts.push(("row groups".into(), group_starts.len().to_string()));
+                if let Some(by) = fm.created_by() {
+                    info.facts.push(("created by".into(), by.to_string()));
+                }
+                // Decoded batches hold the selected columns in file order.
+                let order: Vec<usize> =
+                    order.iter().map(|i| sorted.iter().position(|s| s == i).unwrap_or(0)).collect();
+                let projected: Vec<usize> = sorted.clone();
+                let fields = projected.iter().map(|&i| schema.field(i).clone()).collect::<Vec<_>>();
+                let pschema = Arc::new(arrow_schema::Schema::new(fields));
+                (
+                    Cursor::Parquet { file, meta, mask, group_starts, reader: None },
+                    pschema,
+                    total,
+                    order,
+                )
+            }
+            FileKind::ArrowIpc => {
+                let full = FileReader::try_new(
+                    BufReader::new(
+                        file.try_clone()
+                            .map_err(|e| Error::io(e, "cannot open").with_path(path))?,
+                    ),
+                    None,
+                )
+                .map_err(|e| ipc_err(e, path))?;
+                let order = projection(&full.schema(), options.columns.as_deref(), path)?;
+                drop(full);
+                let mut reader = FileReader::try_new(BufReader::new(file), Some(order.clone()))
+                    .map_err(|e| ipc_err(e, path))?;
+                // The footer does not say how many rows each batch has: read them once.
+                let mut batch_starts = Vec::with_capacity(reader.num_batches());
+                let mut total = 0u64;
+                for b in 0..reader.num_batches() {
+                    reader.set_index(b).map_err(|e| ipc_err(e, path))?;
+                    let batch =
+                        reader.next().transpose().map_err(|e| ipc_err(e, path))?.ok_or_else(
+                            || Error::corrupt("IPC file lists a missing batch").with_path(path),
+                        )?;
+                    batch_starts.push(total);
+                    total += batch.num_rows() as u64;
+                }
+                info.facts.push(("record batches".into(), batch_starts.len().to_string()));
+                let schema = reader.schema();
+                let n = schema.fields().len();
+                (
+                    Cursor::Ipc { reader: Box::new(reader), batch_starts },
+                    schema,
+                    total,
+                    (0..n).collect(),
+                )
+            }
+        };
+        let mut columns = Vec::with_capacity(order.len());
+        let mut specs = Vec::with_capacity(order.len());
+        for &i in &order {
+            let field = schema.field(i);
+            let plan = Plan::for_field(field).map_err(|e| e.with_path(path))?;
+            columns.push((FieldName::from(field.name().as_str()), i, plan));
+            specs.push(FieldSpec {
+                name: field.name().clone(),
+                kind: field.data_type().to_string(),
+            });
+        }
+        info.schema = Some(specs);
+        Ok(ArrowFileSource {
+            info,
+            path: path.to_path_buf(),
+            len,
+            window_rows: options.window_rows.max(1),
+            columns,
+            state: Mutex::new(State { cursor, window: None }),
+        })
+    }
+
+    /// Makes the window hold row `index`.
+    fn seek(&self, state: &mut State, index: u64) -> Result<()> {
+        if let Some(w) = &state.window
+            && index >= w.start
+            && index < w.start + w.batch.num_rows() as u64
+        {
+            return Ok(());
+        }
+        let path = &self.path;
+        match &mut state.cursor {
+            Cursor::Parquet { file, meta, mask, group_starts, reader } => {
+                // Keep reading forward when the row is near; otherwise start a reader at it.
+                let near = matches!(reader, Some((_, next)) if *next <= index
+                    && index - *next < 4 * self.window_rows as u64);
+                if !near {
+                    let g = group_starts.partition_point(|&s| s <= index).saturating_sub(1);
+                    let skip = index - group_starts[g];
+                    let rest = self.len - group_starts[g];
+                    let f = file
+                        .try_clone()
+                        .map_err(|e| Error::io(e, "cannot read").with_path(path))?;
+                    let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta.clone())
+                        .with_projection(mask.clone())
+                        .with_row_groups((g..group_starts.len()).collect())
+                        .with_batch_size(self.window_rows);
+                    if skip > 0 {
+                        b = b.with_row_selection(RowSelection::from(vec![
+                            RowSelector::skip(skip as usize),
+                            RowSelector::select((rest - skip) as usize),
+                        ]));
+                    }
+                    *reader = Some((b.build().map_err(|e| pq_err(e, path))?, index));
+                }
+                let Some((r, next)) = reader else { return Err(Error::corrupt("no reader")) };
+                loop {
+                    let batch =
+                        r.next().transpose().map_err(|e| ipc_err(e, path))?.ok_or_else(|| {
+                            Error::corrupt("Parquet file has fewer rows than its footer says")
+                                .with_path(path)
+                        })?;
+                    let start = *next;
+                    *next += batch.num_rows() as u64;
+                    if index < *next {
+                        state.window = Some(Window { start, batch });
+                        return Ok(());
+                    }
+                }
+            }
+            Cursor::Ipc { reader, batch_starts } => {
+                let b = batch_starts.partition_point(|&s| s <= index).saturating_sub(1);
+                reader.set_index(b).map_err(|e| ipc_err(e, path))?;
+                let batch = reader
+                    .next()
+                    .transpose()
+                    .map_err(|e| ipc_err(e, path))?
+                    .ok_or_else(|| Error::corrupt("IPC batch vanished").with_path(path))?;
+                state.window = Some(Window { start: batch_starts[b], batch });
+                Ok(())
+            }
+        }
+    }
+
+    /// Decodes row `index` (which the window holds) into `out`.
+    fn decode(&self, window: &Window, index: u64, out: &mut RecordOut<'_>) -> Result<()> {
+        let row = (index - window.start) as usize;
+        for (name, col, plan) in &self.columns {
+            let array = window.batch.column(*col);
+            if array.is_null(row) || array.data_type() == &arrow_schema::DataType::Null {
+                continue; // a null cell: the record lacks the field
+            }
+            let v = value(plan, array.as_ref(), row, out)
+                .map_err(|e| Error::new(e.kind(), format!("column {name:?}: {}", e.message())))?;
+            out.push(name.clone(), v);
+        }
+        Ok(())
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>> {
+        self.state.lock().map_err(|_| Error::new(ErrorKind::Closed, "an earlier read panicked"))
+    }
+}
+
+impl RecordSource for ArrowFileSource {
+    fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_into(&self, index: u64, out: &mut Record) -> Result<()> {
+        out.clear();
+        if index >= self.len {
+            return Err(Error::out_of_range(index, self.len).with_path(&self.path));
+        }
+        let mut state = self.lock()?;
+        self.seek(&mut state, index).map_err(|e| e.with_record(index))?;
+        let window = state.window.as_ref().ok_or_else(|| Error::corrupt("no window"))?;
+        let result = self.decode(window, index, &mut out.out());
+        if result.is_err() {
+            out.clear();
+        } else {
+            out.set_index(index);
+        }
+        result.map_err(|e| e.with_record(index).with_path(&self.path))
+    }
+
+    fn read_batch_into(&self, indices: &[u64], out: &mut ReelBatch) -> Result<()> {
+        out.clear();
+        let mut state = self.lock()?;
+        for &index in indices {
+            if index >= self.len {
+                out.clear();
+                return Err(Error::out_of_range(index, self.len).with_path(&self.path));
+            }
+            let r = self.seek(&mut state, index).and_then(|()| {
+                let window = state.window.as_ref().ok_or_else(|| Error::corrupt("no window"))?;
+                out.push_with(index, |o| self.decode(window, index, o))
+            });
+            if let Err(e) = r {
+                out.clear();
+                return Err(e.with_record(index).with_path(&self.path));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The Arrow schema of a Parquet or Arrow IPC file, to give as
+/// [`ArrowOptions::schema`](crate::ArrowOptions::schema) when writing.
+pub fn schema_of_file(path: impl AsRef<Path>) -> Result<SchemaRef> {
+    let path = path.as_ref();
+    let file = File::open(path).map_err(|e| Error::io(e, "cannot open").with_path(path))?;
+    match sniff(path) {
+        Some(FileKind::Parquet) => Ok(ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+            .map_err(|e| pq_err(e, path))?
+            .schema()
+            .clone()),
+        Some(FileKind::ArrowIpc) => Ok(FileReader::try_new(BufReader::new(file), None)
+            .map_err(|e| ipc_err(e, path))?
+            .schema()),
+        None => Err(Error::unsupported("not a Parquet or Arrow IPC file").with_path(path)),
+    }
+}

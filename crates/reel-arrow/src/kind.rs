@@ -1,0 +1,330 @@
+//! The one mapping between reel values and Arrow types.
+//!
+//! A column's [`Kind`] is what its values are, in reel's terms; it is inferred from sample
+//! records ([`Kind::of`], [`Kind::merge`]), read from a given Arrow field
+//! ([`Kind::from_field`]) and turned into an Arrow field ([`Kind::to_field`]). Encoders and
+//! the schema of every batch come from it, so a value type is mapped in one place.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, FieldRef, Fields};
+use reel_core::{DType, Error, Result, ValueRef};
+
+/// Field metadata key saying how reel stored a value where the Arrow type alone is
+/// ambiguous: `"array"` (a 1-D array), `"list"` (a list of values), `"ndarray"` (the
+/// generic array struct) or `"json"` (tagged JSON text, see [`crate::json`]).
+pub const REEL_TYPE_KEY: &str = "reel.type";
+/// Arrow's extension-name metadata key.
+pub const EXTENSION_NAME_KEY: &str = "ARROW:extension:name";
+/// Arrow's extension-metadata key.
+pub const EXTENSION_METADATA_KEY: &str = "ARROW:extension:metadata";
+/// The canonical fixed-shape tensor extension.
+pub const FIXED_SHAPE_TENSOR: &str = "arrow.fixed_shape_tensor";
+
+/// What a column's values are.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Kind {
+    /// Only nulls (or missing fields) seen.
+    Null,
+    Bool,
+    /// Signed integers; `huge` when one above `i64::MAX` was seen too.
+    Int {
+        negative: bool,
+        huge: bool,
+    },
+    Float,
+    Bytes,
+    Str,
+    /// 1-D arrays of one primitive dtype: Arrow `List<primitive>`.
+    Vector(DType),
+    /// N-d arrays (N ≥ 2) of one primitive dtype and one shape: `arrow.fixed_shape_tensor`.
+    Tensor(DType, Vec<u64>),
+    /// Arrays of any dtype and shape: a struct of numpy dtype string, shape and bytes.
+    NdArray,
+    /// A list of values.
+    List(Box<Kind>),
+    /// Maps with the same text keys in the same order: a struct with one child per key.
+    Struct(Vec<(String, Kind)>),
+    /// Values that have no common Arrow type: tagged JSON text.
+    Json,
+}
+
+/// Whether Arrow has a primitive type holding `dtype`'s values exactly.
+fn primitive(dtype: DType) -> Option<DataType> {
+    Some(match dtype {
+        DType::Bool => DataType::Boolean,
+        DType::I8 => DataType::Int8,
+        DType::I16 => DataType::Int16,
+        DType::I32 => DataType::Int32,
+        DType::I64 => DataType::Int64,
+        DType::U8 => DataType::UInt8,
+        DType::U16 => DataType::UInt16,
+        DType::U32 => DataType::UInt32,
+        DType::U64 => DataType::UInt64,
+        DType::F16 => DataType::Float16,
+        DType::F32 => DataType::Float32,
+        DType::F64 => DataType::Float64,
+        _ => return None,
+    })
+}
+
+/// The dtype of an Arrow primitive type.
+pub(crate) fn dtype_of(dt: &DataType) -> Option<DType> {
+    Some(match dt {
+        DataType::Boolean => DType::Bool,
+        DataType::Int8 => DType::I8,
+        DataType::Int16 => DType::I16,
+        DataType::Int32 => DType::I32,
+        DataType::Int64 => DType::I64,
+        DataType::UInt8 => DType::U8,
+        DataType::UInt16 => DType::U16,
+        DataType::UInt32 => DType::U32,
+        DataType::UInt64 => DType::U64,
+        DataType::Float16 => DType::F16,
+        DataType::Float32 => DType::F32,
+        DataType::Float64 => DType::F64,
+        _ => return None,
+    })
+}
+
+impl Kind {
+    /// The kind of one value.
+    pub(crate) fn of(value: ValueRef<'_>) -> Kind {
+        match value {
+            ValueRef::Null => Kind::Null,
+            ValueRef::Bool(_) => Kind::Bool,
+            ValueRef::Int(i) => Kind::Int { negative: i < 0, huge: false },
+            ValueRef::UInt(_) => Kind::Int { negative: false, huge: true },
+            ValueRef::Float(_) => Kind::Float,
+            ValueRef::Bytes(_) => Kind::Bytes,
+            ValueRef::Str(_) => Kind::Str,
+            ValueRef::Array(a) => match (primitive(a.dtype), a.shape.len()) {
+                (Some(_), 1) => Kind::Vector(a.dtype),
+                (Some(_), n) if n >= 2 => Kind::Tensor(a.dtype, a.shape.to_vec()),
+                _ => Kind::NdArray,
+            },
+            ValueRef::List(l) => {
+                Kind::List(Box::new(l.iter().fold(Kind::Null, |k, v| k.merge(Kind::of(v)))))
+            }
+            ValueRef::Map(m) => {
+                let mut fields: Vec<(String, Kind)> = Vec::with_capacity(m.len());
+                for (k, v) in m.iter() {
+                    let Some(key) = k.as_str() else { return Kind::Json };
+                    if fields.iter().any(|(n, _)| n == key) {
+                        return Kind::Json;
+                    }
+                    fields.push((key.to_string(), Kind::of(v)));
+                }
+                Kind::Struct(fields)
+            }
+        }
+    }
+
+    /// The narrowest kind holding values of both kinds ([`Kind::Json`] when there is none).
+    pub(crate) fn merge(self, other: Kind) -> Kind {
+        use Kind as K;
+        match (self, other) {
+            (K::Null, k) | (k, K::Null) => k,
+            (K::Int { negative: a, huge: b }, K::Int { negative: c, huge: d }) => {
+                K::Int { negative: a || c, huge: b || d }
+            }
+            (K::Vector(a), K::Vector(b)) if a == b => K::Vector(a),
+            (K::Tensor(a, s), K::Tensor(b, t)) if a == b && s == t => K::Tensor(a, s),
+            (
+                K::Vector(_) | K::Tensor(..) | K::NdArray,
+                K::Vector(_) | K::Tensor(..) | K::NdArray,
+            ) => K::NdArray,
+            (K::List(a), K::List(b)) => K::List(Box::new(a.merge(*b))),
+            // A struct cannot tell a missing key from a null value, nor keep key order per
+            // row: maps become a struct only when they all have the same keys in the same
+            // order (otherwise JSON keeps them exactly).
+            (K::Struct(a), K::Struct(b))
+                if a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| x.0 == y.0) =>
+            {
+                K::Struct(a.into_iter().zip(b).map(|((n, x), (_, y))| (n, x.merge(y))).collect())
+            }
+            (a, b) if a == b => a,
+            _ => K::Json,
+        }
+    }
+
+    /// The Arrow field of a column of this kind. Every field is nullable: a record may
+    /// lack a field that others have.
+    pub(crate) fn to_field(&self, name: &str, large: bool) -> Field {
+        let tagged = |dt: DataType, tag: &str| {
+            Field::new(name, dt, true)
+                .with_metadata(HashMap::from([(REEL_TYPE_KEY.to_string(), tag.to_string())]))
+        };
+        let bytes = if large { DataType::LargeBinary } else { DataType::Binary };
+        let text = if large { DataType::LargeUtf8 } else { DataType::Utf8 };
+        match self {
+            Kind::Null => Field::new(name, DataType::Null, true),
+            Kind::Bool => Field::new(name, DataType::Boolean, true),
+            Kind::Int { negative: false, huge: true } => Field::new(name, DataType::UInt64, true),
+            Kind::Int { negative: true, huge: true } => tagged(text, "json"),
+            Kind::Int { .. } => Field::new(name, DataType::Int64, true),
+            Kind::Float => Field::new(name, DataType::Float64, true),
+            Kind::Bytes => Field::new(name, bytes, true),
+            Kind::Str => Field::new(name, text, true),
+            Kind::Vector(dtype) => {
+                let item = element_field(*dtype);
+                tagged(DataType::List(item), "array")
+            }
+            Kind::Tensor(dtype, shape) => {
+                let n = shape.iter().product::<u64>();
+                let meta = serde_json::json!({ "shape": shape }).to_string();
+                Field::new(
+                    name,
+                    DataType::FixedSizeList(element_field(*dtype), n.min(i32::MAX as u64) as i32),
+                    true,
+                )
+                .with_metadata(HashMap::from([
+                    (EXTENSION_NAME_KEY.to_string(), FIXED_SHAPE_TENSOR.to_string()),
+                    (EXTENSION_METADATA_KEY.to_string(), meta),
+                ]))
+            }
+            Kind::NdArray => tagged(DataType::Struct(ndarray_fields(large)), "ndarray"),
+            Kind::List(item) => {
+                let item = Arc::new(item.to_field("item", large));
+                tagged(DataType::List(item), "list")
+            }
+            Kind::Struct(fields) => {
+                let children: Fields =
+                    fields.iter().map(|(n, k)| Arc::new(k.to_field(n, large))).collect();
+                Field::new(name, DataType::Struct(children), true)
+            }
+            Kind::Json => tagged(text, "json"),
+        }
+    }
+
+    /// The kind a given Arrow field asks for. Only the types [`Kind::to_field`] produces are
+    /// accepted (plain `List<primitive>` is read as a 1-D array); any other type is refused
+    /// naming the field.
+    pub(crate) fn from_field(field: &Field) -> Result<Kind> {
+        let tag = field.metadata().get(REEL_TYPE_KEY).map(String::as_str);
+        let ext = field.metadata().get(EXTENSION_NAME_KEY).map(String::as_str);
+        let refuse = |why: &str| {
+            Error::schema(format!("field {:?}: {} {why}", field.name(), field.data_type()))
+        };
+        Ok(match (field.data_type(), tag) {
+            (DataType::Utf8 | DataType::LargeUtf8, Some("json")) => Kind::Json,
+            (DataType::Null, _) => Kind::Null,
+            (DataType::Boolean, _) => Kind::Bool,
+            (DataType::Int64, _) => Kind::Int { negative: true, huge: false },
+            (DataType::UInt64, _) => Kind::Int { negative: false, huge: true },
+            (DataType::Float64, _) => Kind::Float,
+            (DataType::Binary | DataType::LargeBinary, _) => Kind::Bytes,
+            (DataType::Utf8 | DataType::LargeUtf8, _) => Kind::Str,
+            (DataType::List(item), Some("list")) => Kind::List(Box::new(Kind::from_field(item)?)),
+            (DataType::List(item), _) => match dtype_of(item.data_type()) {
+                Some(dt) => Kind::Vector(dt),
+                None => Kind::List(Box::new(Kind::from_field(item)?)),
+            },
+            (DataType::FixedSizeList(item, _), _) if ext == Some(FIXED_SHAPE_TENSOR) => {
+                let dtype = dtype_of(item.data_type())
+                    .ok_or_else(|| refuse("is a tensor of a type reel has no dtype for"))?;
+                Kind::Tensor(dtype, tensor_shape(field)?)
+            }
+            (DataType::Struct(_), Some("ndarray")) => Kind::NdArray,
+            (DataType::Struct(children), _) => Kind::Struct(
+                children
+                    .iter()
+                    .map(|c| Ok((c.name().clone(), Kind::from_field(c)?)))
+                    .collect::<Result<_>>()?,
+            ),
+            _ => {
+                return Err(refuse(
+                    "cannot be written from reel values (use null, bool, int64, uint64, \
+                     float64, binary, utf8, list, struct or arrow.fixed_shape_tensor)",
+                ));
+            }
+        })
+    }
+}
+
+/// The item field of an array column.
+pub(crate) fn element_field(dtype: DType) -> FieldRef {
+    let dt = primitive(dtype).unwrap_or(DataType::UInt8);
+    Arc::new(Field::new("item", dt, false))
+}
+
+/// The children of the generic array struct: numpy dtype string, shape, C-order bytes.
+pub(crate) fn ndarray_fields(large: bool) -> Fields {
+    Fields::from(vec![
+        Field::new("dtype", DataType::Utf8, false),
+        Field::new(
+            "shape",
+            DataType::List(Arc::new(Field::new("item", DataType::UInt64, false))),
+            false,
+        ),
+        Field::new("data", if large { DataType::LargeBinary } else { DataType::Binary }, false),
+    ])
+}
+
+/// The shape stored in a fixed-shape tensor field's extension metadata.
+pub(crate) fn tensor_shape(field: &Field) -> Result<Vec<u64>> {
+    let bad = || {
+        Error::schema(format!(
+            "field {:?}: arrow.fixed_shape_tensor metadata has no valid \"shape\"",
+            field.name()
+        ))
+    };
+    let meta = field.metadata().get(EXTENSION_METADATA_KEY).ok_or_else(bad)?;
+    let json: serde_json::Value = serde_json::from_str(meta).map_err(|_| bad())?;
+    let dims = json.get("shape").and_then(|s| s.as_array()).ok_or_else(bad)?;
+    let shape: Vec<u64> = dims.iter().map(|d| d.as_u64().ok_or_else(bad)).collect::<Result<_>>()?;
+    let size = match field.data_type() {
+        DataType::FixedSizeList(_, n) => *n as u64,
+        _ => return Err(bad()),
+    };
+    if shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d)) != Some(size) {
+        return Err(Error::schema(format!(
+            "field {:?}: tensor shape {shape:?} does not hold {size} elements",
+            field.name()
+        )));
+    }
+    Ok(shape)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_widens_or_falls_back_to_json() {
+        let int = Kind::Int { negative: false, huge: false };
+        assert_eq!(Kind::Null.merge(int.clone()), int);
+        assert_eq!(int.clone().merge(Kind::Float), Kind::Json);
+        assert_eq!(Kind::Vector(DType::F32).merge(Kind::Vector(DType::I64)), Kind::NdArray);
+        let a = Kind::Struct(vec![("x".into(), int.clone())]);
+        let b = Kind::Struct(vec![("y".into(), Kind::Str)]);
+        assert_eq!(a.clone().merge(b), Kind::Json);
+        let c = Kind::Struct(vec![("x".into(), Kind::Null)]);
+        assert_eq!(a.merge(c), Kind::Struct(vec![("x".into(), int)]));
+    }
+
+    #[test]
+    fn fields_map_back_to_their_kind() {
+        for kind in [
+            Kind::Bool,
+            Kind::Int { negative: true, huge: false },
+            Kind::Int { negative: false, huge: true },
+            Kind::Float,
+            Kind::Bytes,
+            Kind::Str,
+            Kind::Vector(DType::U16),
+            Kind::Tensor(DType::F32, vec![2, 3]),
+            Kind::NdArray,
+            Kind::List(Box::new(Kind::Str)),
+            Kind::List(Box::new(Kind::Int { negative: true, huge: false })),
+            Kind::Struct(vec![("a".into(), Kind::Float)]),
+            Kind::Json,
+        ] {
+            let field = kind.to_field("f", false);
+            assert_eq!(Kind::from_field(&field).unwrap(), kind, "{field:?}");
+        }
+        let err = Kind::from_field(&Field::new("d", DataType::Date32, true)).unwrap_err();
+        assert!(err.message().contains("\"d\""), "{err}");
+    }
+}

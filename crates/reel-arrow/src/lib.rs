@@ -1,0 +1,60 @@
+//! reel records as Arrow record batches; Parquet and Arrow IPC files in and out.
+//!
+//! * [`SourceBatchReader`]: any [`RecordSource`](reel_core::RecordSource) as an Arrow
+//!   [`RecordBatchReader`](arrow_array::RecordBatchReader), read in batches through the
+//!   source's batch path, bounded in memory by [`ArrowOptions::batch_bytes`];
+//!   [`into_ffi_stream`] hands it to Python (pyarrow, Polars, DuckDB) through the Arrow C
+//!   stream interface.
+//! * [`write_parquet`], [`write_ipc`] and [`ArrowSink`] (a [`RecordSink`](reel_core::RecordSink)
+//!   for conversions): Parquet (zstd by default, row groups bounded in rows and bytes) and
+//!   Arrow IPC files, staged and published only when complete.
+//! * [`ArrowFileSource`]: any Parquet or Arrow IPC file as a record source, so it converts
+//!   to every reel format.
+//!
+//! # One schema mapping
+//!
+//! A column's Arrow type comes from its values (sampled from the first
+//! [`ArrowOptions::sample_records`] records, after the fields the format declares), or from a
+//! schema given in [`ArrowOptions::schema`]:
+//!
+//! | reel value | Arrow type |
+//! | --- | --- |
+//! | bytes | `binary` (`large_binary` with [`ArrowOptions::large_types`]) |
+//! | text | `utf8` (`large_utf8`) |
+//! | int | `int64`; `uint64` when values above `i64::MAX` occur and none is negative |
+//! | float, bool, null | `float64`, `bool`, `null` |
+//! | 1-D array of bool, (u)int8–64, float16/32/64 | `list<that type>` (field metadata `reel.type = array`) |
+//! | n-d arrays of one such dtype and one shape | `arrow.fixed_shape_tensor` (a `fixed_size_list` with the canonical extension metadata) |
+//! | other arrays (mixed dtypes or shapes, complex, text, void) | `struct<dtype: utf8, shape: list<uint64>, data: binary>` (`reel.type = ndarray`; `numpy.frombuffer(data, dtype).reshape(shape)`) |
+//! | list | `list<item type>` (`reel.type = list`) |
+//! | map with text keys | `struct` with a child per key |
+//! | values with no common type | tagged JSON text (`reel.type = json`, lossless, see [`json`](crate)) |
+//!
+//! Every column is nullable: a record without a field has a null there. A record whose
+//! field does not fit the inferred column (a new field, another type) is an
+//! [`ErrorKind::Schema`](reel_core::ErrorKind::Schema) error naming the record and the field
+//! (path into nested values included); give a schema or sample more records.
+//!
+//! Reading Arrow data back follows the table in the [`decode`](crate) module: what reel
+//! wrote reads back as the same records (a null cell reads as an absent field).
+
+#![forbid(unsafe_code)]
+
+mod decode;
+mod encode;
+mod file_source;
+mod json;
+mod kind;
+mod stream;
+mod write;
+
+pub use encode::{Encoder, ExtraColumns, FILE_COLUMN, INDEX_COLUMN, OFFSET_COLUMN};
+pub use file_source::{ArrowFileSource, ReadOptions, schema_of_file, sniff};
+pub use kind::{EXTENSION_METADATA_KEY, EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, REEL_TYPE_KEY};
+pub use stream::{ArrowOptions, SourceBatchReader, into_ffi_stream};
+pub use write::{
+    ArrowSink, Compression, FileKind, WriteOptions, write_file, write_ipc, write_parquet,
+};
+
+/// The Arrow crates this one is built on, for callers that need their types.
+pub use {arrow_array, arrow_schema, parquet};

@@ -1,0 +1,263 @@
+//! A source's records as a stream of Arrow record batches.
+
+use std::ops::Range;
+
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use reel_core::{Error, FieldSpec, RecordRef, RecordSource, Result};
+
+use crate::encode::{Encoder, ExtraColumns};
+use crate::kind::Kind;
+
+/// How records become Arrow batches: the schema (given or inferred), extra columns and
+/// batch sizes.
+#[derive(Clone, Debug)]
+pub struct ArrowOptions {
+    /// Records sampled to infer the schema (default 1000). Fields whose values vary per
+    /// record (OFRecord features, Granular and bags values, Gulp metadata) get the
+    /// narrowest Arrow type that holds every sampled value; a later record that does not
+    /// fit is an error naming the record and the field.
+    pub sample_records: usize,
+    /// Stop sampling after this many bytes of records (default 64 MiB).
+    pub sample_bytes: usize,
+    /// The schema to write, instead of inferring one. Its fields must use the types reel
+    /// writes (see the crate documentation).
+    pub schema: Option<SchemaRef>,
+    /// `LargeBinary`/`LargeUtf8` (64-bit offsets) instead of `Binary`/`Utf8`, for batches
+    /// over 2 GiB of one column.
+    pub large_types: bool,
+    /// Extra columns for joining back to the dataset.
+    pub extra: ExtraColumns,
+    /// Rows per batch at most (default 65536).
+    pub batch_rows: usize,
+    /// Bytes of values per batch at most (default 32 MiB; a single larger record makes a
+    /// batch of one). With the Parquet row-group size, this bounds a conversion's memory.
+    pub batch_bytes: usize,
+}
+
+impl Default for ArrowOptions {
+    fn default() -> Self {
+        ArrowOptions {
+            sample_records: 1000,
+            sample_bytes: 64 << 20,
+            schema: None,
+            large_types: false,
+            extra: ExtraColumns::default(),
+            batch_rows: 65536,
+            batch_bytes: 32 << 20,
+        }
+    }
+}
+
+/// The columns for records like `sample`: the declared fields in their order, other fields
+/// where the sampled records put them.
+pub(crate) fn infer_kinds<'a>(
+    declared: Option<&[FieldSpec]>,
+    sample: impl IntoIterator<Item = RecordRef<'a>>,
+) -> Vec<(String, Kind)> {
+    let mut kinds: Vec<(String, Kind)> =
+        declared.unwrap_or_default().iter().map(|f| (f.name.clone(), Kind::Null)).collect();
+    let mut seen = vec![false; kinds.len()];
+    for record in sample {
+        // A new field goes right after the record's previous field, so that records whose
+        // fields come in one order (OFRecord and Granular sort them) read back in it.
+        let mut after: Option<usize> = None;
+        for (name, value) in record.iter() {
+            let k = Kind::of(value);
+            match kinds.iter().position(|(n, _)| n == name) {
+                Some(i) => {
+                    kinds[i].1 = std::mem::replace(&mut kinds[i].1, Kind::Null).merge(k);
+                    seen[i] = true;
+                    after = Some(i);
+                }
+                None => {
+                    let at = after.map_or(0, |a| a + 1);
+                    kinds.insert(at, (name.to_string(), k));
+                    seen.insert(at, true);
+                    after = Some(at);
+                }
+            }
+        }
+    }
+    // A declared field no sampled record had: take the type its declaration names.
+    for ((name, kind), seen) in kinds.iter_mut().zip(seen) {
+        if !seen {
+            let spec = declared.unwrap_or_default().iter().find(|f| f.name == *name);
+            *kind = spec.map_or(Kind::Null, |s| declared_kind(&s.kind));
+        }
+    }
+    kinds
+}
+
+/// The kind a format's own type name stands for, where that is unambiguous.
+fn declared_kind(name: &str) -> Kind {
+    match name {
+        "bytes" | "jpg" | "png" | "mp4" => Kind::Bytes,
+        "utf8" | "str" | "string" => Kind::Str,
+        "int" | "i64" => Kind::Int { negative: true, huge: false },
+        "u64" => Kind::Int { negative: false, huge: true },
+        // Syrah names its columns' numpy dtypes: 1-D arrays.
+        other => match reel_core::DType::from_name(other) {
+            Some(dt) => Kind::of(reel_core::ValueRef::Array(reel_core::ArrayRef {
+                dtype: dt,
+                shape: &[0],
+                data: &[],
+            })),
+            None => Kind::Null,
+        },
+    }
+}
+
+/// The columns of a given Arrow schema.
+pub(crate) fn kinds_of_schema(schema: &arrow_schema::Schema) -> Result<Vec<(String, Kind)>> {
+    schema.fields().iter().map(|f| Ok((f.name().clone(), Kind::from_field(f)?))).collect()
+}
+
+/// Reads a source's records as Arrow record batches, in order, through its batch read
+/// path. It is an Arrow [`RecordBatchReader`], so it can be written to Parquet or IPC,
+/// or handed across the C stream interface ([`into_ffi_stream`]) to pyarrow, Polars or
+/// DuckDB.
+///
+/// ```no_run
+/// # fn demo(source: Box<dyn reel_core::RecordSource>) -> reel_core::Result<()> {
+/// let reader = reel_arrow::SourceBatchReader::new(source, &Default::default())?;
+/// println!("{}", reader.schema());
+/// for batch in reader {
+///     let batch = batch.map_err(|e| reel_core::Error::invalid_input(e.to_string()))?;
+///     println!("{} rows", batch.num_rows());
+/// }
+/// # Ok(()) }
+/// ```
+pub struct SourceBatchReader<S> {
+    source: S,
+    encoder: Encoder,
+    options: ArrowOptions,
+    next: u64,
+    end: u64,
+    batch: reel_core::RecordBatch,
+    indices: Vec<u64>,
+    failed: bool,
+}
+
+impl<S: RecordSource> SourceBatchReader<S> {
+    /// A reader over every record of `source`.
+    pub fn new(source: S, options: &ArrowOptions) -> Result<Self> {
+        let len = source.len();
+        Self::with_range(source, 0..len, options)
+    }
+
+    /// A reader over records `range` of `source` (e.g. one Parquet part of many).
+    pub fn with_range(source: S, range: Range<u64>, options: &ArrowOptions) -> Result<Self> {
+        if range.end > source.len() || range.start > range.end {
+            return Err(Error::out_of_range(range.end, source.len()));
+        }
+        let kinds = match &options.schema {
+            Some(schema) => kinds_of_schema(schema)?,
+            None => {
+                let sample = sample(&source, range.clone(), options)?;
+                infer_kinds(source.info().schema.as_deref(), sample.iter())
+            }
+        };
+        Ok(SourceBatchReader {
+            encoder: Encoder::new(&kinds, options.large_types, options.extra),
+            source,
+            options: options.clone(),
+            next: range.start,
+            end: range.end,
+            batch: reel_core::RecordBatch::new(),
+            indices: Vec::new(),
+            failed: false,
+        })
+    }
+
+    /// The schema of every batch.
+    pub fn schema(&self) -> SchemaRef {
+        self.encoder.schema()
+    }
+
+    /// The next batch, or `None` after the last record.
+    pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.failed || self.next >= self.end {
+            return Ok(None);
+        }
+        let result = self.fill();
+        if result.is_err() {
+            self.failed = true;
+        }
+        result.map(Some)
+    }
+
+    fn fill(&mut self) -> Result<RecordBatch> {
+        let opts = &self.options;
+        while self.next < self.end
+            && self.encoder.rows() < opts.batch_rows.max(1)
+            && (self.encoder.rows() == 0 || self.encoder.buffered_bytes() < opts.batch_bytes)
+        {
+            // Read as many records at once as fit the byte budget at the average size so
+            // far (one to start with), never more than the batch has room for.
+            let rows = self.encoder.rows();
+            let fit = match self.encoder.buffered_bytes().checked_div(rows) {
+                Some(avg) => {
+                    opts.batch_bytes.saturating_sub(self.encoder.buffered_bytes()) / avg.max(1)
+                }
+                None => 1,
+            };
+            let take = fit.clamp(1, 256).min(opts.batch_rows.max(1) - rows) as u64;
+            let take = take.min(self.end - self.next);
+            self.indices.clear();
+            self.indices.extend(self.next..self.next + take);
+            self.source.read_batch_into(&self.indices, &mut self.batch)?;
+            for record in self.batch.iter() {
+                self.encoder.push(record)?;
+            }
+            self.next += take;
+        }
+        self.encoder.finish_batch()
+    }
+}
+
+/// Reads up to the sample limits from the start of `range`.
+fn sample(
+    source: &dyn RecordSource,
+    range: Range<u64>,
+    options: &ArrowOptions,
+) -> Result<reel_core::RecordBatch> {
+    let mut all = reel_core::RecordBatch::new();
+    let mut chunk = reel_core::RecordBatch::new();
+    let mut next = range.start;
+    let end = range.end.min(range.start.saturating_add(options.sample_records as u64));
+    while next < end && all.buffer_len() < options.sample_bytes {
+        let take = (end - next).min(16);
+        let indices: Vec<u64> = (next..next + take).collect();
+        source.read_batch_into(&indices, &mut chunk)?;
+        for r in chunk.iter() {
+            all.push_copy(r);
+        }
+        next += take;
+    }
+    Ok(all)
+}
+
+impl<S: RecordSource> Iterator for SourceBatchReader<S> {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_batch().map_err(|e| ArrowError::ExternalError(Box::new(e))).transpose()
+    }
+}
+
+impl<S: RecordSource> RecordBatchReader for SourceBatchReader<S> {
+    fn schema(&self) -> SchemaRef {
+        self.encoder.schema()
+    }
+}
+
+/// Wraps a batch reader in the Arrow C stream interface (`ArrowArrayStream`), which
+/// pyarrow (`RecordBatchReader._import_from_c`, or a PyCapsule named
+/// `"arrow_array_stream"` returned from `__arrow_c_stream__`), Polars and DuckDB import
+/// without copying the data buffers. A reel error surfaces through the stream's
+/// `get_last_error` with its message.
+pub fn into_ffi_stream(reader: impl RecordBatchReader + Send + 'static) -> FFI_ArrowArrayStream {
+    FFI_ArrowArrayStream::new(Box::new(reader))
+}

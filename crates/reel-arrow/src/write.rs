@@ -1,0 +1,363 @@
+//! Writing Parquet and Arrow IPC files: a [`RecordSink`] for conversions, and
+//! [`write_parquet`]/[`write_ipc`] for a whole source.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression as PqCompression, ZstdLevel};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
+use reel_core::{
+    Error, ErrorKind, FieldSpec, RecordRef, RecordSink, RecordSource, Result, SinkSummary,
+    StagedFile,
+};
+
+use crate::encode::Encoder;
+use crate::stream::{ArrowOptions, SourceBatchReader, infer_kinds, kinds_of_schema};
+
+/// Which file to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// Apache Parquet.
+    Parquet,
+    /// The Arrow IPC file format (Feather v2), uncompressed.
+    ArrowIpc,
+}
+
+/// Parquet column compression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// None.
+    None,
+    /// Snappy.
+    Snappy,
+    /// Zstandard at a level (1 to 22).
+    Zstd(i32),
+}
+
+impl Default for Compression {
+    /// Zstandard level 1: a good ratio at a speed close to Snappy's.
+    fn default() -> Self {
+        Compression::Zstd(1)
+    }
+}
+
+impl std::str::FromStr for Compression {
+    type Err = Error;
+
+    /// `none`, `snappy`, `zstd` or `zstd:LEVEL`.
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::invalid_input(format!(
+                "compression {s:?}: expected none, snappy, zstd or zstd:LEVEL (1-22)"
+            ))
+        };
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "none" | "uncompressed" => Compression::None,
+            "snappy" => Compression::Snappy,
+            "zstd" => Compression::default(),
+            other => match other.strip_prefix("zstd:").map(str::parse::<i32>) {
+                Some(Ok(level)) if (1..=22).contains(&level) => Compression::Zstd(level),
+                _ => return Err(bad()),
+            },
+        })
+    }
+}
+
+/// How to write a Parquet or Arrow IPC file.
+#[derive(Clone, Debug)]
+pub struct WriteOptions {
+    /// Schema, extra columns and batch sizes.
+    pub arrow: ArrowOptions,
+    /// Parquet: rows per row group at most (default 1,048,576).
+    pub row_group_rows: usize,
+    /// Parquet: bytes per row group at most, as encoded (default 128 MiB). A row group is
+    /// held in memory until it is flushed, so this (plus one batch) bounds the memory a
+    /// conversion needs, however large the dataset.
+    pub row_group_bytes: usize,
+    /// Parquet: column compression (default zstd level 1).
+    pub compression: Compression,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            arrow: ArrowOptions::default(),
+            row_group_rows: 1 << 20,
+            row_group_bytes: 128 << 20,
+            compression: Compression::default(),
+        }
+    }
+}
+
+fn parquet_error(e: parquet::errors::ParquetError, path: &Path) -> Error {
+    Error::new(ErrorKind::Io, format!("Parquet: {e}")).with_format("parquet").with_path(path)
+}
+
+fn arrow_error(e: arrow_schema::ArrowError, path: &Path) -> Error {
+    match e {
+        arrow_schema::ArrowError::IoError(_, io) => {
+            Error::io(io, "cannot write the Arrow file").with_path(path)
+        }
+        other => Error::new(ErrorKind::Io, format!("Arrow IPC: {other}")).with_path(path),
+    }
+}
+
+/// Parquet writer properties: compression, row-group limits; no dictionary and no
+/// statistics for binary columns (blobs do not repeat, and min/max of images help no
+/// query), which keeps large-blob conversions at copy speed.
+fn writer_properties(schema: &SchemaRef, options: &WriteOptions) -> WriterProperties {
+    let compression = match options.compression {
+        Compression::None => PqCompression::UNCOMPRESSED,
+        Compression::Snappy => PqCompression::SNAPPY,
+        Compression::Zstd(level) => {
+            PqCompression::ZSTD(ZstdLevel::try_new(level).unwrap_or_default())
+        }
+    };
+    let mut props = WriterProperties::builder()
+        .set_compression(compression)
+        .set_max_row_group_row_count(Some(options.row_group_rows.max(1)))
+        .set_max_row_group_bytes(Some(options.row_group_bytes.max(1)))
+        .set_created_by(format!("reel {}", env!("CARGO_PKG_VERSION")));
+    for f in schema.fields() {
+        if matches!(f.data_type(), DataType::Binary | DataType::LargeBinary) {
+            let col = ColumnPath::new(vec![f.name().clone()]);
+            props = props
+                .set_column_dictionary_enabled(col.clone(), false)
+                .set_column_statistics_enabled(col, EnabledStatistics::None);
+        }
+    }
+    props.build()
+}
+
+enum Writer {
+    Parquet(ArrowWriter<File>),
+    Ipc(arrow_ipc::writer::FileWriter<BufWriter<File>>),
+}
+
+impl Writer {
+    fn new(
+        kind: FileKind,
+        staged: &StagedFile,
+        schema: &SchemaRef,
+        options: &WriteOptions,
+    ) -> Result<Writer> {
+        let path = staged.temp_path();
+        let file = staged
+            .file()
+            .try_clone()
+            .map_err(|e| Error::io(e, "cannot open the staged file").with_path(path))?;
+        Ok(match kind {
+            FileKind::Parquet => Writer::Parquet(
+                ArrowWriter::try_new(
+                    file,
+                    schema.clone(),
+                    Some(writer_properties(schema, options)),
+                )
+                .map_err(|e| parquet_error(e, path))?,
+            ),
+            FileKind::ArrowIpc => Writer::Ipc(
+                arrow_ipc::writer::FileWriter::try_new(
+                    BufWriter::with_capacity(1 << 20, file),
+                    schema,
+                )
+                .map_err(|e| arrow_error(e, path))?,
+            ),
+        })
+    }
+
+    fn write(&mut self, batch: &RecordBatch, path: &Path) -> Result<()> {
+        match self {
+            Writer::Parquet(w) => w.write(batch).map_err(|e| parquet_error(e, path)),
+            Writer::Ipc(w) => w.write(batch).map_err(|e| arrow_error(e, path)),
+        }
+    }
+
+    fn close(self, path: &Path) -> Result<()> {
+        match self {
+            Writer::Parquet(w) => w.close().map(drop).map_err(|e| parquet_error(e, path)),
+            Writer::Ipc(mut w) => {
+                w.finish().map_err(|e| arrow_error(e, path))?;
+                let inner = w.into_inner().map_err(|e| arrow_error(e, path))?;
+                inner
+                    .into_inner()
+                    .map(drop)
+                    .map_err(|e| Error::io(e.into_error(), "cannot write").with_path(path))
+            }
+        }
+    }
+}
+
+/// The state once the schema is known.
+struct Writing {
+    encoder: Encoder,
+    writer: Writer,
+}
+
+/// A [`RecordSink`] writing one Parquet or Arrow IPC file.
+///
+/// Records are buffered until the schema is known (the first
+/// [`ArrowOptions::sample_records`] records, or the given [`ArrowOptions::schema`]), then
+/// encoded into batches of [`ArrowOptions::batch_rows`]/`batch_bytes` and written. The file
+/// is staged beside `path` and appears only on [`finish`](RecordSink::finish).
+pub struct ArrowSink {
+    kind: FileKind,
+    options: WriteOptions,
+    declared: Option<Vec<FieldSpec>>,
+    staged: Option<StagedFile>,
+    path: PathBuf,
+    sample: reel_core::RecordBatch,
+    writing: Option<Writing>,
+    records: u64,
+}
+
+impl ArrowSink {
+    /// A sink for a new file at `path`. `declared` are the source's fields, if it declares
+    /// them (their order is kept, and they name types for fields no sampled record has).
+    pub fn create(
+        path: impl AsRef<Path>,
+        kind: FileKind,
+        declared: Option<Vec<FieldSpec>>,
+        options: &WriteOptions,
+    ) -> Result<ArrowSink> {
+        let path = path.as_ref().to_path_buf();
+        let staged = StagedFile::create(&path)?;
+        let mut sink = ArrowSink {
+            kind,
+            options: options.clone(),
+            declared,
+            staged: Some(staged),
+            path,
+            sample: reel_core::RecordBatch::new(),
+            writing: None,
+            records: 0,
+        };
+        if options.arrow.schema.is_some() {
+            sink.start()?;
+        }
+        Ok(sink)
+    }
+
+    /// Fixes the schema (from the given one or the sample) and writes the sample.
+    fn start(&mut self) -> Result<()> {
+        let opts = &self.options.arrow;
+        let kinds = match &opts.schema {
+            Some(schema) => kinds_of_schema(schema)?,
+            None => infer_kinds(self.declared.as_deref(), self.sample.iter()),
+        };
+        let encoder = Encoder::new(&kinds, opts.large_types, opts.extra);
+        let staged = self.staged.as_ref().ok_or_else(closed)?;
+        let writer = Writer::new(self.kind, staged, &encoder.schema(), &self.options)?;
+        self.writing = Some(Writing { encoder, writer });
+        let sample = std::mem::take(&mut self.sample);
+        for r in sample.iter() {
+            self.push(r)?;
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, record: RecordRef<'_>) -> Result<()> {
+        let batch_rows = self.options.arrow.batch_rows.max(1);
+        let batch_bytes = self.options.arrow.batch_bytes;
+        let w = self.writing.as_mut().ok_or_else(closed)?;
+        w.encoder.push(record)?;
+        if w.encoder.rows() >= batch_rows || w.encoder.buffered_bytes() >= batch_bytes {
+            let batch = w.encoder.finish_batch()?;
+            w.writer.write(&batch, &self.path)?;
+        }
+        Ok(())
+    }
+}
+
+fn closed() -> Error {
+    Error::new(ErrorKind::Closed, "the writer is already finished")
+}
+
+impl RecordSink for ArrowSink {
+    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        if self.staged.is_none() {
+            return Err(closed());
+        }
+        if self.writing.is_some() {
+            self.push(record)?;
+        } else {
+            self.sample.push_copy(record);
+            let o = &self.options.arrow;
+            if self.sample.len() >= o.sample_records.max(1)
+                || self.sample.buffer_len() >= o.sample_bytes
+            {
+                self.start()?;
+            }
+        }
+        self.records += 1;
+        Ok(self.records - 1)
+    }
+
+    fn finish(&mut self) -> Result<SinkSummary> {
+        if self.writing.is_none() {
+            self.start()?;
+        }
+        let Writing { mut encoder, writer } = self.writing.take().ok_or_else(closed)?;
+        let mut writer = writer;
+        if encoder.rows() > 0 {
+            let batch = encoder.finish_batch()?;
+            writer.write(&batch, &self.path)?;
+        }
+        writer.close(&self.path)?;
+        let staged = self.staged.take().ok_or_else(closed)?;
+        let bytes = staged.file().metadata().map(|m| m.len()).unwrap_or(0);
+        staged.commit()?;
+        Ok(SinkSummary { records: self.records, bytes, paths: vec![self.path.clone()] })
+    }
+}
+
+/// Writes every record of `source` to a new Parquet (`kind` = Parquet) or Arrow IPC file
+/// at `path`, with the schema from the source's declared fields and a sample of its
+/// records (or [`ArrowOptions::schema`]). Memory stays within about one batch plus one
+/// row group, whatever the dataset's size.
+pub fn write_file(
+    source: &dyn RecordSource,
+    path: impl AsRef<Path>,
+    kind: FileKind,
+    options: &WriteOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<SinkSummary> {
+    let path = path.as_ref();
+    let mut reader = SourceBatchReader::new(source, &options.arrow)?;
+    let schema = reader.schema();
+    let staged = StagedFile::create(path)?;
+    let mut writer = Writer::new(kind, &staged, &schema, options)?;
+    let total = source.len();
+    let mut done = 0;
+    while let Some(batch) = reader.next_batch()? {
+        writer.write(&batch, path)?;
+        done += batch.num_rows() as u64;
+        progress(done, total);
+    }
+    writer.close(path)?;
+    let bytes = staged.file().metadata().map(|m| m.len()).unwrap_or(0);
+    staged.commit()?;
+    Ok(SinkSummary { records: done, bytes, paths: vec![path.to_path_buf()] })
+}
+
+/// [`write_file`] to Parquet.
+pub fn write_parquet(
+    source: &dyn RecordSource,
+    path: impl AsRef<Path>,
+    options: &WriteOptions,
+) -> Result<SinkSummary> {
+    write_file(source, path, FileKind::Parquet, options, &mut |_, _| {})
+}
+
+/// [`write_file`] to an Arrow IPC file.
+pub fn write_ipc(
+    source: &dyn RecordSource,
+    path: impl AsRef<Path>,
+    options: &WriteOptions,
+) -> Result<SinkSummary> {
+    write_file(source, path, FileKind::ArrowIpc, options, &mut |_, _| {})
+}

@@ -1,0 +1,86 @@
+//! Options of `reel convert` for Parquet and Arrow IPC targets.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use reel::arrow::{Compression, WriteOptions};
+
+/// Settings for `--to parquet` and `--to arrow`.
+#[derive(Args, Debug, Clone)]
+pub struct ArrowArgs {
+    /// Parquet compression: none, snappy, zstd or zstd:LEVEL.
+    #[arg(long, default_value = "zstd", help_heading = "Parquet / Arrow targets")]
+    compression: String,
+    /// Parquet: rows per row group at most.
+    #[arg(long, default_value_t = 1 << 20, help_heading = "Parquet / Arrow targets")]
+    row_group_rows: usize,
+    /// Parquet: encoded bytes per row group at most (K, M, G suffixes). A row group is held
+    /// in memory until written, so with --batch-bytes this bounds the memory used.
+    #[arg(long, default_value = "128M", help_heading = "Parquet / Arrow targets")]
+    row_group_bytes: String,
+    /// Bytes of values per Arrow batch at most (K, M, G suffixes).
+    #[arg(long, default_value = "32M", help_heading = "Parquet / Arrow targets")]
+    batch_bytes: String,
+    /// Records sampled to infer the schema of fields that vary per record.
+    #[arg(long, default_value_t = 1000, help_heading = "Parquet / Arrow targets")]
+    sample: usize,
+    /// Use the schema of this Parquet or Arrow IPC file instead of inferring one.
+    #[arg(long, help_heading = "Parquet / Arrow targets")]
+    schema_from: Option<PathBuf>,
+    /// Add the column `_index`: each record's index in the source.
+    #[arg(long, help_heading = "Parquet / Arrow targets")]
+    with_index: bool,
+    /// 64-bit offsets (large_binary / large_utf8) for columns over 2 GiB per batch.
+    #[arg(long, help_heading = "Parquet / Arrow targets")]
+    large_types: bool,
+}
+
+/// `123`, `64K`, `128M`, `2G` (powers of 1024).
+fn parse_size(s: &str) -> reel::Result<usize> {
+    let bad =
+        || reel::Error::invalid_input(format!("size {s:?}: expected a number with K, M or G"));
+    let t = s.trim();
+    let (digits, shift) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 10),
+        Some('M') => (&t[..t.len() - 1], 20),
+        Some('G') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    let n: usize = digits.trim().parse().map_err(|_| bad())?;
+    n.checked_mul(1 << shift).filter(|&v| v > 0).ok_or_else(bad)
+}
+
+impl ArrowArgs {
+    /// The writer options these arguments ask for.
+    pub fn options(&self) -> reel::Result<WriteOptions> {
+        let mut o = WriteOptions {
+            compression: self.compression.parse::<Compression>()?,
+            row_group_rows: self.row_group_rows.max(1),
+            row_group_bytes: parse_size(&self.row_group_bytes)?,
+            ..Default::default()
+        };
+        o.arrow.batch_bytes = parse_size(&self.batch_bytes)?;
+        o.arrow.sample_records = self.sample.max(1);
+        o.arrow.extra.index = self.with_index;
+        o.arrow.large_types = self.large_types;
+        if let Some(path) = &self.schema_from {
+            o.arrow.schema = Some(reel::arrow::schema_of_file(path)?);
+        }
+        Ok(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("128M").unwrap(), 128 << 20);
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("77").unwrap(), 77);
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("M").is_err());
+        assert!(parse_size("99999999999G").is_err());
+    }
+}

@@ -1,0 +1,198 @@
+//! Every golden dataset of every format, converted to Parquet and to an Arrow IPC file and
+//! read back: the parquet crate's reader finds the manifest's record count, and every
+//! record reads back equal to what reel reads from the reference's files (which the
+//! golden_* tests check against the manifests value by value). Where the manifest gives a
+//! record's values in the common descriptor form (FFRecord contents, Granular and bags
+//! columns, Gulp metadata), the Parquet values are checked against the manifest directly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Case, cases, check_bytes, check_value};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use reel::arrow::{ArrowFileSource, ReadOptions, WriteOptions, parquet};
+use reel::{ConvertOptions, Format, Record, RecordRef, RecordSource, RecordSourceExt, ValueRef};
+use serde_json::Value as Json;
+
+/// What opens as the case's dataset: the case directory, or its first data file.
+fn open_case(format_key: &str, case: &Case) -> reel::Result<(PathBuf, Box<dyn RecordSource>)> {
+    let format = match format_key.split('/').next().unwrap() {
+        "gulpio2" => Format::Gulp,
+        other => Format::from_name(other).unwrap_or_else(|| panic!("format {other}")),
+    };
+    // As the golden tests do: a directory of parts, a single data file, or the case
+    // directory (Granular, Gulp).
+    let mut candidates = Vec::new();
+    let files: Vec<&str> = case.manifest["files"]
+        .as_array()
+        .map(|f| f.iter().filter_map(|x| x["path"].as_str()).collect())
+        .unwrap_or_default();
+    if let Some(first) = files.first().map(Path::new) {
+        if case.manifest.get("parts").is_some() {
+            candidates.push(case.dir.join(first.parent().unwrap()));
+        }
+        if files.len() == 1 {
+            candidates.push(case.dir.join(first));
+        }
+    }
+    candidates.push(case.dir.clone());
+    // A bare bag without spec.json opens as its `.bag` file.
+    candidates.extend(files.iter().filter(|f| f.ends_with(".bag")).map(|f| case.dir.join(f)));
+    let mut last = None;
+    for c in candidates {
+        match reel::open_as(&c, format, &Default::default()) {
+            Ok(s) => return Ok((c, s)),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap())
+}
+
+/// The record as a Parquet row reads back: a null field is a null cell, which reads as an
+/// absent field.
+fn without_null_fields(r: RecordRef<'_>) -> Record {
+    let mut out = Record::new();
+    for (name, value) in r.iter() {
+        if !matches!(value, ValueRef::Null) {
+            out.push_value(name, value);
+        }
+    }
+    out
+}
+
+fn manifest_count(case: &Case) -> u64 {
+    case.manifest["record_count"].as_u64().unwrap_or_else(|| panic!("{}: record_count", case.name))
+}
+
+/// Direct checks against the manifest for the formats whose records use the common
+/// descriptors.
+fn check_against_manifest(format_key: &str, case: &Case, i: usize, got: &Record) {
+    let want = &case.manifest["records"][i];
+    let name = &case.name;
+    if format_key == "ffrecord" && want.get("content").is_some() {
+        let bytes = got.bytes("data").unwrap_or_else(|| panic!("{name} #{i}: no data"));
+        check_bytes(bytes, &want["content"]).unwrap_or_else(|m| panic!("{name} #{i}: {m}"));
+    }
+    if format_key.starts_with("granular") {
+        if let Some(cols) = want.get("columns").and_then(Json::as_object) {
+            for (key, col) in cols {
+                let Some(decoded) = col.get("decoded") else { continue };
+                // Images are opaque bytes in reel by default; the manifest gives pixels.
+                let codec = case.manifest["spec"][key.as_str()].as_str().unwrap_or_default();
+                if ["jpg", "jpeg", "png", "mp4"].iter().any(|c| codec.contains(c)) {
+                    continue;
+                }
+                match got.get(key) {
+                    Some(v) => {
+                        check_value(v, decoded).unwrap_or_else(|m| panic!("{name} #{i} {key}: {m}"))
+                    }
+                    None => assert_eq!(decoded["type"], "null", "{name} #{i} {key}: missing"),
+                }
+            }
+        }
+    }
+    if format_key == "gulpio2" {
+        if let (Some(meta), Some(got)) = (want.get("meta_returned"), got.get("meta")) {
+            check_value(got, meta).unwrap_or_else(|m| panic!("{name} #{i} meta: {m}"));
+        }
+    }
+}
+
+#[test]
+fn every_golden_case_survives_parquet_and_arrow_ipc() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut converted = 0;
+    let mut refused = 0;
+    for format_key in reel_core::testing::golden::format_keys() {
+        for case in cases(&format_key) {
+            if case.is_corrupt() {
+                continue;
+            }
+            let label = format!("{format_key}/{}", case.name);
+            let stem = label.replace('/', "_");
+            let source = match open_case(&format_key, &case) {
+                Ok((_, s)) => s,
+                Err(e) => {
+                    // A dataset reel cannot open (e.g. bags' zero-record directory without
+                    // spec.json, which the reference cannot open either) converts to nothing.
+                    let out = tmp.path().join(format!("{stem}.refused.parquet"));
+                    let err = reel::convert::convert(
+                        &case.dir,
+                        &out,
+                        &ConvertOptions::new(Format::Parquet),
+                    )
+                    .expect_err(&format!("{label}: an unopenable dataset converted"));
+                    assert!(!out.exists(), "{label}: {err}: a failed conversion left a file");
+                    eprintln!("{label}: not opened ({e}), conversion refused");
+                    refused += 1;
+                    continue;
+                }
+            };
+            let originals: reel::Result<Vec<Record>> = source.iter().collect();
+            let originals = match originals {
+                Ok(r) => r,
+                Err(e) => {
+                    // A quirk case reel refuses to read must be refused by the conversion too.
+                    let out = tmp.path().join(format!("{stem}.refused.parquet"));
+                    let err = reel::arrow::write_parquet(&*source, &out, &WriteOptions::default())
+                        .expect_err(&format!("{label}: unreadable records converted"));
+                    assert_eq!(err.kind(), e.kind(), "{label}");
+                    assert!(!out.exists(), "{label}: a failed write left a file");
+                    refused += 1;
+                    continue;
+                }
+            };
+            assert_eq!(originals.len() as u64, manifest_count(&case), "{label}: record count");
+
+            // Source → Parquet through the batch reader.
+            let pq = tmp.path().join(format!("{stem}.parquet"));
+            let summary = reel::arrow::write_parquet(&*source, &pq, &WriteOptions::default())
+                .unwrap_or_else(|e| panic!("{label}: to parquet: {e}"));
+            assert_eq!(summary.records, originals.len() as u64, "{label}");
+
+            // The parquet crate's own reader sees every row.
+            let file = std::fs::File::open(&pq).unwrap();
+            let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+            let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
+            assert_eq!(rows as u64, manifest_count(&case), "{label}: parquet rows");
+
+            // Every record reads back as it was.
+            let back = ArrowFileSource::open(&pq, &ReadOptions::default())
+                .unwrap_or_else(|e| panic!("{label}: open parquet: {e}"));
+            assert_eq!(back.len(), originals.len() as u64, "{label}");
+            for (i, want) in originals.iter().enumerate() {
+                let got = back.read(i as u64).unwrap_or_else(|e| panic!("{label} #{i}: {e}"));
+                assert_eq!(got, without_null_fields(want.view()), "{label} #{i}");
+                check_against_manifest(&format_key, &case, i, &got);
+            }
+
+            // Source → Arrow IPC through `convert` (the sink path), opened by sniffing.
+            let ipc = tmp.path().join(format!("{stem}.arrow"));
+            let opts = ConvertOptions::new(Format::ArrowIpc);
+            let report = reel::convert::convert_source(&*source, &ipc, &opts, &mut |_, _| {})
+                .unwrap_or_else(|e| panic!("{label}: to arrow: {e}"));
+            let has_nulls =
+                originals.iter().any(|r| r.iter().any(|(_, v)| matches!(v, ValueRef::Null)));
+            assert_eq!(!report.losses.is_empty(), has_nulls, "{label}: {:?}", report.losses);
+            let back = reel::open(&ipc).unwrap();
+            assert_eq!(back.info().format, "arrow");
+            let batch = back.read_batch(&(0..back.len()).rev().collect::<Vec<_>>()).unwrap();
+            assert_eq!(batch.len(), originals.len(), "{label}");
+            for (got, want) in batch.iter().zip(originals.iter().rev()) {
+                assert_eq!(
+                    got,
+                    without_null_fields(want.view()).view(),
+                    "{label} #{}",
+                    got.index()
+                );
+            }
+            converted += 1;
+        }
+    }
+    assert!(converted >= 30, "only {converted} golden cases converted");
+    println!(
+        "arrow golden: {converted} datasets through Parquet and Arrow IPC, {refused} refused alike"
+    );
+}
