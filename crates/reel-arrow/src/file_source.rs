@@ -125,6 +125,18 @@ fn projection(schema: &SchemaRef, wanted: Option<&[String]>, path: &Path) -> Res
     Ok(out)
 }
 
+/// Runs a step of the Parquet or IPC decoders, which can panic on damaged input (e.g. a
+/// page that names a dictionary the column chunk does not have): a panic becomes an
+/// [`ErrorKind::Corrupt`] error.
+fn guarded<T>(path: &Path, step: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)) {
+        Ok(result) => result,
+        Err(_) => {
+            Err(Error::corrupt("the Arrow/Parquet decoder failed on damaged data").with_path(path))
+        }
+    }
+}
+
 impl ArrowFileSource {
     /// Opens `path`, telling Parquet from Arrow IPC by its first bytes.
     pub fn open(path: impl AsRef<Path>, options: &ReadOptions) -> Result<Self> {
@@ -138,6 +150,10 @@ impl ArrowFileSource {
     /// Opens `path` as `kind`.
     pub fn open_as(path: impl AsRef<Path>, kind: FileKind, options: &ReadOptions) -> Result<Self> {
         let path = path.as_ref();
+        guarded(path, || Self::open_unguarded(path, kind, options))
+    }
+
+    fn open_unguarded(path: &Path, kind: FileKind, options: &ReadOptions) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::io(e, "cannot open").with_path(path))?;
         let mut info = SourceInfo::new(match kind {
             FileKind::Parquet => "parquet",
@@ -244,8 +260,19 @@ impl ArrowFileSource {
         })
     }
 
-    /// Makes the window hold row `index`.
+    /// Makes the window hold row `index`. After a failure the next read starts afresh.
     fn seek(&self, state: &mut State, index: u64) -> Result<()> {
+        let result = guarded(&self.path, || self.seek_unguarded(state, index));
+        if result.is_err() {
+            state.window = None;
+            if let Cursor::Parquet { reader, .. } = &mut state.cursor {
+                *reader = None;
+            }
+        }
+        result
+    }
+
+    fn seek_unguarded(&self, state: &mut State, index: u64) -> Result<()> {
         if let Some(w) = &state.window
             && index >= w.start
             && index < w.start + w.batch.num_rows() as u64
@@ -314,7 +341,7 @@ impl ArrowFileSource {
             if array.is_null(row) || array.data_type() == &arrow_schema::DataType::Null {
                 continue; // a null cell: the record lacks the field
             }
-            let v = value(plan, array.as_ref(), row, out)
+            let v = guarded(&self.path, || value(plan, array.as_ref(), row, out))
                 .map_err(|e| Error::new(e.kind(), format!("column {name:?}: {}", e.message())))?;
             out.push(name.clone(), v);
         }

@@ -19,7 +19,7 @@ pub struct ArrowOptions {
     /// narrowest Arrow type that holds every sampled value; a later record that does not
     /// fit is an error naming the record and the field.
     pub sample_records: usize,
-    /// Stop sampling after this many bytes of records (default 64 MiB).
+    /// Stop sampling after this many bytes of records (default 16 MiB).
     pub sample_bytes: usize,
     /// The schema to write, instead of inferring one. Its fields must use the types reel
     /// writes (see the crate documentation).
@@ -31,7 +31,7 @@ pub struct ArrowOptions {
     pub extra: ExtraColumns,
     /// Rows per batch at most (default 65536).
     pub batch_rows: usize,
-    /// Bytes of values per batch at most (default 32 MiB; a single larger record makes a
+    /// Bytes of values per batch at most (default 16 MiB; a single larger record makes a
     /// batch of one). With the Parquet row-group size, this bounds a conversion's memory.
     pub batch_bytes: usize,
 }
@@ -40,12 +40,12 @@ impl Default for ArrowOptions {
     fn default() -> Self {
         ArrowOptions {
             sample_records: 1000,
-            sample_bytes: 64 << 20,
+            sample_bytes: 16 << 20,
             schema: None,
             large_types: false,
             extra: ExtraColumns::default(),
             batch_rows: 65536,
-            batch_bytes: 32 << 20,
+            batch_bytes: 16 << 20,
         }
     }
 }

@@ -75,7 +75,7 @@ pub struct WriteOptions {
     pub arrow: ArrowOptions,
     /// Parquet: rows per row group at most (default 1,048,576).
     pub row_group_rows: usize,
-    /// Parquet: bytes per row group at most, as encoded (default 128 MiB). A row group is
+    /// Parquet: bytes per row group at most, as encoded (default 64 MiB). A row group is
     /// held in memory until it is flushed, so this (plus one batch) bounds the memory a
     /// conversion needs, however large the dataset.
     pub row_group_bytes: usize,
@@ -88,7 +88,7 @@ impl Default for WriteOptions {
         WriteOptions {
             arrow: ArrowOptions::default(),
             row_group_rows: 1 << 20,
-            row_group_bytes: 128 << 20,
+            row_group_bytes: 64 << 20,
             compression: Compression::default(),
         }
     }

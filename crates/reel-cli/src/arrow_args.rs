@@ -16,10 +16,10 @@ pub struct ArrowArgs {
     row_group_rows: usize,
     /// Parquet: encoded bytes per row group at most (K, M, G suffixes). A row group is held
     /// in memory until written, so with --batch-bytes this bounds the memory used.
-    #[arg(long, default_value = "128M", help_heading = "Parquet / Arrow targets")]
+    #[arg(long, default_value = "64M", help_heading = "Parquet / Arrow targets")]
     row_group_bytes: String,
     /// Bytes of values per Arrow batch at most (K, M, G suffixes).
-    #[arg(long, default_value = "32M", help_heading = "Parquet / Arrow targets")]
+    #[arg(long, default_value = "16M", help_heading = "Parquet / Arrow targets")]
     batch_bytes: String,
     /// Records sampled to infer the schema of fields that vary per record.
     #[arg(long, default_value_t = 1000, help_heading = "Parquet / Arrow targets")]

@@ -25,6 +25,18 @@ thread_local! {
     static LARGEST: Cell<usize> = const { Cell::new(0) };
 }
 static CALLS_ALL_THREADS: AtomicU64 = AtomicU64::new(0);
+/// Bytes allocated and not yet freed, on all threads, and the most there have been.
+static LIVE: AtomicU64 = AtomicU64::new(0);
+static PEAK: AtomicU64 = AtomicU64::new(0);
+
+fn grow_live(by: usize) {
+    let now = LIVE.fetch_add(by as u64, Ordering::Relaxed) + by as u64;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+fn shrink_live(by: usize) {
+    LIVE.fetch_sub(by as u64, Ordering::Relaxed);
+}
 
 fn record(size: usize) {
     CALLS.with(|c| c.set(c.get() + 1));
@@ -38,15 +50,19 @@ fn record(size: usize) {
 unsafe impl GlobalAlloc for TrackingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         record(layout.size());
+        grow_live(layout.size());
         // SAFETY: same contract as the caller's.
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        shrink_live(layout.size());
         // SAFETY: same contract as the caller's.
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         record(new_size);
+        grow_live(new_size);
+        shrink_live(layout.size());
         // SAFETY: same contract as the caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -70,4 +86,19 @@ pub fn reset_largest() {
 /// The largest single allocation asked for on the current thread since `reset_largest`.
 pub fn largest() -> usize {
     LARGEST.with(Cell::get)
+}
+
+/// Bytes allocated and not freed, on every thread.
+pub fn live_bytes() -> u64 {
+    LIVE.load(Ordering::SeqCst)
+}
+
+/// Restarts the high-water mark of [`live_bytes`] from the current value.
+pub fn reset_peak() {
+    PEAK.store(LIVE.load(Ordering::SeqCst), Ordering::SeqCst);
+}
+
+/// The most bytes live at once, on every thread, since [`reset_peak`].
+pub fn peak_bytes() -> u64 {
+    PEAK.load(Ordering::SeqCst)
 }

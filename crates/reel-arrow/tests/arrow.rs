@@ -1,0 +1,318 @@
+//! reel-arrow on records made here: schema inference and its errors, given schemas, extra
+//! columns, Arrow types written by other tools and hostile files.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use arrow_array::builder::{Int32Builder, ListBuilder, StringDictionaryBuilder};
+use arrow_array::types::Int32Type;
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray, StructArray};
+use arrow_schema::{DataType, Field};
+use parquet::arrow::ArrowWriter;
+use reel_arrow::{
+    ArrowFileSource, ArrowOptions, ArrowSink, FileKind, ReadOptions, SourceBatchReader,
+    WriteOptions, write_parquet,
+};
+use reel_core::{
+    DType, ErrorKind, Record, RecordBatch as ReelBatch, RecordSink, RecordSource, RecordSourceExt,
+    Result, SourceInfo, Value,
+};
+
+/// Records held in memory.
+struct VecSource {
+    info: SourceInfo,
+    records: Vec<Record>,
+}
+
+impl VecSource {
+    fn new(records: Vec<Record>) -> Self {
+        VecSource { info: SourceInfo::new("memory"), records }
+    }
+}
+
+impl RecordSource for VecSource {
+    fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+    fn len(&self) -> u64 {
+        self.records.len() as u64
+    }
+    fn read_into(&self, index: u64, out: &mut Record) -> Result<()> {
+        let r = self
+            .records
+            .get(index as usize)
+            .ok_or(reel_core::Error::out_of_range(index, self.len()))?;
+        *out = r.clone();
+        out.set_index(index);
+        Ok(())
+    }
+    fn read_batch_into(&self, indices: &[u64], out: &mut ReelBatch) -> Result<()> {
+        out.clear();
+        for &i in indices {
+            let mut r = self.read(i)?;
+            r.set_index(i);
+            out.push_copy(r.view());
+        }
+        Ok(())
+    }
+}
+
+fn labelled(i: i64) -> Record {
+    let mut r = Record::new();
+    r.push_bytes("image", &[i as u8; 5]).push_int("label", i).push_str("caption", &format!("n{i}"));
+    r.push_array("emb", DType::F32, &[3], &[0u8; 12]).unwrap();
+    r.push_array("mask", DType::U8, &[2, 2], &[1, 0, 0, 1]).unwrap();
+    r
+}
+
+#[test]
+fn inferred_types_are_the_documented_ones_and_read_back() {
+    let records: Vec<Record> = (0..50).map(labelled).collect();
+    let source = VecSource::new(records.clone());
+    let reader = SourceBatchReader::new(&source, &ArrowOptions::default()).unwrap();
+    let schema = reader.schema();
+    assert_eq!(schema.field_with_name("image").unwrap().data_type(), &DataType::Binary);
+    assert_eq!(schema.field_with_name("label").unwrap().data_type(), &DataType::Int64);
+    assert_eq!(schema.field_with_name("caption").unwrap().data_type(), &DataType::Utf8);
+    assert!(
+        matches!(schema.field_with_name("emb").unwrap().data_type(), DataType::List(f) if f.data_type() == &DataType::Float32)
+    );
+    let mask = schema.field_with_name("mask").unwrap();
+    assert!(
+        matches!(mask.data_type(), DataType::FixedSizeList(f, 4) if f.data_type() == &DataType::UInt8)
+    );
+    assert_eq!(mask.metadata()["ARROW:extension:name"], "arrow.fixed_shape_tensor");
+    assert_eq!(mask.metadata()["ARROW:extension:metadata"], r#"{"shape":[2,2]}"#);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("x.parquet");
+    write_parquet(&source, &path, &WriteOptions::default()).unwrap();
+    let back = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+    for (i, want) in records.iter().enumerate() {
+        assert_eq!(back.read(i as u64).unwrap(), *want, "#{i}");
+    }
+    // Random order, across windows.
+    let back = ArrowFileSource::open(&path, &ReadOptions { window_rows: 7, ..Default::default() })
+        .unwrap();
+    let order = [49u64, 0, 20, 21, 3, 48, 7];
+    let batch = back.read_batch(&order).unwrap();
+    for (r, &i) in batch.iter().zip(&order) {
+        assert_eq!(r, records[i as usize].view(), "#{i}");
+    }
+    // A projection, in the order asked.
+    let cols =
+        ReadOptions { columns: Some(vec!["label".into(), "image".into()]), ..Default::default() };
+    let back = ArrowFileSource::open(&path, &cols).unwrap();
+    let r = back.read(9).unwrap();
+    assert_eq!(r.iter().map(|(n, _)| n).collect::<Vec<_>>(), ["label", "image"]);
+    let err = ArrowFileSource::open(
+        &path,
+        &ReadOptions { columns: Some(vec!["nope".into()]), ..Default::default() },
+    )
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("\"nope\""), "{err}");
+}
+
+#[test]
+fn a_record_that_does_not_fit_is_named_with_its_field() {
+    let mut records: Vec<Record> = (0..10).map(labelled).collect();
+    records[7] = labelled(7);
+    records[7].clear();
+    records[7].push_str("label", "seven");
+    let options = ArrowOptions { sample_records: 3, ..Default::default() };
+    let source = VecSource::new(records.clone());
+    let mut reader = SourceBatchReader::new(&source, &options).unwrap();
+    let err = reader.next_batch().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Schema);
+    assert_eq!(err.record(), Some(7));
+    assert!(err.to_string().contains("\"label\""), "{err}");
+
+    // A field no sampled record had.
+    records[7] = labelled(7).with_int("extra", 1);
+    let source = VecSource::new(records.clone());
+    let err = SourceBatchReader::new(&source, &options).unwrap().next_batch().unwrap_err();
+    assert!(err.to_string().contains("record 7") && err.to_string().contains("\"extra\""), "{err}");
+
+    // Nested: the path into the value is named.
+    let nested = |v: i64| {
+        let mut r = Record::new();
+        let mut o = r.out();
+        let k = o.append_str("w");
+        let val = if v < 5 { Value::Int(v) } else { o.append_str("x") };
+        o.push("meta".into(), Value::Map(vec![(k, val)]));
+        r
+    };
+    let source = VecSource::new((0..8).map(nested).collect());
+    let err = SourceBatchReader::new(&source, &options).unwrap().next_batch().unwrap_err();
+    assert!(err.to_string().contains("record 5") && err.to_string().contains("meta.w"), "{err}");
+
+    // Sampling every record instead: the column falls back to JSON and everything fits.
+    let all = ArrowOptions { sample_records: 100, ..Default::default() };
+    let reader = SourceBatchReader::new(&source, &all).unwrap();
+    let meta = reader.schema().field(0).clone();
+    let DataType::Struct(children) = meta.data_type() else { panic!("{meta:?}") };
+    assert_eq!(children[0].metadata()["reel.type"], "json");
+    let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(rows, 8);
+}
+
+#[test]
+fn a_given_schema_is_used_and_a_sink_writes_ipc() {
+    let records: Vec<Record> = (0..20).map(labelled).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let first = tmp.path().join("first.arrow");
+    let mut sink =
+        ArrowSink::create(&first, FileKind::ArrowIpc, None, &WriteOptions::default()).unwrap();
+    for r in &records[..5] {
+        sink.append(r.view()).unwrap();
+    }
+    assert!(!first.exists(), "published before finish");
+    let summary = sink.finish().unwrap();
+    assert_eq!(summary.records, 5);
+    assert!(matches!(sink.append(records[0].view()), Err(e) if e.kind() == ErrorKind::Closed));
+
+    // The first file's schema, given, writes records whose first ones alone would infer
+    // other types (a null label).
+    let mut odd = records.clone();
+    odd[0] = labelled(0);
+    odd[0].clear();
+    let mut options = WriteOptions::default();
+    options.arrow.schema = Some(reel_arrow::schema_of_file(&first).unwrap());
+    options.arrow.sample_records = 1;
+    options.arrow.extra.index = true;
+    let second = tmp.path().join("second.parquet");
+    let mut sink = ArrowSink::create(&second, FileKind::Parquet, None, &options).unwrap();
+    for (i, r) in odd.iter().enumerate() {
+        let mut r = r.clone();
+        r.set_index(100 + i as u64);
+        sink.append(r.view()).unwrap();
+    }
+    sink.finish().unwrap();
+    let back = ArrowFileSource::open(&second, &ReadOptions::default()).unwrap();
+    assert_eq!(back.read(0).unwrap().iter().map(|(n, _)| n).collect::<Vec<_>>(), ["_index"]);
+    let r = back.read(3).unwrap();
+    assert_eq!(r.get("_index").unwrap().as_i64(), Some(103));
+    assert_eq!(r.get("caption").unwrap().as_str(), Some("n3"));
+}
+
+#[test]
+fn a_failed_write_leaves_no_file() {
+    let mut records: Vec<Record> = (0..10).map(labelled).collect();
+    records[9].push_int("late", 1);
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("x.parquet");
+    let mut options = WriteOptions::default();
+    options.arrow.sample_records = 2;
+    let err = write_parquet(&VecSource::new(records), &path, &options).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Schema);
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "leftovers");
+}
+
+/// Columns as pyarrow and other tools write them: dictionary-encoded text, nullable
+/// integers, nested structs and lists.
+#[test]
+fn other_tools_arrow_types_read_as_records() {
+    let mut dict = StringDictionaryBuilder::<Int32Type>::new();
+    for s in ["cat", "dog", "cat"] {
+        dict.append_value(s);
+    }
+    let mut lists = ListBuilder::new(Int32Builder::new());
+    lists.values().append_value(1);
+    lists.values().append_null();
+    lists.append(true);
+    lists.append(false);
+    lists.values().append_value(7);
+    lists.append(true);
+    let ints = Int64Array::from(vec![Some(1), None, Some(3)]);
+    let inner = StructArray::from(vec![(
+        Arc::new(Field::new("s", DataType::Utf8, true)),
+        Arc::new(StringArray::from(vec![Some("a"), None, Some("c")])) as ArrayRef,
+    )]);
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("kind", Arc::new(dict.finish())),
+        ("n", Arc::new(ints)),
+        ("l", Arc::new(lists.finish())),
+        ("st", Arc::new(inner)),
+    ];
+    let batch = RecordBatch::try_from_iter(columns).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("tools.parquet");
+    let mut w =
+        ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+
+    let src = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+    let r0 = src.read(0).unwrap();
+    assert_eq!(r0.get("kind").unwrap().as_str(), Some("cat"));
+    assert_eq!(r0.get("n").unwrap().as_i64(), Some(1));
+    // A list with a null item reads as a list; one without as a 1-D array.
+    let l0 = r0.get("l").unwrap().as_list().unwrap();
+    assert_eq!(l0.len(), 2);
+    assert!(matches!(l0.get(1), Some(reel_core::ValueRef::Null)));
+    let r1 = src.read(1).unwrap();
+    assert!(r1.get("n").is_none() && r1.get("l").is_none(), "null cells are absent fields");
+    assert_eq!(
+        src.read(2).unwrap().get("l").unwrap().as_array().unwrap().to_i32_vec(),
+        Some(vec![7])
+    );
+    let st = r1.get("st").unwrap().as_map().unwrap();
+    assert!(matches!(st.get("s"), Some(reel_core::ValueRef::Null)));
+    assert_eq!(src.read(2).unwrap().get("kind").unwrap().as_str(), Some("cat"));
+
+    // A type reel has no value for is refused naming the column.
+    let dec =
+        arrow_array::Decimal128Array::from(vec![1i128]).with_precision_and_scale(10, 2).unwrap();
+    let batch = RecordBatch::try_from_iter(vec![("price", Arc::new(dec) as ArrayRef)]).unwrap();
+    let path = tmp.path().join("decimal.parquet");
+    let mut w =
+        ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let err = ArrowFileSource::open(&path, &ReadOptions::default()).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::Unsupported);
+    assert!(err.to_string().contains("\"price\""), "{err}");
+}
+
+/// Every prefix and a byte flip of a small Parquet and IPC file: an error or records,
+/// never a panic.
+#[test]
+fn damaged_files_are_errors() {
+    let records: Vec<Record> = (0..30).map(labelled).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    for kind in [FileKind::Parquet, FileKind::ArrowIpc] {
+        let path = tmp.path().join("good");
+        reel_arrow::write_file(
+            &VecSource::new(records.clone()),
+            &path,
+            kind,
+            &WriteOptions::default(),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let cut = tmp.path().join("cut");
+        let step = (bytes.len() / 97).max(1);
+        let mut lengths: Vec<usize> = (0..bytes.len()).step_by(step).collect();
+        lengths.extend(bytes.len().saturating_sub(16)..bytes.len());
+        for len in lengths {
+            std::fs::write(&cut, &bytes[..len]).unwrap();
+            if let Ok(src) = ArrowFileSource::open_as(&cut, kind, &ReadOptions::default()) {
+                for i in 0..src.len().min(40) {
+                    let _ = src.read(i);
+                }
+            }
+        }
+        for at in (0..bytes.len()).step_by(step) {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x5a;
+            std::fs::write(&cut, &damaged).unwrap();
+            if let Ok(src) = ArrowFileSource::open_as(&cut, kind, &ReadOptions::default()) {
+                for i in 0..src.len().min(40) {
+                    let _ = src.read(i);
+                }
+            }
+        }
+    }
+}

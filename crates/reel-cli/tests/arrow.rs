@@ -1,0 +1,115 @@
+//! `reel convert` to and from Parquet and Arrow IPC: settings reach the file, every format
+//! goes in and comes back, impossible mappings are refused naming the field.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use reel::arrow::parquet::file::reader::{FileReader, SerializedFileReader};
+use reel::{CreateOptions, DType, Format, Record, RecordSourceExt};
+
+fn reel() -> Command {
+    Command::cargo_bin("reel").unwrap()
+}
+
+fn write(format: Format, path: &Path, records: &[Record]) {
+    let mut sink =
+        reel::create(path, format, &CreateOptions::default().records(records.len() as u64))
+            .unwrap();
+    for r in records {
+        sink.append(r.view()).unwrap();
+    }
+    sink.finish().unwrap();
+}
+
+fn read_all(path: &Path) -> Vec<Record> {
+    let src = reel::open(path).unwrap();
+    (0..src.len()).map(|i| src.read(i).unwrap()).collect()
+}
+
+#[test]
+fn ffrecord_to_parquet_and_back_with_settings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let records: Vec<Record> =
+        (0..300u32).map(|i| Record::from_bytes(&i.to_le_bytes().repeat(i as usize % 50))).collect();
+    let ffr = tmp.path().join("a.ffr");
+    write(Format::Ffrecord, &ffr, &records);
+
+    let pq = tmp.path().join("a.parquet");
+    let out = reel()
+        .args(["convert", "--quiet", "--to", "parquet", "--row-group-rows", "100"])
+        .args(["--compression", "snappy", "--with-index"])
+        .arg(&ffr)
+        .arg(&pq)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let meta = SerializedFileReader::new(std::fs::File::open(&pq).unwrap()).unwrap();
+    let meta = meta.metadata();
+    assert_eq!(meta.num_row_groups(), 3);
+    let col = meta.row_group(0).column(0);
+    assert_eq!(col.compression(), reel::arrow::parquet::basic::Compression::SNAPPY);
+    assert_eq!(meta.file_metadata().schema_descr().column(1).name(), "_index");
+
+    // Back to FFRecord: the index column cannot go, and is named.
+    let back = tmp.path().join("b.ffr");
+    let out = reel()
+        .args(["convert", "--quiet", "--to", "ffrecord"])
+        .arg(&pq)
+        .arg(&back)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("_index"), "{err}");
+    assert!(!back.exists());
+
+    // Without it, the records come back as they were.
+    let pq2 = tmp.path().join("plain.parquet");
+    reel().args(["convert", "--quiet", "--to", "parquet"]).arg(&ffr).arg(&pq2).assert().success();
+    reel().args(["convert", "--quiet", "--to", "ffrecord"]).arg(&pq2).arg(&back).assert().success();
+    assert_eq!(read_all(&back), records);
+    let meta = SerializedFileReader::new(std::fs::File::open(&pq2).unwrap()).unwrap();
+    let col = meta.metadata().row_group(0).column(0);
+    assert!(matches!(col.compression(), reel::arrow::parquet::basic::Compression::ZSTD(_)));
+}
+
+#[test]
+fn every_format_goes_through_arrow_ipc_and_parquet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut r = Record::new();
+    r.push_str("id", "v1")
+        .push_array("x", DType::F32, &[2], &[0, 0, 128, 63, 0, 0, 0, 64])
+        .unwrap();
+    let rows = vec![r.clone(), r];
+    let src = tmp.path().join("s.syr");
+    write(Format::Syrah, &src, &rows);
+    for (to, ext) in [("arrow", "arrow"), ("parquet", "parquet")] {
+        let mid = tmp.path().join(format!("mid.{ext}"));
+        reel().args(["convert", "--quiet", "--to", to]).arg(&src).arg(&mid).assert().success();
+        let info = reel().args(["inspect", "--json"]).arg(&mid).output().unwrap();
+        assert!(String::from_utf8_lossy(&info.stdout).contains(to), "inspect {to}");
+        for target in ["syrah", "ofrecord", "granular"] {
+            let out = tmp.path().join(format!("{ext}-{target}"));
+            reel()
+                .args(["convert", "--quiet", "--to", target])
+                .arg(&mid)
+                .arg(&out)
+                .assert()
+                .success();
+            let back = read_all(&out);
+            assert_eq!(back.len(), 2, "{to} -> {target}");
+            assert_eq!(
+                back[1].get("x").unwrap().as_array().unwrap().to_f32_vec(),
+                Some(vec![1.0, 2.0])
+            );
+        }
+    }
+    let err = reel()
+        .args(["convert", "--to", "parquet", "--compression", "lzma"])
+        .arg(&src)
+        .arg(tmp.path().join("z"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&err.stderr).contains("lzma"));
+}
