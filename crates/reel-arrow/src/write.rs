@@ -13,7 +13,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 use reel_core::{
     Error, ErrorKind, FieldSpec, RecordRef, RecordSink, RecordSource, Result, SinkSummary,
-    StagedFile,
+    StagedFile, UnfinishedGuard,
 };
 
 use crate::encode::Encoder;
@@ -213,6 +213,7 @@ pub struct ArrowSink {
     sample: reel_core::RecordBatch,
     writing: Option<Writing>,
     records: u64,
+    unfinished: UnfinishedGuard,
 }
 
 impl ArrowSink {
@@ -231,10 +232,17 @@ impl ArrowSink {
             options: options.clone(),
             declared,
             staged: Some(staged),
-            path,
+            path: path.clone(),
             sample: reel_core::RecordBatch::new(),
             writing: None,
             records: 0,
+            unfinished: UnfinishedGuard::new(
+                match kind {
+                    FileKind::Parquet => "parquet",
+                    FileKind::ArrowIpc => "arrow",
+                },
+                &path,
+            ),
         };
         if options.arrow.schema.is_some() {
             sink.start()?;
@@ -278,7 +286,7 @@ fn closed() -> Error {
 }
 
 impl RecordSink for ArrowSink {
-    fn append(&mut self, record: RecordRef<'_>) -> Result<u64> {
+    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
         if self.staged.is_none() {
             return Err(closed());
         }
@@ -297,7 +305,12 @@ impl RecordSink for ArrowSink {
         Ok(self.records - 1)
     }
 
+    fn records(&self) -> u64 {
+        self.records
+    }
+
     fn finish(&mut self) -> Result<SinkSummary> {
+        self.unfinished.finished();
         if self.writing.is_none() {
             self.start()?;
         }

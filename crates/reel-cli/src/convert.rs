@@ -57,7 +57,7 @@ pub struct ConvertArgs {
     #[command(flatten)]
     open: OpenArgs,
     #[command(flatten)]
-    arrow: crate::arrow_args::ArrowArgs,
+    arrow: Box<crate::arrow_args::ArrowArgs>,
 }
 
 fn parse_shard(s: &str) -> reel::Result<(u64, u64)> {

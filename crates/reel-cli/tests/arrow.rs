@@ -17,7 +17,7 @@ fn write(format: Format, path: &Path, records: &[Record]) {
         reel::create(path, format, &CreateOptions::default().records(records.len() as u64))
             .unwrap();
     for r in records {
-        sink.append(r.view()).unwrap();
+        sink.append_ref(r.view()).unwrap();
     }
     sink.finish().unwrap();
 }

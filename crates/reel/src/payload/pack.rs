@@ -75,6 +75,8 @@ fn holds_nested(target: crate::Format, name: &str, value: ValueRef<'_>) -> bool 
     match target {
         // The references read maps with text keys only.
         Format::Granular => !crate::convert::has_non_text_keys(value),
+        // Arrow holds lists and maps (as lists and structs, or tagged JSON).
+        Format::Parquet | Format::ArrowIpc => true,
         // bags has sequences (`type[]`, arrays included) and msgpack, but no `tree`: arrays
         // may not sit inside a map or deeper than one list.
         Format::Bags if crate::convert::has_non_text_keys(value) => false,
