@@ -13,7 +13,7 @@ use reel_core::{DType, Error, Result, ValueRef};
 
 /// Field metadata key saying how reel stored a value where the Arrow type alone is
 /// ambiguous: `"array"` (a 1-D array), `"list"` (a list of values), `"ndarray"` (the
-/// generic array struct) or `"json"` (tagged JSON text, see [`crate::json`]).
+/// generic array struct) or `"json"` (tagged JSON text, as the crate documentation describes).
 pub const REEL_TYPE_KEY: &str = "reel.type";
 /// Arrow's extension-name metadata key.
 pub const EXTENSION_NAME_KEY: &str = "ARROW:extension:name";

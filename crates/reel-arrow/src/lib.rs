@@ -28,14 +28,14 @@
 //! | other arrays (mixed dtypes or shapes, complex, text, void) | `struct<dtype: utf8, shape: list<uint64>, data: binary>` (`reel.type = ndarray`; `numpy.frombuffer(data, dtype).reshape(shape)`) |
 //! | list | `list<item type>` (`reel.type = list`) |
 //! | map with text keys | `struct` with a child per key |
-//! | values with no common type | tagged JSON text (`reel.type = json`, lossless, see [`json`](crate)) |
+//! | values with no common type | tagged JSON text (`reel.type = json`, lossless: bytes, non-finite floats, arrays and maps with other keys as `{"$bytes": hex}`, `{"$float": "nan"}`, `{"$ndarray": …}`, `{"$map": [[k, v], …]}`) |
 //!
 //! Every column is nullable: a record without a field has a null there. A record whose
 //! field does not fit the inferred column (a new field, another type) is an
 //! [`ErrorKind::Schema`](reel_core::ErrorKind::Schema) error naming the record and the field
 //! (path into nested values included); give a schema or sample more records.
 //!
-//! Reading Arrow data back follows the table in the [`decode`](crate) module: what reel
+//! Reading Arrow data back gives the same values (an n-d tensor its shape, a `list<number>` without nulls a 1-D array, a dictionary column its values, dates and timestamps their stored count); what reel
 //! wrote reads back as the same records (a null cell reads as an absent field).
 
 #![forbid(unsafe_code)]
