@@ -74,6 +74,9 @@ struct Inner {
     record: Option<u64>,
     offset: Option<u64>,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    /// The operating system's error, already written into `message` (so it is not the
+    /// `source()` as well: chains would print it twice).
+    io: Option<std::io::Error>,
 }
 
 /// Shorthand for `Result<T, reel_core::Error>`.
@@ -90,6 +93,7 @@ impl Error {
             record: None,
             offset: None,
             source: None,
+            io: None,
         }))
     }
 
@@ -113,11 +117,34 @@ impl Error {
         Self::new(ErrorKind::Schema, message)
     }
 
-    /// An I/O error, keeping the operating system's error as the source.
+    /// An I/O error: `what` failed, followed by the operating system's message.
+    ///
+    /// A missing file is [`ErrorKind::NotFound`], every other failure [`ErrorKind::Io`].
+    /// The OS message is in the text once and not repeated as [`source`]
+    /// (std::error::Error::source), so error chains (`anyhow`'s `{:#}`) print it once;
+    /// [`io_error`](Self::io_error) gives the original.
+    ///
+    /// ```
+    /// use reel_core::{Error, ErrorKind};
+    /// let os = std::io::Error::from(std::io::ErrorKind::NotFound);
+    /// let e = Error::io(os, "cannot open the file").with_path("data.ffr");
+    /// assert_eq!(e.kind(), ErrorKind::NotFound);
+    /// assert_eq!(e.to_string(), "data.ffr: cannot open the file: entity not found");
+    /// assert!(std::error::Error::source(&e).is_none());
+    /// ```
     pub fn io(err: std::io::Error, what: impl Into<String>) -> Self {
-        let mut e = Self::new(ErrorKind::Io, format!("{}: {}", what.into(), err));
-        e.0.source = Some(Box::new(err));
+        let kind = match err.kind() {
+            std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+            _ => ErrorKind::Io,
+        };
+        let mut e = Self::new(kind, format!("{}: {}", what.into(), err));
+        e.0.io = Some(err);
         e
+    }
+
+    /// The operating system's error behind an I/O failure, if this is one.
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        self.0.io.as_ref()
     }
 
     /// The record index `index` is not below `len`.
@@ -185,7 +212,8 @@ impl Error {
         self
     }
 
-    /// Attaches an underlying error as the source.
+    /// Attaches an underlying error as the [`source`](std::error::Error::source). Its text
+    /// should not be repeated in the message (chains print both).
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         self.0.source = Some(Box::new(source));
         self
@@ -212,23 +240,19 @@ impl fmt::Display for Error {
 }
 
 impl fmt::Debug for Error {
+    /// What `main` prints when it returns this error: the text, the kind, and the causes.
+    ///
+    /// ```text
+    /// ffrecord: data.ffr: cannot open the file: No such file or directory (os error 2) [not-found]
+    /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let i = &self.0;
-        let mut d = f.debug_struct("Error");
-        d.field("kind", &i.kind).field("message", &i.message);
-        if let Some(v) = i.format {
-            d.field("format", &v);
+        write!(f, "{self} [{}]", self.0.kind)?;
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            write!(f, "\ncaused by: {c}")?;
+            cause = c.source();
         }
-        if let Some(v) = &i.path {
-            d.field("path", v);
-        }
-        if let Some(v) = i.record {
-            d.field("record", &v);
-        }
-        if let Some(v) = i.offset {
-            d.field("offset", &v);
-        }
-        d.finish()
+        Ok(())
     }
 }
 
@@ -286,6 +310,31 @@ mod tests {
             .with_offset(177);
         assert_eq!(e.to_string(), "ffrecord: /data/x.ffr: record 3 at byte 177: checksum mismatch");
         assert_eq!(e.kind(), ErrorKind::Checksum);
+    }
+
+    #[test]
+    fn os_message_appears_once() {
+        let os = std::io::Error::from_raw_os_error(2);
+        let e = Error::io(os, "cannot open").with_format("ffrecord").with_path("x.ffr");
+        assert_eq!(e.kind(), ErrorKind::NotFound);
+        assert!(std::error::Error::source(&e).is_none());
+        assert_eq!(e.io_error().map(|o| o.raw_os_error()), Some(Some(2)));
+        let debug = format!("{e:?}");
+        assert_eq!(debug.matches("os error 2").count(), 1, "{debug}");
+        assert!(debug.starts_with("ffrecord: x.ffr: cannot open: "), "{debug}");
+        assert!(debug.ends_with("[not-found]"), "{debug}");
+        let denied = Error::io(std::io::Error::from_raw_os_error(13), "cannot open");
+        assert_eq!(denied.kind(), ErrorKind::Io);
+    }
+
+    #[test]
+    fn debug_lists_sources_once() {
+        let inner = std::fmt::Error;
+        let e = Error::corrupt("bad metadata").with_source(inner).with_format("syrah");
+        assert_eq!(
+            format!("{e:?}"),
+            "syrah: bad metadata [corrupt]\ncaused by: an error occurred when formatting an argument"
+        );
     }
 
     #[test]

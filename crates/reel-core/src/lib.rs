@@ -77,4 +77,6 @@ pub use source::{
     Batches, FieldSpec, Iter, RecordSource, RecordSourceExt, SourceInfo, Warning, WarningKind,
 };
 pub use staged::{StagedDir, StagedFile};
-pub use value::{ArrayRef, ArrayValue, DType, ListRef, MapRef, Shape, Span, Value, ValueRef};
+pub use value::{
+    ArrayRef, ArrayValue, DType, Element, ListRef, MapRef, Shape, Span, Value, ValueRef,
+};

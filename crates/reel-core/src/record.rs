@@ -150,7 +150,7 @@ impl<'a> RecordOut<'a> {
             ValueRef::Null => Value::Null,
             ValueRef::Bool(b) => Value::Bool(b),
             ValueRef::Int(i) => Value::Int(i),
-            ValueRef::UInt(u) => Value::from_u64(u),
+            ValueRef::UInt(u) => Value::UInt(u),
             ValueRef::Float(f) => Value::Float(f),
             ValueRef::Bytes(b) => Value::Bytes(self.append(b)),
             ValueRef::Str(s) => Value::Str(self.append(s.as_bytes())),
@@ -183,7 +183,8 @@ pub fn check_array_len(dtype: DType, shape: &Shape, byte_len: u64) -> Result<()>
 /// A borrowed record: from a [`Record`] or one entry of a [`RecordBatch`](crate::RecordBatch).
 ///
 /// Two records are equal when their field names and values are equal, whatever their indices.
-#[derive(Clone, Copy, Debug)]
+/// `Debug` shows the index and the fields (`Record { index: 3, fields: {"label": 7} }`).
+#[derive(Clone, Copy)]
 pub struct RecordRef<'a> {
     index: u64,
     buf: &'a [u8],
@@ -259,6 +260,24 @@ impl<'a> RecordRef<'a> {
     }
 }
 
+impl std::fmt::Debug for RecordRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        struct Fields<'r, 'a>(&'r RecordRef<'a>);
+        impl std::fmt::Debug for Fields<'_, '_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_map().entries(self.0.iter()).finish()
+            }
+        }
+        f.debug_struct("Record").field("index", &self.index).field("fields", &Fields(self)).finish()
+    }
+}
+
+impl std::fmt::Debug for Record {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.view(), f)
+    }
+}
+
 impl PartialEq for RecordRef<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.len() == other.len() && self.iter().eq(other.iter())
@@ -269,8 +288,9 @@ impl PartialEq for RecordRef<'_> {
 ///
 /// Read into a reused `Record` with
 /// [`RecordSource::read_into`](crate::RecordSource::read_into) to avoid allocating per read;
-/// build one for a writer with the `push_*` methods.
-#[derive(Clone, Default, Debug)]
+/// build one for a writer with the `push_*` methods. `Debug` shows the index and the fields
+/// (`Record { index: 3, fields: {"label": 7} }`), long values cut short.
+#[derive(Clone, Default)]
 pub struct Record {
     pub(crate) index: u64,
     pub(crate) arena: Arena,
@@ -326,6 +346,11 @@ impl Record {
         self.view().bytes(name)
     }
 
+    /// The text of a `Str` field.
+    pub fn str(&self, name: &str) -> Option<&str> {
+        self.view().str(name)
+    }
+
     /// The fields in order as (name, value).
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, ValueRef<'_>)> + '_ {
         self.view().iter()
@@ -353,9 +378,9 @@ impl Record {
         self.push(name, Value::Int(v))
     }
 
-    /// Adds an unsigned integer field.
+    /// Adds a `UInt` field (whatever its value: see [`Value::UInt`]).
     pub fn push_uint(&mut self, name: impl Into<FieldName>, v: u64) -> &mut Self {
-        self.push(name, Value::from_u64(v))
+        self.push(name, Value::UInt(v))
     }
 
     /// Adds a `Float` field.
@@ -467,6 +492,18 @@ mod tests {
         let a = v.get("a").and_then(|x| x.as_array()).unwrap();
         assert_eq!(a.shape, &[2]);
         assert_eq!(v.to_owned(), r);
+    }
+
+    #[test]
+    fn debug_shows_fields_not_buffers() {
+        let mut r = Record::new().with_str("name", "ann").with_bytes("raw", &[0; 100]);
+        r.push_uint("id", 5).set_index(3);
+        let text = format!("{r:?}");
+        assert!(
+            text.starts_with(r#"Record { index: 3, fields: {"name": "ann", "raw": b""#),
+            "{text}"
+        );
+        assert!(text.ends_with(r#"… 68 more bytes, "id": 5} }"#), "{text}");
     }
 
     #[test]

@@ -295,7 +295,9 @@ pub enum Value {
     Bool(bool),
     /// A signed integer.
     Int(i64),
-    /// An unsigned integer above `i64::MAX` (smaller ones are stored as `Int`).
+    /// An unsigned integer: the value of a field whose type is unsigned (a Granular `u64`,
+    /// for example), whatever its size, or a self-describing integer (msgpack, JSON) above
+    /// `i64::MAX`. [`ValueRef::as_u64`] and [`ValueRef::as_i64`] read either kind.
     UInt(u64),
     /// A floating-point number.
     Float(f64),
@@ -312,7 +314,9 @@ pub enum Value {
 }
 
 impl Value {
-    /// An integer, stored as `Int` when it fits and as `UInt` otherwise.
+    /// A self-describing integer (msgpack, JSON), stored as `Int` when it fits in `i64` and
+    /// as `UInt` otherwise, as Python's `int` has one kind for both. A field whose *type*
+    /// is unsigned is `Value::UInt` whatever its value.
     pub fn from_u64(v: u64) -> Value {
         match i64::try_from(v) {
             Ok(i) => Value::Int(i),
@@ -346,8 +350,22 @@ impl Value {
 /// A borrowed view of a value.
 ///
 /// Equality compares floats by their bits, so NaN equals the same NaN and `0.0 != -0.0`:
-/// the question it answers is "did the bytes survive", not numeric equality.
-#[derive(Clone, Copy, Debug)]
+/// the question it answers is "did the bytes survive", not numeric equality. An `Int` and
+/// a `UInt` of the same number are equal.
+///
+/// `Display` writes the value for a person: text as is, numbers as Rust writes them,
+/// bytes as `b"…"` with escapes, arrays as their elements, lists and maps in brackets.
+/// Long bytes, arrays and lists are cut after 32 elements with a count of the rest
+/// (`{:#}` writes everything). `Debug` is the same with text quoted.
+///
+/// ```
+/// use reel_core::Record;
+/// let record = Record::new().with_str("name", "ann").with_int("age", 7).with_bytes("raw", b"\x00A");
+/// assert_eq!(record.get("name").unwrap().to_string(), "ann");
+/// assert_eq!(record.get("age").unwrap().to_string(), "7");
+/// assert_eq!(record.get("raw").unwrap().to_string(), r#"b"\x00A""#);
+/// ```
+#[derive(Clone, Copy)]
 pub enum ValueRef<'a> {
     /// No value.
     Null,
@@ -355,7 +373,7 @@ pub enum ValueRef<'a> {
     Bool(bool),
     /// A signed integer.
     Int(i64),
-    /// An unsigned integer above `i64::MAX`.
+    /// An unsigned integer (see [`Value::UInt`]).
     UInt(u64),
     /// A floating-point number.
     Float(f64),
@@ -377,7 +395,8 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Null => "null",
             ValueRef::Bool(_) => "bool",
-            ValueRef::Int(_) | ValueRef::UInt(_) => "int",
+            ValueRef::Int(_) => "int",
+            ValueRef::UInt(_) => "uint",
             ValueRef::Float(_) => "float",
             ValueRef::Bytes(_) => "bytes",
             ValueRef::Str(_) => "str",
@@ -404,6 +423,12 @@ impl<'a> ValueRef<'a> {
     }
 
     /// The integer, if this is an `Int` value or a `UInt` that fits.
+    ///
+    /// ```
+    /// use reel_core::ValueRef;
+    /// assert_eq!(ValueRef::UInt(7).as_i64(), Some(7));
+    /// assert_eq!(ValueRef::UInt(u64::MAX).as_i64(), None);
+    /// ```
     pub fn as_i64(&self) -> Option<i64> {
         match *self {
             ValueRef::Int(i) => Some(i),
@@ -412,10 +437,51 @@ impl<'a> ValueRef<'a> {
         }
     }
 
-    /// The float, if this is a `Float` value.
+    /// The integer, if this is a `UInt` value or a non-negative `Int`.
+    ///
+    /// ```
+    /// use reel_core::ValueRef;
+    /// assert_eq!(ValueRef::Int(7).as_u64(), Some(7));
+    /// assert_eq!(ValueRef::Int(-1).as_u64(), None);
+    /// assert_eq!(ValueRef::UInt(u64::MAX).as_u64(), Some(u64::MAX));
+    /// ```
+    pub fn as_u64(&self) -> Option<u64> {
+        match *self {
+            ValueRef::Int(i) => u64::try_from(i).ok(),
+            ValueRef::UInt(u) => Some(u),
+            _ => None,
+        }
+    }
+
+    /// The boolean, if this is a `Bool` value.
+    ///
+    /// ```
+    /// use reel_core::ValueRef;
+    /// assert_eq!(ValueRef::Bool(true).as_bool(), Some(true));
+    /// assert_eq!(ValueRef::Int(1).as_bool(), None);
+    /// ```
+    pub fn as_bool(&self) -> Option<bool> {
+        match *self {
+            ValueRef::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The number as `f64`: a `Float`, or an integer that `f64` holds exactly (up to 2^53
+    /// in magnitude); `None` for anything else, so no value is silently rounded.
+    ///
+    /// ```
+    /// use reel_core::ValueRef;
+    /// assert_eq!(ValueRef::Float(0.5).as_f64(), Some(0.5));
+    /// assert_eq!(ValueRef::Int(-3).as_f64(), Some(-3.0));
+    /// assert_eq!(ValueRef::UInt(u64::MAX).as_f64(), None);
+    /// ```
     pub fn as_f64(&self) -> Option<f64> {
+        const EXACT: u64 = 1 << 53;
         match *self {
             ValueRef::Float(f) => Some(f),
+            ValueRef::Int(i) if i.unsigned_abs() <= EXACT => Some(i as f64),
+            ValueRef::UInt(u) if u <= EXACT => Some(u as f64),
             _ => None,
         }
     }
@@ -453,6 +519,8 @@ impl PartialEq for ValueRef<'_> {
             (V::Bool(a), V::Bool(b)) => a == b,
             (V::Int(a), V::Int(b)) => a == b,
             (V::UInt(a), V::UInt(b)) => a == b,
+            // One number in two kinds (a `u64` field read back from a self-describing format).
+            (V::Int(a), V::UInt(b)) | (V::UInt(b), V::Int(a)) => u64::try_from(*a) == Ok(*b),
             (V::Float(a), V::Float(b)) => a.to_bits() == b.to_bits(),
             (V::Bytes(a), V::Bytes(b)) => a == b,
             (V::Str(a), V::Str(b)) => a == b,
@@ -465,7 +533,7 @@ impl PartialEq for ValueRef<'_> {
 }
 
 /// A borrowed array.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, PartialEq)]
 pub struct ArrayRef<'a> {
     /// Element type.
     pub dtype: DType,
@@ -475,24 +543,58 @@ pub struct ArrayRef<'a> {
     pub data: &'a [u8],
 }
 
-macro_rules! typed_vec {
-    ($(#[$doc:meta] $name:ident, $t:ty, $dt:ident;)*) => {$(
-        #[$doc]
-        pub fn $name(&self) -> Option<Vec<$t>> {
-            if self.dtype != DType::$dt {
-                return None;
+/// A Rust type an array's elements can be read as: the fixed-width numeric types and
+/// `bool`, each matching one [`DType`]. Implemented by reel only (sealed).
+pub trait Element: Copy + sealed::Sealed + 'static {
+    /// The dtype whose elements read as this type.
+    const DTYPE: DType;
+    /// One element from its little-endian bytes (exactly `DTYPE.item_size()` of them).
+    fn from_le_slice(bytes: &[u8]) -> Self;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+macro_rules! numeric_element {
+    ($($t:ty => $dt:ident),* $(,)?) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = DType::$dt;
+            fn from_le_slice(bytes: &[u8]) -> Self {
+                let mut raw = [0u8; std::mem::size_of::<$t>()];
+                let n = raw.len().min(bytes.len());
+                raw[..n].copy_from_slice(&bytes[..n]);
+                <$t>::from_le_bytes(raw)
             }
-            Some(
-                self.data
-                    .chunks_exact(std::mem::size_of::<$t>())
-                    .map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or_default()))
-                    .collect(),
-            )
         }
     )*};
 }
 
-impl ArrayRef<'_> {
+numeric_element! {
+    i8 => I8, i16 => I16, i32 => I32, i64 => I64,
+    u8 => U8, u16 => U16, u32 => U32, u64 => U64,
+    f32 => F32, f64 => F64,
+}
+
+impl sealed::Sealed for bool {}
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    fn from_le_slice(bytes: &[u8]) -> Self {
+        bytes.first().is_some_and(|&b| b != 0)
+    }
+}
+
+macro_rules! typed_vec {
+    ($(#[$doc:meta] $name:ident, $t:ty;)*) => {$(
+        #[$doc]
+        pub fn $name(&self) -> Option<Vec<$t>> {
+            self.to_vec::<$t>()
+        }
+    )*};
+}
+
+impl<'a> ArrayRef<'a> {
     /// Number of elements.
     pub fn len(&self) -> u64 {
         self.shape.iter().product()
@@ -503,20 +605,45 @@ impl ArrayRef<'_> {
         self.len() == 0
     }
 
+    /// The elements as `T`, if the dtype is `T`'s ([`Element::DTYPE`]): `to_vec::<f32>()`,
+    /// `to_vec::<u16>()`, `to_vec::<bool>()` … `None` for another dtype, so nothing is
+    /// silently converted.
+    ///
+    /// ```
+    /// use reel_core::{DType, Record};
+    /// let mut record = Record::new();
+    /// record.push_array("x", DType::U16, &[2], &[1, 0, 2, 0])?;
+    /// let x = record.get("x").and_then(|v| v.as_array()).unwrap();
+    /// assert_eq!(x.to_vec::<u16>(), Some(vec![1, 2]));
+    /// assert_eq!(x.to_vec::<i32>(), None);
+    /// # Ok::<(), reel_core::Error>(())
+    /// ```
+    pub fn to_vec<T: Element>(&self) -> Option<Vec<T>> {
+        Some(self.values::<T>()?.collect())
+    }
+
+    /// The elements as `T` without collecting them, if the dtype is `T`'s.
+    pub fn values<T: Element>(&self) -> Option<impl ExactSizeIterator<Item = T> + 'a> {
+        if self.dtype != T::DTYPE {
+            return None;
+        }
+        Some(self.data.chunks_exact(std::mem::size_of::<T>()).map(T::from_le_slice))
+    }
+
     typed_vec! {
-        /// The elements as `f32`, if the dtype is `F32`.
-        to_f32_vec, f32, F32;
-        /// The elements as `f64`, if the dtype is `F64`.
-        to_f64_vec, f64, F64;
-        /// The elements as `i32`, if the dtype is `I32`.
-        to_i32_vec, i32, I32;
-        /// The elements as `i64`, if the dtype is `I64`.
-        to_i64_vec, i64, I64;
+        /// The elements as `f32`, if the dtype is `F32` (`to_vec::<f32>()`).
+        to_f32_vec, f32;
+        /// The elements as `f64`, if the dtype is `F64` (`to_vec::<f64>()`).
+        to_f64_vec, f64;
+        /// The elements as `i32`, if the dtype is `I32` (`to_vec::<i32>()`).
+        to_i32_vec, i32;
+        /// The elements as `i64`, if the dtype is `I64` (`to_vec::<i64>()`).
+        to_i64_vec, i64;
     }
 }
 
 /// A borrowed list.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct ListRef<'a> {
     buf: &'a [u8],
     items: &'a [Value],
@@ -546,7 +673,7 @@ impl<'a> ListRef<'a> {
 }
 
 /// A borrowed map.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct MapRef<'a> {
     buf: &'a [u8],
     entries: &'a [(Value, Value)],
@@ -572,6 +699,163 @@ impl<'a> MapRef<'a> {
     /// The value of the first entry whose key is the string `key`.
     pub fn get(&self, key: &str) -> Option<ValueRef<'a>> {
         self.iter().find(|(k, _)| k.as_str() == Some(key)).map(|(_, v)| v)
+    }
+}
+
+/// How many elements of bytes, arrays, lists and maps `Display` and `Debug` show before
+/// they say how many more there are (`{:#}` shows all).
+const SHOWN: usize = 32;
+
+/// Writes up to [`SHOWN`] items (all with `{:#}`) separated by `", "`, then how many were left.
+fn write_items<I: ExactSizeIterator>(
+    f: &mut fmt::Formatter<'_>,
+    items: I,
+    mut write: impl FnMut(&mut fmt::Formatter<'_>, I::Item) -> fmt::Result,
+) -> fmt::Result {
+    let total = items.len();
+    let shown = if f.alternate() { total } else { total.min(SHOWN) };
+    for (k, item) in items.take(shown).enumerate() {
+        if k > 0 {
+            f.write_str(", ")?;
+        }
+        write(f, item)?;
+    }
+    if shown < total {
+        write!(f, ", … {} more", total - shown)?;
+    }
+    Ok(())
+}
+
+fn write_bytes(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
+    let shown = if f.alternate() { bytes.len() } else { bytes.len().min(SHOWN) };
+    f.write_str("b\"")?;
+    for &b in &bytes[..shown] {
+        write!(f, "{}", std::ascii::escape_default(b))?;
+    }
+    f.write_str("\"")?;
+    if shown < bytes.len() {
+        write!(f, " … {} more bytes", bytes.len() - shown)?;
+    }
+    Ok(())
+}
+
+/// IEEE half precision to `f32` (exact: every half value is an `f32` value).
+fn f16_to_f32(bits: u16) -> f32 {
+    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((bits >> 10) & 0x1f);
+    let frac = f32::from(bits & 0x3ff);
+    match exp {
+        0 => sign * frac * (2f32).powi(-24),
+        31 if frac == 0.0 => sign * f32::INFINITY,
+        31 => f32::NAN,
+        _ => sign * (1.0 + frac / 1024.0) * (2f32).powi(exp - 15),
+    }
+}
+
+/// Writes one array element of `dtype` from its little-endian bytes.
+fn write_element(f: &mut fmt::Formatter<'_>, dtype: DType, e: &[u8]) -> fmt::Result {
+    fn le<const N: usize>(e: &[u8]) -> [u8; N] {
+        let mut raw = [0u8; N];
+        let n = N.min(e.len());
+        raw[..n].copy_from_slice(&e[..n]);
+        raw
+    }
+    match dtype {
+        DType::Bool => write!(f, "{}", e.first().is_some_and(|&b| b != 0)),
+        DType::I8 => write!(f, "{}", i8::from_le_bytes(le(e))),
+        DType::I16 => write!(f, "{}", i16::from_le_bytes(le(e))),
+        DType::I32 => write!(f, "{}", i32::from_le_bytes(le(e))),
+        DType::I64 => write!(f, "{}", i64::from_le_bytes(le(e))),
+        DType::U8 => write!(f, "{}", e.first().copied().unwrap_or_default()),
+        DType::U16 => write!(f, "{}", u16::from_le_bytes(le(e))),
+        DType::U32 => write!(f, "{}", u32::from_le_bytes(le(e))),
+        DType::U64 => write!(f, "{}", u64::from_le_bytes(le(e))),
+        DType::F16 => write!(f, "{:?}", f16_to_f32(u16::from_le_bytes(le(e)))),
+        DType::F32 => write!(f, "{:?}", f32::from_le_bytes(le(e))),
+        DType::F64 => write!(f, "{:?}", f64::from_le_bytes(le(e))),
+        DType::C64 => {
+            let (re, im) =
+                (f32::from_le_bytes(le(e)), f32::from_le_bytes(le(e.get(4..).unwrap_or_default())));
+            write!(f, "({re:?}{im:+?}j)")
+        }
+        DType::C128 => {
+            let (re, im) =
+                (f64::from_le_bytes(le(e)), f64::from_le_bytes(le(e.get(8..).unwrap_or_default())));
+            write!(f, "({re:?}{im:+?}j)")
+        }
+        DType::Unicode(_) => {
+            let text: String = e
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes(le(c)))
+                .take_while(|&c| c != 0)
+                .map(|c| char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER))
+                .collect();
+            write!(f, "{text:?}")
+        }
+        DType::F128 | DType::FixedBytes(_) | DType::Void(_) => write_bytes(f, e),
+    }
+}
+
+impl fmt::Display for ArrayRef<'_> {
+    /// `int32[2, 2] [1, 2, 3, 4]`: the dtype, the shape and the elements in C order.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{:?} [", self.dtype, self.shape)?;
+        let size = (self.dtype.item_size() as usize).max(1);
+        write_items(f, self.data.chunks_exact(size), |f, e| write_element(f, self.dtype, e))?;
+        f.write_str("]")
+    }
+}
+
+impl fmt::Debug for ArrayRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Debug for ListRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        write_items(f, self.iter(), |f, v| fmt::Debug::fmt(&v, f))?;
+        f.write_str("]")
+    }
+}
+
+impl fmt::Debug for MapRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("{")?;
+        write_items(f, self.iter(), |f, (k, v)| write!(f, "{k:?}: {v:?}"))?;
+        f.write_str("}")
+    }
+}
+
+impl fmt::Display for ValueRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ValueRef::Str(s) => f.write_str(s),
+            other => write_value(f, *other),
+        }
+    }
+}
+
+impl fmt::Debug for ValueRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_value(f, *self)
+    }
+}
+
+/// A value with text quoted: `Debug`, and `Display` inside lists and maps.
+fn write_value(f: &mut fmt::Formatter<'_>, value: ValueRef<'_>) -> fmt::Result {
+    match value {
+        ValueRef::Null => f.write_str("null"),
+        ValueRef::Bool(b) => write!(f, "{b}"),
+        ValueRef::Int(i) => write!(f, "{i}"),
+        ValueRef::UInt(u) => write!(f, "{u}"),
+        ValueRef::Float(x) => write!(f, "{x:?}"),
+        ValueRef::Bytes(b) => write_bytes(f, b),
+        ValueRef::Str(s) => write!(f, "{s:?}"),
+        ValueRef::Array(a) => fmt::Display::fmt(&a, f),
+        ValueRef::List(l) => fmt::Debug::fmt(&l, f),
+        ValueRef::Map(m) => fmt::Debug::fmt(&m, f),
     }
 }
 
@@ -614,6 +898,51 @@ mod tests {
     fn float_equality_is_bitwise() {
         assert_eq!(ValueRef::Float(f64::NAN), ValueRef::Float(f64::NAN));
         assert_ne!(ValueRef::Float(0.0), ValueRef::Float(-0.0));
+    }
+
+    #[test]
+    fn display_is_for_people() {
+        let data: Vec<u8> = (1..=4i32).flat_map(i32::to_le_bytes).collect();
+        let a = ArrayRef { dtype: DType::I32, shape: &[2, 2], data: &data };
+        assert_eq!(ValueRef::Array(a).to_string(), "int32[2, 2] [1, 2, 3, 4]");
+        assert_eq!(ValueRef::Str("a b").to_string(), "a b");
+        assert_eq!(format!("{:?}", ValueRef::Str("a b")), "\"a b\"");
+        assert_eq!(ValueRef::Float(1.0).to_string(), "1.0");
+        assert_eq!(ValueRef::UInt(u64::MAX).to_string(), "18446744073709551615");
+        let long = [7u8; 40];
+        assert_eq!(
+            ValueRef::Bytes(&long).to_string(),
+            format!("b\"{}\" … 8 more bytes", "\\x07".repeat(32))
+        );
+        assert_eq!(format!("{:#}", ValueRef::Bytes(&long)), format!("b\"{}\"", "\\x07".repeat(40)));
+        let half = [0x00, 0x3c, 0x00, 0xc0]; // 1.0, -2.0
+        let h = ArrayRef { dtype: DType::F16, shape: &[2], data: &half };
+        assert_eq!(h.to_string(), "float16[2] [1.0, -2.0]");
+    }
+
+    #[test]
+    fn arrays_read_as_every_element_type() {
+        let data: Vec<u8> = [1u16, 65535].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let a = ArrayRef { dtype: DType::U16, shape: &[2], data: &data };
+        assert_eq!(a.to_vec::<u16>(), Some(vec![1, 65535]));
+        assert_eq!(a.to_vec::<i16>(), None);
+        let flags = [1u8, 0, 1];
+        let b = ArrayRef { dtype: DType::Bool, shape: &[3], data: &flags };
+        assert_eq!(b.to_vec::<bool>(), Some(vec![true, false, true]));
+        let bytes = [0xffu8, 1];
+        let i = ArrayRef { dtype: DType::I8, shape: &[2], data: &bytes };
+        assert_eq!(i.to_vec::<i8>(), Some(vec![-1, 1]));
+        assert_eq!(i.values::<i8>().map(|v| v.len()), Some(2));
+    }
+
+    #[test]
+    fn integers_of_both_kinds_compare_and_convert() {
+        assert_eq!(ValueRef::Int(5), ValueRef::UInt(5));
+        assert_ne!(ValueRef::Int(-1), ValueRef::UInt(u64::MAX));
+        assert_eq!(ValueRef::UInt(5).kind_name(), "uint");
+        assert_eq!(ValueRef::Int(5).as_u64(), Some(5));
+        assert_eq!(ValueRef::Int(1 << 53).as_f64(), Some(9007199254740992.0));
+        assert_eq!(ValueRef::Int((1 << 53) + 1).as_f64(), None);
     }
 
     #[test]

@@ -23,26 +23,32 @@ pub struct FixedHeader {
 
 impl FixedHeader {
     /// Parses the first 12 bytes of a file of `file_len` bytes and checks that the tables
-    /// it announces fit in the file and in `limits`.
+    /// it announces fit in the file and in `limits`, in that order: bytes that cannot be an
+    /// FFRecord header are reported as "not an FFRecord file (…)" ([`ErrorKind::Corrupt`])
+    /// before any count is judged against `limits` ([`ErrorKind::Limit`]).
     pub fn parse(bytes: &[u8; 12], file_len: u64, limits: &Limits) -> Result<Self> {
         let meta_crc = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
         let mut n_bytes = [0u8; 8];
         n_bytes.copy_from_slice(&bytes[4..12]);
         let n = i64::from_le_bytes(n_bytes);
         let n = u64::try_from(n).map_err(|_| {
-            Error::corrupt(format!("header claims a negative record count ({n})")).with_offset(4)
+            Error::corrupt(format!(
+                "not an FFRecord file (its header says {n} records, a negative count)"
+            ))
+            .with_offset(4)
         })?;
-        limits.check_records(n).map_err(|e| e.with_offset(4))?;
         match header_len(n) {
             Some(len) if len <= file_len => {}
             _ => {
                 return Err(Error::corrupt(format!(
-                    "header claims {n} records, whose tables need {} bytes, but the file has only {file_len} bytes",
+                    "not an FFRecord file (its header says {n} records, whose tables need {} \
+                     bytes, but the file has {file_len} bytes)",
                     12u128 + 12 * n as u128
                 ))
                 .with_offset(4));
             }
         }
+        limits.check_records(n).map_err(|e| e.with_offset(4))?;
         limits.check_metadata(n * 12)?;
         Ok(FixedHeader { meta_crc, n })
     }
@@ -214,7 +220,16 @@ mod tests {
         let mut fixed = [0u8; 12];
         fixed[4..].copy_from_slice(&(1i64 << 62).to_le_bytes());
         let e = FixedHeader::parse(&fixed, 1000, &Limits::default()).unwrap_err();
-        assert!(matches!(e.kind(), ErrorKind::Corrupt | ErrorKind::Limit));
+        assert_eq!(e.kind(), ErrorKind::Corrupt);
+        assert!(e.message().starts_with("not an FFRecord file ("), "{e}");
+        // Tables that fit the file but exceed the limits are a Limit error.
+        fixed[4..].copy_from_slice(&1000i64.to_le_bytes());
+        let mut tight = Limits::default();
+        tight.max_records = 10;
+        assert_eq!(
+            FixedHeader::parse(&fixed, 1 << 20, &tight).unwrap_err().kind(),
+            ErrorKind::Limit
+        );
         fixed[4..].copy_from_slice(&(-1i64).to_le_bytes());
         assert_eq!(
             FixedHeader::parse(&fixed, 1000, &Limits::default()).unwrap_err().kind(),

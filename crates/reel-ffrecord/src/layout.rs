@@ -131,7 +131,8 @@ fn read_tables(
     let file_len = files.file_len(k);
     if file_len < FIXED_HEADER_LEN {
         return Err(Error::corrupt(format!(
-            "file is {file_len} bytes, shorter than the {FIXED_HEADER_LEN}-byte FFRecord header"
+            "not an FFRecord file (it is {file_len} bytes, shorter than the \
+             {FIXED_HEADER_LEN}-byte header)"
         )));
     }
     let mut fixed_bytes = [0u8; 12];

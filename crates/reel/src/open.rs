@@ -188,8 +188,8 @@ pub fn open_as(
 ) -> Result<Box<dyn RecordSource>> {
     let path = path.as_ref();
     // A FIFO, device or socket would block or never end; refuse it before any format
-    // looks at it.
-    reel_core::paths::input_kind(path)?;
+    // looks at it (the error still names the format asked for, as its reader would).
+    reel_core::paths::input_kind(path).map_err(|e| e.with_format(format.name()))?;
     let handler = formats::handler(format).ok_or_else(|| {
         Error::unsupported(format!(
             "format {format} is not built into this reel (enable the Cargo feature \"{}\")",

@@ -82,7 +82,8 @@ impl IntCodec {
         let wide = i128::from_le_bytes(buf);
         if !self.signed {
             let v = u128::from_le_bytes(buf);
-            return u64::try_from(v).map(Value::from_u64).map_err(|_| too_wide(bytes.len()));
+            // An unsigned codec's values are one kind, whatever their size.
+            return u64::try_from(v).map(Value::UInt).map_err(|_| too_wide(bytes.len()));
         }
         if let Ok(i) = i64::try_from(wide) {
             Ok(Value::Int(i))

@@ -1,0 +1,223 @@
+//! The library as a user meets it (issue 25): errors from every entry point, writers'
+//! shared shape, and the warning an unfinished writer leaves.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use reel::prelude::*;
+use reel::{ffrecord, granular, gulp, ofrecord, syrah};
+
+/// Every reader entry point, by the format prefix its errors must carry.
+fn open_everything(path: &Path) -> Vec<(&'static str, reel::Result<()>)> {
+    vec![
+        ("ffrecord", ffrecord::FfrecordReader::open(path).map(drop)),
+        ("ffrecord", ffrecord::PackedFolder::open(path).map(drop)),
+        ("syrah", syrah::SyrahReader::open(path).map(drop)),
+        ("ofrecord", ofrecord::OfrecordReader::open(path).map(drop)),
+        ("ofrecord", ofrecord::OfrecordStream::open(path, &Default::default()).map(drop)),
+        ("granular", granular::GranularReader::open(path).map(drop)),
+        ("granular", granular::BagReader::open(path).map(drop)),
+        ("gulp", gulp::GulpReader::open(path).map(drop)),
+        ("ffrecord", reel::open_as(path, Format::Ffrecord, &OpenOptions::default()).map(drop)),
+        ("syrah", reel::open_as(path, Format::Syrah, &OpenOptions::default()).map(drop)),
+        ("ofrecord", reel::open_as(path, Format::Ofrecord, &OpenOptions::default()).map(drop)),
+        ("granular", reel::open_as(path, Format::Granular, &OpenOptions::default()).map(drop)),
+        ("gulp", reel::open_as(path, Format::Gulp, &OpenOptions::default()).map(drop)),
+    ]
+}
+
+#[test]
+fn a_missing_file_is_not_found_from_every_entry_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-dataset");
+    let wrong: Vec<String> = open_everything(&missing)
+        .into_iter()
+        .enumerate()
+        .filter_map(|(k, (format, result))| match result {
+            Err(e) if e.kind() == ErrorKind::NotFound && e.format() == Some(format) => None,
+            other => Some(format!("entry point {k} ({format}): {other:?}")),
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    for (format, result) in open_everything(&missing) {
+        let e = result.expect_err(format);
+        assert!(e.to_string().starts_with(&format!("{format}: ")), "{e}");
+        // The OS message is in the text once and not repeated as the source.
+        assert!(std::error::Error::source(&e).is_none(), "{format}: {e:?}");
+        let debug = format!("{e:?}").to_lowercase();
+        let once = |what: &str| debug.matches(what).count() <= 1;
+        assert!(once("no such file") && once("os error"), "{debug}");
+    }
+    let e = reel::open(&missing).map(drop).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+}
+
+#[test]
+fn errors_about_a_file_that_is_not_ffrecord_say_so_before_limits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("text.ffr");
+    std::fs::write(&path, b"this is plain text, long enough to have a header").unwrap();
+    let e = ffrecord::FfrecordReader::open(&path).map(drop).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(e.to_string().starts_with("ffrecord: "), "{e}");
+    assert!(e.message().starts_with("not an FFRecord file ("), "{e}");
+}
+
+/// A record no writer of the format can take, and the index it was to get.
+fn refused_after_one(sink: &mut dyn RecordSink, good: &Record, bad: &Record, format: &str) {
+    assert_eq!(sink.append_ref(good.view()).unwrap(), 0);
+    assert_eq!(sink.records(), 1);
+    let e = sink.append_ref(bad.view()).unwrap_err();
+    assert_eq!(e.record(), Some(1), "{format}: {e}");
+    assert_eq!(e.format(), Some(format), "{e}");
+    assert!(e.to_string().contains("record 1"), "{e}");
+}
+
+#[test]
+fn sink_errors_name_the_record_and_the_format() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = |name: &str| tmp.path().join(name);
+    let raw = Record::from_bytes(b"ok");
+    let two_fields = Record::new().with_int("a", 1).with_str("b", "x");
+    let mut array = Record::new();
+    array.push_array("x", DType::I32, &[1], &1i32.to_le_bytes()).unwrap();
+    let floats = Record::new().with_value("x", ValueRef::Float(1.5));
+
+    let mut w = ffrecord::FfrecordWriter::create_counted(t("a.ffr")).unwrap();
+    refused_after_one(&mut w, &raw, &two_fields, "ffrecord");
+    let mut w = syrah::SyrahWriter::create(t("a.syr")).unwrap();
+    refused_after_one(&mut w, &array, &floats, "syrah");
+    let mut w = ofrecord::OfrecordWriter::create(t("of")).unwrap();
+    refused_after_one(
+        &mut w,
+        &array,
+        &Record::new().with_value("y", ValueRef::Bool(true)),
+        "ofrecord",
+    );
+    let spec = granular::GranularSpec::new().with("a", "int").with("b", "utf8");
+    let mut w = granular::GranularWriter::create(t("gr"), &spec).unwrap();
+    refused_after_one(&mut w, &two_fields, &raw, "granular");
+    let mut w = gulp::GulpWriter::create(t("gu"), &Default::default()).unwrap();
+    let video =
+        Record::new().with_str("id", "v0").with_value("frames", empty_list().get("l").unwrap());
+    refused_after_one(&mut w, &video, &raw, "gulp");
+}
+
+fn empty_list() -> Record {
+    let mut r = Record::new();
+    r.push("l", reel::Value::List(Vec::new()));
+    r
+}
+
+/// Collects the `log` records of this test binary (the logger is process-wide).
+struct Captured(Mutex<Vec<String>>);
+
+impl log::Log for Captured {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::Level::Warn
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(format!("{} {}", r.level(), r.args()));
+        }
+    }
+    fn flush(&self) {}
+}
+
+static LOGGER: Captured = Captured(Mutex::new(Vec::new()));
+
+fn warnings_while(work: impl FnOnce(&Path)) -> Vec<String> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = log::set_logger(&LOGGER);
+    log::set_max_level(log::LevelFilter::Warn);
+    LOGGER.0.lock().unwrap().clear();
+    let tmp = tempfile::tempdir().unwrap();
+    work(tmp.path());
+    // Other tests of this binary drop writers too: keep what is about this one's files.
+    let mine = tmp.path().display().to_string();
+    let all = std::mem::take(&mut *LOGGER.0.lock().unwrap());
+    all.into_iter().filter(|w| w.contains(&mine)).collect()
+}
+
+type Create = Box<dyn Fn(&Path) -> Box<dyn RecordSink>>;
+
+#[test]
+fn dropping_an_unfinished_writer_warns_once() {
+    let raw = Record::from_bytes(b"x");
+    let row = Record::new().with_int("a", 1);
+    let spec = || granular::GranularSpec::new().with("a", "int");
+    // (format, writer, a record it takes, how many it needs to finish)
+    let cases: Vec<(&str, Create, &Record, u64)> = vec![
+        (
+            "ffrecord",
+            Box::new(|d| Box::new(ffrecord::FfrecordWriter::create(d.join("a"), 3).unwrap())),
+            &raw,
+            3,
+        ),
+        (
+            "ffrecord",
+            Box::new(|d| {
+                Box::new(ffrecord::FfrecordPartsWriter::create(d.join("a"), 4, 2).unwrap())
+            }),
+            &raw,
+            4,
+        ),
+        (
+            "ofrecord",
+            Box::new(|d| Box::new(ofrecord::OfrecordWriter::create(d.join("a")).unwrap())),
+            &raw,
+            1,
+        ),
+        (
+            "granular",
+            Box::new(move |d| {
+                Box::new(granular::GranularWriter::create(d.join("a"), &spec()).unwrap())
+            }),
+            &row,
+            1,
+        ),
+        (
+            "granular",
+            Box::new(move |d| {
+                let options = granular::ShardedWriterOptions::default().shard_len(1);
+                Box::new(granular::ShardedWriter::create(d.join("a"), &spec(), &options).unwrap())
+            }),
+            &row,
+            2,
+        ),
+        (
+            "gulp",
+            Box::new(|d| {
+                Box::new(gulp::GulpWriter::create(d.join("a"), &Default::default()).unwrap())
+            }),
+            &raw,
+            0,
+        ),
+    ];
+    for (format, create, record, need) in &cases {
+        let dropped = warnings_while(|d| {
+            let mut w = create(d);
+            for _ in 0..(*need).min(2) {
+                w.append(*record).unwrap();
+            }
+            drop(w);
+        });
+        assert_eq!(dropped.len(), 1, "{format}: {dropped:?}");
+        assert!(dropped[0].starts_with(&format!("WARN {format}: ")), "{dropped:?}");
+        assert!(dropped[0].contains("without finish()"), "{dropped:?}");
+
+        let finished = warnings_while(|d| {
+            let mut w = create(d);
+            for _ in 0..*need {
+                w.append(*record).unwrap();
+            }
+            w.finish().unwrap();
+        });
+        assert!(finished.is_empty(), "{format}: {finished:?}");
+    }
+    let syrah = warnings_while(|d| drop(syrah::SyrahWriter::create(d.join("a")).unwrap()));
+    assert_eq!(syrah.len(), 1, "{syrah:?}");
+}
