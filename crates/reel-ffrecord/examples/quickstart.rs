@@ -38,7 +38,10 @@ fn main() -> reel_ffrecord::core::Result<()> {
     // Errors name the format, the file and the record, and have a kind to match on.
     match reader.read(20_000) {
         Err(e) if e.kind() == ErrorKind::OutOfRange => println!("as expected: {e}"),
-        other => panic!("expected an out-of-range error, got {other:?}"),
+        other => {
+            let what = format!("expected an out-of-range error, got {other:?}");
+            return Err(reel_ffrecord::core::Error::invalid_input(what));
+        }
     }
 
     std::fs::remove_dir_all(&dir)?;

@@ -29,7 +29,7 @@ fn main() -> reel_granular::core::Result<()> {
     println!("datapoint 3: {record:?}");
     assert_eq!(record.str("text"), Some("datapoint 3"));
     // An unsigned 64-bit field reads as one kind (`uint`) whatever its value.
-    let id = record.get("id").expect("the spec has an id");
+    let id = record.get("id").ok_or_else(|| Error::new(ErrorKind::NotFound, "no id field"))?;
     assert_eq!((id.kind_name(), id.as_u64()), ("uint", Some(u64::MAX - 3)));
 
     let labels = reader.read_masked(10, &GranularMask::new().key("label"))?;

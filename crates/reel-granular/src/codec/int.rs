@@ -193,7 +193,7 @@ mod tests {
         assert_eq!(enc(&c, 255), [0xff]);
         assert_eq!(enc(&c, 65535), [0xff, 0xff]);
         assert_eq!(enc(&c, 65536), [0, 0, 1]);
-        assert_eq!(c.decode(&[0xff]).unwrap(), Value::Int(255));
+        assert_eq!(c.decode(&[0xff]).unwrap(), Value::UInt(255)); // one kind for every value
         assert!(c.encode(ValueRef::Int(-1), &mut Vec::new()).is_err());
         let mut b = Vec::new();
         c.encode(ValueRef::UInt(u64::MAX), &mut b).unwrap();
