@@ -120,8 +120,8 @@ impl Error {
     /// An I/O error: `what` failed, followed by the operating system's message.
     ///
     /// A missing file is [`ErrorKind::NotFound`], every other failure [`ErrorKind::Io`].
-    /// The OS message is in the text once and not repeated as [`source`]
-    /// (std::error::Error::source), so error chains (`anyhow`'s `{:#}`) print it once;
+    /// The OS message is in the text once and not repeated as
+    /// [`source`](std::error::Error::source), so error chains (`anyhow`'s `{:#}`) print it once;
     /// [`io_error`](Self::io_error) gives the original.
     ///
     /// ```
