@@ -112,7 +112,7 @@ def test_writer_refusals(tmp_path):
         assert reel.open(path)[0]["data"] == b"ok"
     assert reel.open(path)[0]["data"] == b"new"
     with pytest.raises(ValueError, match="unknown format"):
-        reel.Writer(tmp_path / "y", "parquet")
+        reel.Writer(tmp_path / "y", "tfrecord")
     with pytest.raises(ValueError):
         reel.Writer(tmp_path / "y")
     # Syrah refuses a map with a reel error naming the field; nothing is left behind.
