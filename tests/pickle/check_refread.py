@@ -5,10 +5,11 @@ target's reference implementation as the same fields and values `pickle.loads` g
     python3 tests/pickle/make_fixtures.py --ffrecord /tmp/samples.ffr
     reel convert --payload pickle --to granular /tmp/samples.ffr /tmp/samples-granular
     reel convert --payload pickle --to ofrecord --encode-nested msgpack /tmp/samples.ffr /tmp/samples-of
-    python3 tests/pickle/check_refread.py /tmp/samples.ffr /tmp/samples-granular /tmp/samples-of
+    REFREAD=/path/to/refread python3 tests/pickle/check_refread.py /tmp/samples.ffr /tmp/samples-granular /tmp/samples-of
 
-Needs numpy and msgpack, and shared/tools/refread (REFREAD, default ../shared/tools/refread
-from the workspace root). Not part of `cargo test`: the Rust suite does not depend on it.
+Needs numpy and msgpack, and the developers' reference reader `refread`, named by the
+environment variable REFREAD (it is not part of the repository). Not part of `cargo test`:
+the Rust suite does not depend on it.
 Prints one line per target and exits 1 on the first difference.
 """
 import hashlib
@@ -22,8 +23,9 @@ import sys
 import msgpack
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-REFREAD = os.environ.get("REFREAD", os.path.join(ROOT, "..", "shared", "tools", "refread"))
+REFREAD = os.environ.get("REFREAD")
+if not REFREAD:
+    sys.exit("set REFREAD to the path of the refread tool (the reference readers)")
 
 
 def ffrecord_records(path):
