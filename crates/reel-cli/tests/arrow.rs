@@ -2,25 +2,15 @@
 //! goes in and comes back, impossible mappings are refused naming the field.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support {
+    pub mod datasets;
+}
+
 use std::path::Path;
 
-use assert_cmd::Command;
 use reel::arrow::parquet::file::reader::{FileReader, SerializedFileReader};
-use reel::{CreateOptions, DType, Format, Record, RecordSourceExt};
-
-fn reel() -> Command {
-    Command::cargo_bin("reel").unwrap()
-}
-
-fn write(format: Format, path: &Path, records: &[Record]) {
-    let mut sink =
-        reel::create(path, format, &CreateOptions::default().records(records.len() as u64))
-            .unwrap();
-    for r in records {
-        sink.append_ref(r.view()).unwrap();
-    }
-    sink.finish().unwrap();
-}
+use reel::{DType, Format, Record, RecordSourceExt};
+use support::datasets::{reel, write};
 
 fn read_all(path: &Path) -> Vec<Record> {
     let src = reel::open(path).unwrap();

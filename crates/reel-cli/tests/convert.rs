@@ -4,25 +4,14 @@
 //! re-verified while reading.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support {
+    pub mod datasets;
+}
+
 use std::path::Path;
 
-use assert_cmd::Command;
 use reel::{CreateOptions, DType, Format, Record, RecordSink, RecordSourceExt, Value};
-
-fn reel() -> Command {
-    Command::cargo_bin("reel").unwrap()
-}
-
-/// Writes `records` as a `format` dataset at `path` through the library.
-fn write(format: Format, path: &Path, records: &[Record]) {
-    let mut sink =
-        reel::create(path, format, &CreateOptions::default().records(records.len() as u64))
-            .unwrap();
-    for r in records {
-        sink.append(r.view()).unwrap();
-    }
-    sink.finish().unwrap();
-}
+use support::datasets::{reel, write};
 
 /// Records as (sorted fields) so that formats storing fields by name compare equal.
 fn read_sorted(path: &Path) -> Vec<Vec<(String, Record)>> {

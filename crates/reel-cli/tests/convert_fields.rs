@@ -3,26 +3,14 @@
 //! `--pack` / `--encode-nested` round trips through `--payload msgpack|json`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support {
+    pub mod datasets;
+}
+
 use std::path::Path;
 
-use assert_cmd::Command;
-use reel::{
-    CreateOptions, DType, Format, OpenOptions, Payload, Record, RecordSink, RecordSourceExt, Value,
-};
-
-fn reel() -> Command {
-    Command::cargo_bin("reel").unwrap()
-}
-
-fn write(format: Format, path: &Path, records: &[Record]) {
-    let mut sink =
-        reel::create(path, format, &CreateOptions::default().records(records.len() as u64))
-            .unwrap();
-    for r in records {
-        sink.append(r.view()).unwrap();
-    }
-    sink.finish().unwrap();
-}
+use reel::{DType, Format, OpenOptions, Payload, Record, RecordSourceExt, Value};
+use support::datasets::{reel, write};
 
 fn run(args: &[&str], src: &Path, dst: &Path) -> std::process::Output {
     reel().args(["convert", "--quiet"]).args(args).arg(src).arg(dst).output().unwrap()
