@@ -1,0 +1,299 @@
+"""Ray Data: write reel datasets from a Ray cluster.
+
+::
+
+    import ray, reel.ray
+
+    ds = ray.data.read_parquet("s3://bucket/table").map_batches(preprocess)
+    reel.ray.write_reel(ds, "/data/out", format="granular")      # every task writes a shard
+
+Writing: every write task writes its own part (an FFRecord ``PART_`` file, an OFRecord
+``part-NNNNN``, a Granular shard, a Gulp chunk) with reel's Rust writer into a staging
+directory beside the destination; the driver publishes the dataset in ``on_write_complete``
+(renames the parts into the format's layout, then renames the staging directory to the
+destination). Until every task has succeeded nothing exists at the destination, and a failed
+job removes its staging directory, so a failed job leaves nothing that opens.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import ray.data
+from ray.data.block import Block, BlockAccessor
+from ray.data.datasource import Datasink
+from ray.data.datasource.datasink import WriteResult
+
+import reel
+
+__all__ = ["ReelDatasink", "write_reel", "PART_LAYOUTS"]
+
+# What a write task writes, per target format, and how the driver lays the parts out.
+PART_LAYOUTS = {
+    "ffrecord": "one .ffr file per task, published as PART_NNNNN.ffr files in a directory",
+    "ofrecord": "one part file per task, published as part-NNNNN in a directory",
+    "granular": "one complete dataset per task, published as the shards 000000/, 000001/, ...",
+    "bags": "one complete dataset per task, published as the shards 000000/, 000001/, ...",
+    "gulp": "one chunk (data_N.gulp + meta_N.gmeta) per task, numbered so that the "
+    "reference's lexicographic chunk order is the task order",
+}
+
+
+def _width(count: int, minimum: int) -> int:
+    return max(minimum, len(str(max(0, count - 1))))
+
+
+def _gulp_chunk_numbers(count: int) -> list[int]:
+    """Chunk numbers whose decimal names sort lexicographically in numeric order (gulpio2 reads
+    chunks in lexicographic file order and chunk numbers cannot be zero-padded)."""
+    if count <= 10:
+        return list(range(count))
+    digits = 2
+    while 9 * 10 ** (digits - 1) < count:
+        digits += 1
+    first = 10 ** (digits - 1)
+    return list(range(first, first + count))
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _arrow_to_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
+    """One Arrow column as reel values, following reel's Arrow mapping backwards (lists of
+    numbers are 1-D NumPy arrays, fixed-shape tensors n-d arrays, the dtype/shape/data struct
+    an array of that dtype, structs dicts; a null cell is an absent field: None here)."""
+    if isinstance(column, pa.ChunkedArray):
+        out: list[Any] = []
+        for chunk in column.chunks:
+            out.extend(_arrow_to_values(chunk))
+        return out
+    t = column.type
+    if isinstance(t, pa.FixedShapeTensorType):
+        arrays = column.to_numpy_ndarray()
+        return [None if not column[i].is_valid else arrays[i] for i in range(len(column))]
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        item = t.value_type
+        numeric = pa.types.is_integer(item) or pa.types.is_floating(item) or pa.types.is_boolean(item)
+        if numeric:
+            dtype = item.to_pandas_dtype()
+            return [
+                None if not v.is_valid else np.asarray(v.values.to_numpy(zero_copy_only=False), dtype=dtype)
+                for v in column
+            ]
+        values = _arrow_to_values(column.flatten())
+        offsets = column.offsets.to_pylist() if not pa.types.is_fixed_size_list(t) else None
+        out = []
+        for i in range(len(column)):
+            if not column[i].is_valid:
+                out.append(None)
+            elif offsets is not None:
+                out.append(values[offsets[i] - offsets[0] : offsets[i + 1] - offsets[0]])
+            else:
+                n = t.list_size
+                out.append(values[i * n : (i + 1) * n])
+        return out
+    if pa.types.is_struct(t):
+        names = [t.field(k).name for k in range(t.num_fields)]
+        if names == ["dtype", "shape", "data"]:
+            out = []
+            for v in column.to_pylist():
+                if v is None:
+                    out.append(None)
+                else:
+                    out.append(np.frombuffer(v["data"], dtype=np.dtype(v["dtype"])).reshape(v["shape"]).copy())
+            return out
+        fields = {name: _arrow_to_values(column.field(k)) for k, name in enumerate(names)}
+        return [
+            None
+            if not column[i].is_valid
+            else {name: fields[name][i] for name in names if fields[name][i] is not None}
+            for i in range(len(column))
+        ]
+    return column.to_pylist()
+
+
+def _block_records(block: Block) -> Iterable[dict[str, Any]]:
+    """The records of one Ray block (Arrow or pandas), as reel's Python writers take them."""
+    table = BlockAccessor.for_block(block).to_arrow()
+    names = table.column_names
+    columns = [_arrow_to_values(table.column(k)) for k in range(table.num_columns)]
+    for i in range(table.num_rows):
+        yield {name: col[i] for name, col in zip(names, columns) if col[i] is not None}
+
+
+@dataclass(frozen=True)
+class _Part:
+    """What one write task left in the staging directory (returned to the driver)."""
+
+    task: int
+    path: str
+    records: int
+    bytes: int
+
+
+class ReelDatasink(Datasink):
+    """A Ray Data sink writing a reel dataset of ``format`` at ``path``, one part per write task.
+
+    Formats and what each task writes: see ``PART_LAYOUTS`` (FFRecord, OFRecord, Granular,
+    bags, Gulp). Syrah is one file with one index, which parallel tasks cannot share: write it
+    with ``reel.convert`` from a multi-part result, or with ``reel.syrah.Writer``.
+
+    The dataset appears at ``path`` only when every task has succeeded: tasks write under a
+    hidden staging directory beside ``path`` and the driver renames the parts into place in
+    ``on_write_complete``; ``on_write_failed`` removes the staging directory. Tasks must see
+    the same file system as the driver (a shared volume on a cluster).
+
+    Args:
+        path: where the dataset appears.
+        format: the target format's name.
+        schema: {field: the format's type name}, as for ``reel.Writer``.
+        overwrite: replace an existing dataset at ``path`` once the new one is complete.
+        min_rows_per_task: fewer, larger parts: Ray bundles at least this many rows per task.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        format: str,
+        schema: dict[str, str] | None = None,
+        overwrite: bool = False,
+        min_rows_per_task: int | None = None,
+    ) -> None:
+        if format not in PART_LAYOUTS:
+            known = ", ".join(sorted(PART_LAYOUTS))
+            why = "is one file with one index" if format == "syrah" else "is not a format with parts"
+            raise ValueError(
+                f"{format!r} {why}: Ray writes one part per task (formats it can write: {known})"
+            )
+        self.path = os.path.abspath(os.fspath(path))
+        self.format = format
+        self.schema = schema
+        self.overwrite = overwrite
+        self._min_rows = min_rows_per_task
+        parent, name = os.path.split(self.path)
+        self.staging = os.path.join(parent, f".{name}.reel-staging-{uuid.uuid4().hex[:12]}")
+        self.summary: dict[str, Any] | None = None
+
+    def get_name(self) -> str:
+        return "Reel"
+
+    @property
+    def min_rows_per_write(self) -> int | None:
+        return self._min_rows
+
+    def on_write_start(self, schema: pa.Schema | None = None) -> None:
+        if os.path.lexists(self.path) and not self.overwrite:
+            raise FileExistsError(f"{self.path} exists (pass overwrite=True to replace it)")
+        os.makedirs(os.path.join(self.staging, "tasks"))
+
+    def _task_path(self, task: int) -> str:
+        suffix = ".ffr" if self.format == "ffrecord" else ""
+        return os.path.join(self.staging, "tasks", f"{task:06d}{suffix}")
+
+    def write(self, blocks: Iterable[Block], ctx: Any) -> _Part | None:
+        """One task: its blocks into one part in the staging directory, with reel's writer."""
+        path = self._task_path(ctx.task_idx)
+        # Opened at the first record: a task given no rows writes no part (some formats
+        # cannot write an empty dataset without a schema).
+        writer: reel.Writer | None = None
+        try:
+            for block in blocks:
+                for record in _block_records(block):
+                    if writer is None:
+                        writer = reel.Writer(path, self.format, schema=self.schema)
+                    writer.write(record)
+        except BaseException:
+            if writer is not None:
+                writer.abort()
+            raise
+        if writer is None:
+            return None
+        summary = writer.finish()
+        return _Part(ctx.task_idx, path, summary["records"], summary["bytes"])
+
+    def on_write_complete(self, write_result: WriteResult) -> None:
+        """Commits: the parts into the format's layout, then the whole into ``path``."""
+        parts = sorted((p for p in write_result.write_returns if p is not None), key=lambda p: p.task)
+        dataset = os.path.join(self.staging, "dataset")
+        if not parts:
+            # No rows at all: an empty dataset of the format, written by its writer.
+            reel.Writer(dataset, self.format, schema=self.schema).finish()
+        else:
+            self._lay_out(parts, dataset)
+        _fsync_dir(dataset)
+        parent = os.path.dirname(self.path)
+        old = None
+        if os.path.lexists(self.path):
+            if not self.overwrite:
+                raise FileExistsError(f"{self.path} appeared during the write; the result is left in {dataset}")
+            old = os.path.join(self.staging, "replaced")
+            os.rename(self.path, old)
+        os.rename(dataset, self.path)
+        _fsync_dir(parent)
+        shutil.rmtree(self.staging, ignore_errors=True)
+        self.summary = {
+            "records": sum(p.records for p in parts),
+            "bytes": sum(p.bytes for p in parts),
+            "parts": len(parts),
+            "path": self.path,
+        }
+
+    def _lay_out(self, parts: list[_Part], dataset: str) -> None:
+        os.mkdir(dataset)
+        n = len(parts)
+        if self.format == "ffrecord":
+            w = _width(n, 5)
+            for k, p in enumerate(parts):
+                os.rename(p.path, os.path.join(dataset, f"PART_{k:0{w}d}.ffr"))
+        elif self.format == "ofrecord":
+            w = _width(n, 5)
+            for k, p in enumerate(parts):
+                files = sorted(os.listdir(p.path))
+                if len(files) != 1:
+                    raise reel.CorruptError(f"ofrecord: {p.path}: a task wrote {files}, not one part file")
+                os.rename(os.path.join(p.path, files[0]), os.path.join(dataset, f"part-{k:0{w}d}"))
+        elif self.format in ("granular", "bags"):
+            w = _width(n, 6)
+            for k, p in enumerate(parts):
+                os.rename(p.path, os.path.join(dataset, f"{k:0{w}d}"))
+        elif self.format == "gulp":
+            for number, p in zip(_gulp_chunk_numbers(n), parts):
+                os.rename(os.path.join(p.path, "data_0.gulp"), os.path.join(dataset, f"data_{number}.gulp"))
+                os.rename(os.path.join(p.path, "meta_0.gmeta"), os.path.join(dataset, f"meta_{number}.gmeta"))
+
+    def on_write_failed(self, error: Exception) -> None:
+        """Removes everything the tasks wrote: nothing appears at ``path``."""
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def write_reel(
+    dataset: ray.data.Dataset,
+    path: str | os.PathLike[str],
+    *,
+    format: str,
+    schema: dict[str, str] | None = None,
+    overwrite: bool = False,
+    min_rows_per_task: int | None = None,
+    ray_remote_args: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Writes a Ray dataset as a reel dataset (see ``ReelDatasink``); returns the summary
+    (``records``, ``bytes``, ``parts``, ``path``)."""
+    sink = ReelDatasink(
+        path, format=format, schema=schema, overwrite=overwrite, min_rows_per_task=min_rows_per_task
+    )
+    dataset.write_datasink(sink, ray_remote_args=ray_remote_args or {})
+    assert sink.summary is not None  # set by on_write_complete, which ran on this driver
+    return sink.summary
