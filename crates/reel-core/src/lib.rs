@@ -50,6 +50,7 @@ mod record;
 mod sink;
 mod source;
 pub mod staged;
+pub mod store;
 mod value;
 
 #[cfg(feature = "testing")]
@@ -77,6 +78,7 @@ pub use source::{
     Batches, FieldSpec, Iter, RecordSource, RecordSourceExt, SourceInfo, Warning, WarningKind,
 };
 pub use staged::{StagedDir, StagedFile};
+pub use store::{Entry, LocalStore, Store, StoreRef, local_store};
 pub use value::{
     ArrayRef, ArrayValue, DType, Element, ListRef, MapRef, Shape, Span, Value, ValueRef,
 };

@@ -52,7 +52,7 @@ mod writer;
 pub use layout::FfrecordLayout;
 pub use packed::{Lookup, PACKED_MAGIC, PackedFolder, is_packed_index, pack_folder};
 pub use pickle::{FolderDir, FolderEntry};
-pub use reader::{FfrecordOptions, FfrecordReader, dataset_files};
+pub use reader::{FfrecordOptions, FfrecordReader, dataset_files, dataset_files_in};
 pub use writer::{FfrecordPartsWriter, FfrecordWriter, dump};
 
 /// reel's core crate, re-exported so that this crate is the only dependency a program

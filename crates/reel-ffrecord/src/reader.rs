@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use reel_core::{
-    Backend, Error, LayoutSource, Limits, ReadAt, RecordSource, RecordSourceExt, Result,
+    Backend, LayoutSource, Limits, ReadAt, RecordSource, RecordSourceExt, Result, Store, StoreRef,
 };
 
 use crate::FORMAT;
@@ -14,6 +14,8 @@ use crate::layout::FfrecordLayout;
 pub struct FfrecordOptions {
     /// The I/O backend (default: pread).
     pub backend: Backend,
+    /// Where the files are (default: the local file system).
+    pub store: StoreRef,
     /// Size and count limits.
     pub limits: Limits,
     /// Check the metadata checksum at open (the reference's `check_data`, on by default).
@@ -26,6 +28,7 @@ impl Default for FfrecordOptions {
     fn default() -> Self {
         FfrecordOptions {
             backend: Backend::Pread,
+            store: reel_core::local_store(),
             limits: Limits::default(),
             verify_metadata: true,
             verify_records: true,
@@ -48,6 +51,12 @@ impl FfrecordOptions {
         self
     }
 
+    /// Reads the files from `store`.
+    pub fn store(mut self, store: StoreRef) -> Self {
+        self.store = store;
+        self
+    }
+
     /// Uses `limits`.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -58,21 +67,22 @@ impl FfrecordOptions {
 /// The files an FFRecord path stands for: a file is itself; a directory is every `*.ffr`
 /// directly inside it, sorted by name (what the reference's `FileReader(dir)` reads).
 pub fn dataset_files(path: &Path) -> Result<Vec<PathBuf>> {
+    dataset_files_in(&reel_core::LocalStore, path)
+}
+
+/// [`dataset_files`] of a dataset in `store`.
+pub fn dataset_files_in(store: &dyn Store, path: &Path) -> Result<Vec<PathBuf>> {
     // Stat first: a FIFO, device or socket is refused here instead of blocking later.
-    let kind = reel_core::paths::input_kind(path)?;
+    let kind = store.stat(path)?;
     if kind != reel_core::paths::InputKind::Dir {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut files = Vec::new();
-    let entries =
-        std::fs::read_dir(path).map_err(|e| Error::io(e, "cannot list").with_path(path))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(e, "cannot list").with_path(path))?;
-        let p = entry.path();
+    for entry in store.list(path)? {
         // Anything so named but a directory is taken, so a FIFO or a dangling link is
         // reported when opened rather than silently left out.
-        if p.extension().is_some_and(|x| x == "ffr") && !p.is_dir() {
-            files.push(p);
+        if entry.path.extension().is_some_and(|x| x == "ffr") && !entry.is_dir {
+            files.push(entry.path);
         }
     }
     files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
@@ -100,13 +110,15 @@ impl FfrecordReader {
 
     /// Opens a `.ffr` file or a directory of them.
     pub fn open_with(path: impl AsRef<Path>, options: &FfrecordOptions) -> Result<Self> {
-        let files = dataset_files(path.as_ref()).map_err(|e| e.with_format(FORMAT))?;
+        let files =
+            dataset_files_in(&*options.store, path.as_ref()).map_err(|e| e.with_format(FORMAT))?;
         Self::open_paths(&files, options)
     }
 
     /// Opens several files as one dataset, in the order given.
     pub fn open_paths(paths: &[PathBuf], options: &FfrecordOptions) -> Result<Self> {
-        let files = options.backend.open(paths).map_err(|e| e.with_format(FORMAT))?;
+        let files =
+            options.store.open_files(paths, &options.backend).map_err(|e| e.with_format(FORMAT))?;
         FfrecordReader::from_files(files, options)
     }
 }

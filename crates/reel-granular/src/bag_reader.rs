@@ -7,23 +7,36 @@ use std::sync::Arc;
 
 use reel_core::{
     Backend, Error, FieldName, FieldSpec, Layout, LayoutSource, Limits, Plan, RAW_FIELD, ReadAt,
-    RecordOut, RecordSourceExt, Result, SourceInfo, Span, Value, Warning, WarningKind,
+    RecordOut, RecordSourceExt, Result, SourceInfo, Span, StoreRef, Value, Warning, WarningKind,
 };
 
 use crate::FORMAT;
 use crate::bag::{self, BagKind, BagTable};
 
 /// How to open a bag file.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct BagOptions {
     /// The I/O backend (default: pread).
     pub backend: Backend,
+    /// Where the files are (default: the local file system).
+    pub store: StoreRef,
     /// Size and count limits.
     pub limits: Limits,
     /// `Some(true)`: a single-file bag (v1 or v2, told from the table); `Some(false)`: a
     /// two-file bag with `<name>.idx` beside it; `None` (default): two-file if the `.idx`
     /// file exists, single-file otherwise.
     pub single_file: Option<bool>,
+}
+
+impl Default for BagOptions {
+    fn default() -> Self {
+        BagOptions {
+            backend: Backend::default(),
+            store: reel_core::local_store(),
+            limits: Limits::default(),
+            single_file: None,
+        }
+    }
 }
 
 /// The `.idx` path of a two-file bag: the data path with its suffix replaced.
@@ -56,9 +69,12 @@ impl BagReader {
     pub fn open_with(path: impl AsRef<Path>, options: &BagOptions) -> Result<Self> {
         let path = path.as_ref();
         let idx = index_path(path);
-        let single = options.single_file.unwrap_or_else(|| !idx.is_file());
+        let single = options.single_file.unwrap_or_else(|| !options.store.is_file(&idx));
         let paths = if single { vec![path.to_path_buf()] } else { vec![path.to_path_buf(), idx] };
-        let files = options.backend.open(&paths).map_err(|e| e.with_format(FORMAT))?;
+        let files = options
+            .store
+            .open_files(&paths, &options.backend)
+            .map_err(|e| e.with_format(FORMAT))?;
         BagReader::from_files(files, !single, &options.limits)
     }
 }

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use reel_core::{Error, Result};
+use reel_core::{Error, Result, Store};
 
 use crate::spec::{GranularSpec, check_key_is_file_name};
 
@@ -92,7 +92,17 @@ impl DatasetFiles {
         generation: Option<Generation>,
         shards: ShardSelection,
     ) -> Result<Self> {
-        if reel_core::paths::input_kind(path)? != reel_core::paths::InputKind::Dir {
+        Self::discover_in(&reel_core::LocalStore, path, generation, shards)
+    }
+
+    /// [`discover`](Self::discover) for a dataset in `store`.
+    pub fn discover_in(
+        store: &dyn Store,
+        path: &Path,
+        generation: Option<Generation>,
+        shards: ShardSelection,
+    ) -> Result<Self> {
+        if store.stat(path)? != reel_core::paths::InputKind::Dir {
             return Err(Error::invalid_input(
                 "a Granular dataset is a directory (open a single .bag file with BagReader)",
             )
@@ -106,13 +116,12 @@ impl DatasetFiles {
         };
         // Any entry named spec.json (even a FIFO or a directory) makes this a dataset
         // directory, so that reading it reports what is wrong with it.
-        if std::fs::symlink_metadata(path.join("spec.json")).is_ok() || shard_dirs(path)?.is_empty()
-        {
-            set.add_shard(path, generation)?;
+        if store.exists(&path.join("spec.json")) || shard_dirs(store, path)?.is_empty() {
+            set.add_shard(store, path, generation)?;
             return Ok(set);
         }
         set.sharded = true;
-        let all = shard_dirs(path)?;
+        let all = shard_dirs(store, path)?;
         if shards.step == 0 {
             return Err(Error::invalid_input("the shard step must be at least 1"));
         }
@@ -126,7 +135,7 @@ impl DatasetFiles {
             .with_path(path));
         }
         for dir in selected {
-            set.add_shard(dir, generation)?;
+            set.add_shard(store, dir, generation)?;
         }
         Ok(set)
     }
@@ -147,14 +156,19 @@ impl DatasetFiles {
         Ok(set)
     }
 
-    fn add_shard(&mut self, dir: &Path, generation: Option<Generation>) -> Result<()> {
+    fn add_shard(
+        &mut self,
+        store: &dyn Store,
+        dir: &Path,
+        generation: Option<Generation>,
+    ) -> Result<()> {
         let spec_path = dir.join("spec.json");
         let limit = reel_core::Limits::default().max_metadata_bytes;
-        let bytes = reel_core::paths::read_input(&spec_path, limit, "spec.json")?;
+        let bytes = store.read_whole(&spec_path, limit, "spec.json")?;
         let spec = GranularSpec::parse(&bytes).map_err(|e| e.with_path(&spec_path))?;
         let generation = match generation {
             Some(g) => g,
-            None => detect(dir, &spec)?,
+            None => detect(store, dir, &spec)?,
         };
         self.push_shard(dir, generation, &spec)
     }
@@ -216,9 +230,9 @@ impl DatasetFiles {
 }
 
 /// Tells the generation of a dataset directory from the files in it.
-pub fn detect(dir: &Path, spec: &GranularSpec) -> Result<Generation> {
-    let refs = dir.join("refs.bag").is_file();
-    let any_idx = spec.keys().any(|k| dir.join(format!("{k}.idx")).is_file());
+pub fn detect(store: &dyn Store, dir: &Path, spec: &GranularSpec) -> Result<Generation> {
+    let refs = store.is_file(&dir.join("refs.bag"));
+    let any_idx = spec.keys().any(|k| store.is_file(&dir.join(format!("{k}.idx"))));
     match (refs, any_idx) {
         (true, false) => Ok(Generation::Refs),
         (false, _) => Ok(Generation::Indexed),
@@ -234,19 +248,15 @@ pub fn detect(dir: &Path, spec: &GranularSpec) -> Result<Generation> {
 /// digits. They must be numbered 0, 1, 2, … without gaps, as the reference's sharded reader
 /// requires. Files beside them and hidden entries (a writer's staging folders) are skipped
 /// (the reference takes every entry for a shard and fails on them).
-pub fn shard_dirs(root: &Path) -> Result<Vec<PathBuf>> {
-    let entries = std::fs::read_dir(root)
-        .map_err(|e| Error::io(e, "cannot list directory").with_path(root))?;
+pub fn shard_dirs(store: &dyn Store, root: &Path) -> Result<Vec<PathBuf>> {
     let mut numbered: Vec<(u64, PathBuf)> = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(e, "cannot list directory").with_path(root))?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with('.') || !entry.path().is_dir() {
+    for entry in store.list(root)? {
+        let name = entry.name().into_owned();
+        if name.starts_with('.') || !entry.is_dir {
             continue;
         }
         match name.parse::<u64>() {
-            Ok(n) if name.bytes().all(|b| b.is_ascii_digit()) => numbered.push((n, entry.path())),
+            Ok(n) if name.bytes().all(|b| b.is_ascii_digit()) => numbered.push((n, entry.path)),
             _ => {
                 return Err(Error::corrupt(format!(
                     "sharded dataset has a folder {name:?} that is not a shard number"

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use reel_core::{
     Backend, Error, LayoutSource, Limits, ReadAt, Record, RecordBatch, RecordSource, Result,
-    SourceInfo,
+    SourceInfo, StoreRef,
 };
 
 use crate::FORMAT;
@@ -21,6 +21,8 @@ use crate::spec::GranularSpec;
 pub struct GranularOptions {
     /// The I/O backend (default: pread).
     pub backend: Backend,
+    /// Where the files are (default: the local file system).
+    pub store: StoreRef,
     /// Size and count limits.
     pub limits: Limits,
     /// Hold every index table in memory (the reference's `cache_index`, on by default).
@@ -58,6 +60,7 @@ impl Default for GranularOptions {
     fn default() -> Self {
         GranularOptions {
             backend: Backend::Pread,
+            store: reel_core::local_store(),
             limits: Limits::default(),
             cache_index: true,
             cache_keys: Vec::new(),
@@ -74,6 +77,12 @@ impl Default for GranularOptions {
 }
 
 impl GranularOptions {
+    /// Reads the files from `store`.
+    pub fn store(mut self, store: StoreRef) -> Self {
+        self.store = store;
+        self
+    }
+
     /// Uses `backend` for reads.
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
@@ -175,9 +184,13 @@ impl GranularReader {
     /// Opens the dataset directory or sharded root at `path`.
     pub fn open_with(path: impl AsRef<Path>, options: &GranularOptions) -> Result<Self> {
         let path = path.as_ref();
-        let desc = DatasetFiles::discover(path, options.generation, options.shards)
+        let desc =
+            DatasetFiles::discover_in(&*options.store, path, options.generation, options.shards)
+                .map_err(|e| e.with_format(FORMAT))?;
+        let files = options
+            .store
+            .open_files(desc.paths(), &options.backend)
             .map_err(|e| e.with_format(FORMAT))?;
-        let files = options.backend.open(desc.paths()).map_err(|e| e.with_format(FORMAT))?;
         GranularReader::from_files(desc, files, options)
     }
 }

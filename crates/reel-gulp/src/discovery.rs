@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use reel_core::{Error, Result};
+use reel_core::{Error, Result, Store};
 
 use crate::FORMAT;
 
@@ -60,21 +60,16 @@ pub(crate) struct Listing {
     pub meta: Vec<(String, PathBuf)>,
 }
 
-pub(crate) fn list(dir: &Path) -> Result<Listing> {
-    let entries = std::fs::read_dir(dir).map_err(|e| {
-        Error::io(e, "cannot list the gulp directory").with_path(dir).with_format(FORMAT)
-    })?;
+pub(crate) fn list(store: &dyn Store, dir: &Path) -> Result<Listing> {
+    let entries = store.list(dir).map_err(|e| e.with_format(FORMAT))?;
     let mut data = Vec::new();
     let mut meta = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| {
-            Error::io(e, "cannot list the gulp directory").with_path(dir).with_format(FORMAT)
-        })?;
-        let name = entry.file_name().to_string_lossy().into_owned();
+        let name = entry.name().into_owned();
         if is_data_name(&name) {
-            data.push((name, entry.path()));
+            data.push((name, entry.path));
         } else if is_meta_name(&name) {
-            meta.push((name, entry.path()));
+            meta.push((name, entry.path));
         }
     }
     let by_bytes = |a: &(String, PathBuf), b: &(String, PathBuf)| {
@@ -141,8 +136,12 @@ pub(crate) fn pair(listing: Listing) -> Result<Vec<ChunkPaths>> {
 
 /// The chunks of the gulp directory `dir`, in the order the reference reads them.
 pub fn discover_chunks(dir: impl AsRef<Path>) -> Result<Vec<ChunkPaths>> {
-    let dir = dir.as_ref();
-    pair(list(dir)?).map_err(|e| e.with_path(dir).with_format(FORMAT))
+    discover_chunks_in(&reel_core::LocalStore, dir.as_ref())
+}
+
+/// [`discover_chunks`] of a directory in `store`.
+pub fn discover_chunks_in(store: &dyn Store, dir: &Path) -> Result<Vec<ChunkPaths>> {
+    pair(list(store, dir)?).map_err(|e| e.with_path(dir).with_format(FORMAT))
 }
 
 /// The number the next new chunk gets: one more than the largest existing number, 0 for a

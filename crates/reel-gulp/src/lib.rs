@@ -54,7 +54,7 @@ mod sanity;
 mod select;
 mod writer;
 
-pub use discovery::{ChunkPaths, discover_chunks};
+pub use discovery::{ChunkPaths, discover_chunks, discover_chunks_in};
 pub use ingest::{
     GulpAdapter, GulpIngestor, GulpItem, IngestProgress, IngestSummary, calculate_chunk_slices,
 };
@@ -65,7 +65,7 @@ pub use jpeg::{
 pub use json::{JsonStr, JsonValue};
 pub use layout::{DuplicateId, GulpChunkInfo, GulpLayout};
 pub use meta::FrameInfo;
-pub use reader::{BadFrame, GulpOptions, GulpReader, dataset_files};
+pub use reader::{BadFrame, GulpOptions, GulpReader, dataset_files, dataset_files_in};
 pub use sanity::{
     GulpSanityReport, SanityIssue, SanityIssueKind, SanityOptions, Severity, sanity_check,
     sanity_check_with,

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 
 use reel_core::{
     Backend, Error, ErrorKind, LayoutSource, Limits, ReadAt, Record, RecordBatch, RecordSource,
-    Result,
+    Result, Store, StoreRef,
 };
 
 use crate::FORMAT;
-use crate::discovery::discover_chunks;
+use crate::discovery::discover_chunks_in;
 use crate::jpeg::{FrameDecode, JpegStrictness};
 use crate::json::JsonValue;
 use crate::layout::{DuplicateId, GulpChunkInfo, GulpLayout};
@@ -17,10 +17,12 @@ use crate::meta::FrameInfo;
 use crate::select::FrameSelection;
 
 /// How to open a gulp directory.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct GulpOptions {
     /// The I/O backend (default: pread).
     pub backend: Backend,
+    /// Where the files are (default: the local file system).
+    pub store: StoreRef,
     /// Size, count and nesting limits.
     pub limits: Limits,
     /// What frames become in records read through [`RecordSource`] (default: the stored
@@ -31,7 +33,25 @@ pub struct GulpOptions {
     pub strictness: JpegStrictness,
 }
 
+impl Default for GulpOptions {
+    fn default() -> Self {
+        GulpOptions {
+            backend: Backend::default(),
+            store: reel_core::local_store(),
+            limits: Limits::default(),
+            decode: FrameDecode::default(),
+            strictness: JpegStrictness::default(),
+        }
+    }
+}
+
 impl GulpOptions {
+    /// Reads the files from `store`.
+    pub fn store(mut self, store: StoreRef) -> Self {
+        self.store = store;
+        self
+    }
+
     /// Uses `backend` for reads.
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
@@ -60,7 +80,12 @@ impl GulpOptions {
 /// The files to open for the gulp directory `dir`, in the order [`GulpReader::from_files`]
 /// takes them: each chunk's data file then its meta file, chunks in the reference's order.
 pub fn dataset_files(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>> {
-    Ok(discover_chunks(dir)?.into_iter().flat_map(|c| [c.data, c.meta]).collect())
+    dataset_files_in(&reel_core::LocalStore, dir.as_ref())
+}
+
+/// [`dataset_files`] of a directory in `store`.
+pub fn dataset_files_in(store: &dyn Store, dir: &Path) -> Result<Vec<PathBuf>> {
+    Ok(discover_chunks_in(store, dir)?.into_iter().flat_map(|c| [c.data, c.meta]).collect())
 }
 
 /// A frame that does not decode (see [`GulpReader::bad_frames`]).
@@ -116,7 +141,7 @@ impl GulpReader {
     pub fn open_with(dir: impl AsRef<Path>, options: &GulpOptions) -> Result<Self> {
         let dir = dir.as_ref();
         // Stat first: a FIFO, device or socket is refused here instead of blocking later.
-        let kind = reel_core::paths::input_kind(dir).map_err(|e| e.with_format(FORMAT))?;
+        let kind = options.store.stat(dir).map_err(|e| e.with_format(FORMAT))?;
         if kind != reel_core::paths::InputKind::Dir {
             return Err(Error::invalid_input(
                 "a GulpIO2 dataset is a directory of data_<n>.gulp and meta_<n>.gmeta files",
@@ -124,8 +149,11 @@ impl GulpReader {
             .with_path(dir)
             .with_format(FORMAT));
         }
-        let paths = dataset_files(dir)?;
-        let files = options.backend.open(&paths).map_err(|e| e.with_format(FORMAT))?;
+        let paths = dataset_files_in(&*options.store, dir)?;
+        let files = options
+            .store
+            .open_files(&paths, &options.backend)
+            .map_err(|e| e.with_format(FORMAT))?;
         GulpReader::from_files(files, options)
     }
 }

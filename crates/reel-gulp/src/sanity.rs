@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use reel_core::{Limits, PreadFiles, ReadAt, Result};
+use reel_core::{Backend, Limits, ReadAt, Result, Store, StoreRef};
 
 use crate::discovery::{self, chunk_number};
 use crate::jpeg::{FrameDecode, JpegStrictness, decode_jpeg_with};
@@ -161,14 +161,27 @@ impl GulpSanityReport {
 }
 
 /// Options for [`sanity_check_with`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SanityOptions {
+    /// Where the directory is (default: the local file system).
+    pub store: StoreRef,
     /// Limits for reading meta files and decoding frames.
     pub limits: Limits,
     /// Decode every frame (slow; finds damage inside the JPEG data).
     pub decode_frames: bool,
     /// How strictly decoded frames are judged (default: like the reference).
     pub strictness: JpegStrictness,
+}
+
+impl Default for SanityOptions {
+    fn default() -> Self {
+        SanityOptions {
+            store: reel_core::local_store(),
+            limits: Limits::default(),
+            decode_frames: false,
+            strictness: JpegStrictness::default(),
+        }
+    }
 }
 
 /// Issues of one kind reported per chunk before the rest are summarised.
@@ -231,7 +244,7 @@ pub fn sanity_check_with(
     options: &SanityOptions,
 ) -> Result<GulpSanityReport> {
     let dir = dir.as_ref();
-    let listing = discovery::list(dir)?;
+    let listing = discovery::list(&*options.store, dir)?;
     let mut out = Collector { issues: Vec::new(), counts: HashMap::new() };
     let mut report = GulpSanityReport { dir: dir.to_path_buf(), ..Default::default() };
 
@@ -304,7 +317,9 @@ pub fn sanity_check_with(
     let mut first_record = 0u64;
     for (n, data, meta) in chunks {
         report.chunks += 1;
-        let Some(entries) = read_meta(n, &meta, &options.limits, &mut out) else { continue };
+        let Some(entries) = read_meta(&*options.store, n, &meta, &options.limits, &mut out) else {
+            continue;
+        };
         for e in &entries {
             let id = e.id.to_str_lossy().into_owned();
             let list = owners.entry(id.clone()).or_default();
@@ -332,13 +347,19 @@ pub fn sanity_check_with(
     Ok(report)
 }
 
-fn read_meta(n: u64, path: &Path, limits: &Limits, out: &mut Collector) -> Option<Vec<IndexEntry>> {
+fn read_meta(
+    store: &dyn Store,
+    n: u64,
+    path: &Path,
+    limits: &Limits,
+    out: &mut Collector,
+) -> Option<Vec<IndexEntry>> {
     let at = |severity, kind, message| SanityIssue {
         chunk: Some(n),
         path: Some(path.to_path_buf()),
         ..issue(severity, kind, message)
     };
-    let len = match reel_core::paths::input_kind(path) {
+    let len = match store.stat(path) {
         Ok(reel_core::paths::InputKind::File(len)) => len,
         Ok(reel_core::paths::InputKind::Dir) => {
             out.push(at(
@@ -365,7 +386,8 @@ fn read_meta(n: u64, path: &Path, limits: &Limits, out: &mut Collector) -> Optio
         out.push(at(Severity::Error, SanityIssueKind::UnreadableMeta, e.to_string()));
         return None;
     }
-    let parsed = reel_core::paths::read_input(path, limits.max_metadata_bytes, "the meta file")
+    let parsed = store
+        .read_whole(path, limits.max_metadata_bytes, "the meta file")
         .map_err(|e| (e.message().to_string(), None))
         .and_then(|b| {
             String::from_utf8(b).map_err(|e| {
@@ -402,7 +424,7 @@ fn check_chunk(
         path: Some(data.to_path_buf()),
         ..issue(severity, kind, message)
     };
-    let files = match PreadFiles::open(&[data.to_path_buf()]) {
+    let files = match options.store.open_files(&[data.to_path_buf()], &Backend::Pread) {
         Ok(f) => f,
         Err(e) => {
             out.push(at(Severity::Error, SanityIssueKind::ChunkFiles, e.to_string()));
@@ -531,7 +553,7 @@ fn check_chunk(
 }
 
 fn check_frame_bytes(
-    files: &PreadFiles,
+    files: &dyn ReadAt,
     f: &crate::meta::FrameInfo,
     options: &SanityOptions,
     mut report: impl FnMut(SanityIssueKind, Severity, String),

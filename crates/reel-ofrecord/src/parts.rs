@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use reel_core::{Error, ErrorKind, Result};
+use reel_core::{Error, ErrorKind, Result, Store};
 
 use crate::FORMAT;
 
@@ -85,14 +85,24 @@ pub fn dataset_files(
     naming: &PartNaming,
     part_count: Option<u64>,
 ) -> Result<Vec<PathBuf>> {
+    dataset_files_in(&reel_core::LocalStore, path, naming, part_count)
+}
+
+/// [`dataset_files`] of a dataset in `store`.
+pub fn dataset_files_in(
+    store: &dyn Store,
+    path: &Path,
+    naming: &PartNaming,
+    part_count: Option<u64>,
+) -> Result<Vec<PathBuf>> {
     // Stat first: a FIFO, device or socket is refused here instead of blocking later.
-    let kind = reel_core::paths::input_kind(path).map_err(|e| e.with_format(FORMAT))?;
+    let kind = store.stat(path).map_err(|e| e.with_format(FORMAT))?;
     if kind != reel_core::paths::InputKind::Dir {
         return Ok(vec![path.to_path_buf()]);
     }
     if let Some(count) = part_count {
         let paths = naming.paths(path, count);
-        if let Some(missing) = paths.iter().find(|p| !p.is_file()) {
+        if let Some(missing) = paths.iter().find(|p| !store.is_file(p)) {
             return Err(Error::new(
                 ErrorKind::NotFound,
                 format!("part file {} of {count} is missing", file_name(missing)),
@@ -103,19 +113,14 @@ pub fn dataset_files(
         return Ok(paths);
     }
     let mut found: Vec<(u64, PathBuf)> = Vec::new();
-    let entries = std::fs::read_dir(path)
-        .map_err(|e| Error::io(e, "cannot list").with_path(path).with_format(FORMAT))?;
-    for entry in entries {
-        let entry =
-            entry.map_err(|e| Error::io(e, "cannot list").with_path(path).with_format(FORMAT))?;
-        let Some(n) = entry.file_name().to_str().and_then(|name| naming.parse(name)) else {
+    for entry in store.list(path).map_err(|e| e.with_format(FORMAT))? {
+        let Some(n) = naming.parse(&entry.name()) else {
             continue;
         };
-        let p = entry.path();
         // Anything so named but a directory is a part, so a FIFO or a dangling link is
         // reported when opened rather than silently left out.
-        if !p.is_dir() {
-            found.push((n, p));
+        if !entry.is_dir {
+            found.push((n, entry.path));
         }
     }
     if found.is_empty() {

@@ -5,20 +5,22 @@ use std::sync::LazyLock;
 
 use reel_core::{
     Backend, Error, FieldName, LayoutSource, Limits, RAW_FIELD, ReadAt, Record, RecordBatch,
-    RecordSource, RecordSourceExt, Result, Value,
+    RecordSource, RecordSourceExt, Result, StoreRef, Value,
 };
 
 use crate::FORMAT;
 use crate::frames::FrameInfo;
 use crate::layout::OfrecordLayout;
-use crate::parts::{PartNaming, dataset_files};
+use crate::parts::{PartNaming, dataset_files_in};
 use crate::proto;
 
 /// How to open an OFRecord dataset.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct OfrecordOptions {
     /// The I/O backend (default: pread).
     pub backend: Backend,
+    /// Where the parts are (default: the local file system).
+    pub store: StoreRef,
     /// Size and count limits.
     pub limits: Limits,
     /// How part files are named (default: `part-` and any width).
@@ -33,7 +35,26 @@ pub struct OfrecordOptions {
     pub oneflow_strict: bool,
 }
 
+impl Default for OfrecordOptions {
+    fn default() -> Self {
+        OfrecordOptions {
+            backend: Backend::default(),
+            store: reel_core::local_store(),
+            limits: Limits::default(),
+            naming: PartNaming::default(),
+            part_count: None,
+            oneflow_strict: false,
+        }
+    }
+}
+
 impl OfrecordOptions {
+    /// Reads the parts from `store`.
+    pub fn store(mut self, store: StoreRef) -> Self {
+        self.store = store;
+        self
+    }
+
     /// Uses `backend` for reads.
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
@@ -102,13 +123,15 @@ impl OfrecordReader {
 
     /// Opens a part file or a directory of parts.
     pub fn open_with(path: impl AsRef<Path>, options: &OfrecordOptions) -> Result<Self> {
-        let files = dataset_files(path.as_ref(), &options.naming, options.part_count)?;
+        let files =
+            dataset_files_in(&*options.store, path.as_ref(), &options.naming, options.part_count)?;
         Self::open_paths(&files, options)
     }
 
     /// Opens the given part files as one dataset, in the order given.
     pub fn open_paths(paths: &[PathBuf], options: &OfrecordOptions) -> Result<Self> {
-        let files = options.backend.open(paths).map_err(|e| e.with_format(FORMAT))?;
+        let files =
+            options.store.open_files(paths, &options.backend).map_err(|e| e.with_format(FORMAT))?;
         OfrecordReader::from_files(files, options)
     }
 }

@@ -4,12 +4,12 @@ use std::collections::VecDeque;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use reel_core::{Error, ErrorKind, Limits, Record, RecordOut, Result, Span, to_usize};
+use reel_core::{Error, ErrorKind, Limits, Record, RecordOut, Result, Span, StoreRef, to_usize};
 
 use crate::FORMAT;
 use crate::decode::{FeatureNames, Names, decode_into};
 use crate::frames::{FrameInfo, LENGTH_FIELD, MAX_PROTOBUF_MESSAGE};
-use crate::parts::dataset_files;
+use crate::parts::dataset_files_in;
 use crate::reader::OfrecordOptions;
 
 const BUFFER: usize = 1 << 20;
@@ -46,6 +46,7 @@ struct OpenPart {
 /// record whose protobuf is malformed is an error for that record only, and the stream
 /// goes on with the next one.
 pub struct OfrecordStream {
+    store: StoreRef,
     pending: VecDeque<Input>,
     current: Option<OpenPart>,
     parts_opened: usize,
@@ -60,7 +61,8 @@ impl OfrecordStream {
     /// Streams a part file or a directory of parts (found as
     /// [`OfrecordReader::open_with`](crate::OfrecordReader::open_with) finds them).
     pub fn open(path: impl AsRef<Path>, options: &OfrecordOptions) -> Result<Self> {
-        let files = dataset_files(path.as_ref(), &options.naming, options.part_count)?;
+        let files =
+            dataset_files_in(&*options.store, path.as_ref(), &options.naming, options.part_count)?;
         Ok(Self::open_paths(files, options))
     }
 
@@ -83,6 +85,7 @@ impl OfrecordStream {
 
     fn new(pending: VecDeque<Input>, options: &OfrecordOptions) -> Self {
         OfrecordStream {
+            store: options.store.clone(),
             pending,
             current: None,
             parts_opened: 0,
@@ -169,12 +172,11 @@ impl OfrecordStream {
         let Some(input) = self.pending.pop_front() else { return Ok(false) };
         let (reader, len, path): (Box<dyn Read + Send>, _, _) = match input {
             Input::Path(path) => {
-                let (file, len) = reel_core::paths::open_input(&path).map_err(|e| {
+                let (reader, len) = self.store.read_sequential(&path).map_err(|e| {
                     self.finished = true;
                     e.with_format(FORMAT)
                 })?;
-                let len = Some(len);
-                (Box::new(file), len, path)
+                (reader, Some(len), path)
             }
             Input::Reader { reader, len, name } => (reader, len, name),
         };

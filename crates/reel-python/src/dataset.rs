@@ -72,6 +72,7 @@ impl OpenArgs {
                 if options.lenient_jpeg { JpegStrictness::Lenient } else { JpegStrictness::Strict };
             let opts = GulpOptions {
                 backend: options.backend,
+                store: options.store,
                 limits: options.limits,
                 decode: FrameDecode::Auto,
                 strictness,
@@ -80,14 +81,15 @@ impl OpenArgs {
         }
         // A directory holding one bare bag (no spec.json, no shards) has no image columns:
         // the facade opens it as that bag.
-        let dataset_dir = self.path.join("spec.json").exists()
-            || self.path.join(reel::granular::shard_name(0)).exists();
+        let dataset_dir = options.store.exists(&self.path.join("spec.json"))
+            || options.store.exists(&self.path.join(reel::granular::shard_name(0)));
         if matches!(format, Format::Granular | Format::Bags)
             && (self.decode_images || !self.decode)
             && dataset_dir
         {
             let mut opts = GranularOptions::default()
                 .backend(options.backend)
+                .store(options.store.clone())
                 .limits(options.limits)
                 .decode_images(self.decode_images && self.decode);
             opts.decode = self.decode;

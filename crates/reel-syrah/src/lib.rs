@@ -59,7 +59,7 @@ pub use dtype::{DTYPE_NAMES, SyrahDType};
 pub use header::{HEADER_LEN, MAGIC, SyrahHeader, SyrahVersion, looks_like_syrah};
 pub use layout::{SyrahFile, SyrahLayout};
 pub use metadata::{ArrayLocation, MetadataNotes, SyrahColumn, SyrahMetadata};
-pub use reader::{SyrahOptions, SyrahReader, dataset_files};
+pub use reader::{SyrahOptions, SyrahReader, dataset_files, dataset_files_in};
 pub use writer::{SyrahWriteOptions, SyrahWriter};
 
 /// reel's core crate, re-exported so that this crate is the only dependency a program

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use reel_core::{
     Backend, Error, LayoutSource, Limits, ReadAt, Record, RecordBatch, RecordSource,
-    RecordSourceExt, Result,
+    RecordSourceExt, Result, Store, StoreRef,
 };
 
 use crate::FORMAT;
@@ -13,15 +13,33 @@ use crate::layout::{SyrahFile, SyrahLayout};
 use crate::metadata::{ArrayLocation, SyrahColumn};
 
 /// How to open a Syrah dataset.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SyrahOptions {
     /// The I/O backend (default: pread).
     pub backend: Backend,
+    /// Where the files are (default: the local file system).
+    pub store: StoreRef,
     /// Size and count limits.
     pub limits: Limits,
 }
 
+impl Default for SyrahOptions {
+    fn default() -> Self {
+        SyrahOptions {
+            backend: Backend::default(),
+            store: reel_core::local_store(),
+            limits: Limits::default(),
+        }
+    }
+}
+
 impl SyrahOptions {
+    /// Reads the files from `store`.
+    pub fn store(mut self, store: StoreRef) -> Self {
+        self.store = store;
+        self
+    }
+
     /// Uses `backend` for reads.
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
@@ -39,21 +57,22 @@ impl SyrahOptions {
 /// directly inside it, sorted by name, read as one concatenated dataset (a reel
 /// convenience: the reference opens one file at a time).
 pub fn dataset_files(path: &Path) -> Result<Vec<PathBuf>> {
+    dataset_files_in(&reel_core::LocalStore, path)
+}
+
+/// [`dataset_files`] of a dataset in `store`.
+pub fn dataset_files_in(store: &dyn Store, path: &Path) -> Result<Vec<PathBuf>> {
     // Stat first: a FIFO, device or socket is refused here instead of blocking later.
-    let kind = reel_core::paths::input_kind(path)?;
+    let kind = store.stat(path)?;
     if kind != reel_core::paths::InputKind::Dir {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut files = Vec::new();
-    let entries =
-        std::fs::read_dir(path).map_err(|e| Error::io(e, "cannot list").with_path(path))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(e, "cannot list").with_path(path))?;
-        let p = entry.path();
+    for entry in store.list(path)? {
         // Anything so named but a directory is taken, so a FIFO or a dangling link is
         // reported when opened rather than silently left out.
-        if p.extension().is_some_and(|x| x == "syr") && !p.is_dir() {
-            files.push(p);
+        if entry.path.extension().is_some_and(|x| x == "syr") && !entry.is_dir {
+            files.push(entry.path);
         }
     }
     files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
@@ -125,7 +144,8 @@ impl SyrahReader {
 
     /// Opens a `.syr` file (or a directory of them, concatenated).
     pub fn open_with(path: impl AsRef<Path>, options: &SyrahOptions) -> Result<Self> {
-        let files = dataset_files(path.as_ref()).map_err(|e| e.with_format(FORMAT))?;
+        let files =
+            dataset_files_in(&*options.store, path.as_ref()).map_err(|e| e.with_format(FORMAT))?;
         Self::open_concat(&files, options)
     }
 
@@ -133,7 +153,8 @@ impl SyrahReader {
     /// those of the second, and so on (the reference's `SyrahConcatDataset`). The files may
     /// have different array names; [`SourceInfo::schema`](reel_core::SourceInfo::schema) is only set when they agree.
     pub fn open_concat(paths: &[PathBuf], options: &SyrahOptions) -> Result<Self> {
-        let files = options.backend.open(paths).map_err(|e| e.with_format(FORMAT))?;
+        let files =
+            options.store.open_files(paths, &options.backend).map_err(|e| e.with_format(FORMAT))?;
         SyrahReader::from_files(files, options)
     }
 }

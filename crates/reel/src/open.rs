@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::Path;
 
-use reel_core::{Backend, Error, Limits, RecordSource, Result};
+use reel_core::{Backend, Error, Limits, RecordSource, Result, Store, StoreRef};
 
 use crate::formats;
 use crate::payload::Payload;
@@ -108,6 +108,8 @@ pub struct OpenOptions {
     /// The I/O backend (default: [`default_backend`](crate::default_backend), i.e. `auto`
     /// where io_uring is available).
     pub backend: Backend,
+    /// Where the dataset is (default: the local file system).
+    pub store: StoreRef,
     /// Size and count limits.
     pub limits: Limits,
     /// Verify checksums where the format has them (on by default).
@@ -127,6 +129,7 @@ impl Default for OpenOptions {
     fn default() -> Self {
         OpenOptions {
             backend: crate::default_backend(),
+            store: reel_core::local_store(),
             limits: Limits::default(),
             verify: true,
             payload: Payload::Raw,
@@ -137,6 +140,12 @@ impl Default for OpenOptions {
 }
 
 impl OpenOptions {
+    /// Reads the dataset from `store`.
+    pub fn store(mut self, store: StoreRef) -> Self {
+        self.store = store;
+        self
+    }
+
     /// Uses `backend` for reads.
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
@@ -176,7 +185,7 @@ pub fn open(path: impl AsRef<Path>) -> Result<Box<dyn RecordSource>> {
 /// [`open`] with options.
 pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
     let path = path.as_ref();
-    let format = sniff(path)?;
+    let format = sniff_in(&*options.store, path)?;
     open_as(path, format, options)
 }
 
@@ -189,7 +198,7 @@ pub fn open_as(
     let path = path.as_ref();
     // A FIFO, device or socket would block or never end; refuse it before any format
     // looks at it (the error still names the format asked for, as its reader would).
-    reel_core::paths::input_kind(path).map_err(|e| e.with_format(format.name()))?;
+    options.store.stat(path).map_err(|e| e.with_format(format.name()))?;
     let handler = formats::handler(format).ok_or_else(|| {
         Error::unsupported(format!(
             "format {format} is not built into this reel (enable the Cargo feature \"{}\")",
@@ -210,10 +219,15 @@ pub fn open_as(
 /// that is neither a regular file nor a directory (a FIFO, a device, a socket, a symbolic
 /// link loop) is refused with an error saying what it is, before anything is opened.
 pub fn sniff(path: &Path) -> Result<Format> {
-    reel_core::paths::input_kind(path)?;
+    sniff_in(&reel_core::LocalStore, path)
+}
+
+/// [`sniff`] for a dataset in `store`.
+pub fn sniff_in(store: &dyn Store, path: &Path) -> Result<Format> {
+    store.stat(path)?;
     for format in Format::enabled() {
         if let Some(h) = formats::handler(format)
-            && (h.sniff)(path)
+            && (h.sniff)(store, path)
         {
             return Ok(format);
         }

@@ -1,7 +1,6 @@
-use std::io::Read;
 use std::path::Path;
 
-use reel_core::{Limits, RecordSource, Result};
+use reel_core::{Limits, RecordSource, Result, Store};
 use reel_ffrecord::{FfrecordOptions, FfrecordReader};
 
 use super::Handler;
@@ -12,6 +11,7 @@ pub(super) const HANDLER: Handler = Handler { sniff, open };
 fn open(path: &Path, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
     let opts = FfrecordOptions {
         backend: options.backend.clone(),
+        store: options.store.clone(),
         limits: options.limits.clone(),
         verify_metadata: options.verify,
         verify_records: options.verify,
@@ -21,22 +21,24 @@ fn open(path: &Path, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
 
 /// A `.ffr` file, a directory holding `.ffr` files, or (FFRecord has no magic number) a
 /// file whose header checks out: a sane record count and a matching metadata checksum.
-fn sniff(path: &Path) -> bool {
-    if path.is_dir() {
-        return reel_ffrecord::dataset_files(path).is_ok_and(|f| !f.is_empty());
+fn sniff(store: &dyn Store, path: &Path) -> bool {
+    if store.is_dir(path) {
+        return reel_ffrecord::dataset_files_in(store, path).is_ok_and(|f| !f.is_empty());
     }
     if path.extension().is_some_and(|e| e == "ffr") {
         return true;
     }
-    header_checks_out(path).unwrap_or(false)
+    header_checks_out(store, path).unwrap_or(false)
 }
 
-fn header_checks_out(path: &Path) -> std::io::Result<bool> {
-    let Ok((mut f, len)) = reel_core::paths::open_input(path) else { return Ok(false) };
-    let mut fixed = [0u8; 12];
-    if len < 12 || f.read_exact(&mut fixed).is_err() {
+fn header_checks_out(store: &dyn Store, path: &Path) -> Result<bool> {
+    let Ok(len) = store.size(path) else { return Ok(false) };
+    if len < 12 {
         return Ok(false);
     }
+    let Ok(fixed) = <[u8; 12]>::try_from(store.read_range(path, 0, 12)?) else {
+        return Ok(false);
+    };
     let Ok(h) = reel_ffrecord::header::FixedHeader::parse(&fixed, len, &Limits::strict()) else {
         return Ok(false);
     };
@@ -48,12 +50,12 @@ fn header_checks_out(path: &Path) -> std::io::Result<bool> {
     let mut crc = crc32fast::Hasher::new();
     crc.update(&fixed[4..]);
     let mut left = h.n * 12;
-    let mut buf = [0u8; 64 << 10];
+    let mut at = 12;
     while left > 0 {
-        let take = left.min(buf.len() as u64) as usize;
-        f.read_exact(&mut buf[..take])?;
-        crc.update(&buf[..take]);
-        left -= take as u64;
+        let take = left.min(1 << 20);
+        crc.update(&store.read_range(path, at, take)?);
+        at += take;
+        left -= take;
     }
     Ok(crc.finalize() == h.meta_crc)
 }

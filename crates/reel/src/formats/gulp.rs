@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use reel_core::{RecordSource, Result};
+use reel_core::{RecordSource, Result, Store};
 
 use crate::verify::Problem;
 use reel_gulp::discovery::{chunk_number, is_data_name, is_meta_name};
@@ -25,6 +25,7 @@ fn gulp_options(options: &OpenOptions) -> GulpOptions {
         if options.lenient_jpeg { JpegStrictness::Lenient } else { JpegStrictness::Strict };
     GulpOptions {
         backend: options.backend.clone(),
+        store: options.store.clone(),
         limits: options.limits.clone(),
         decode: FrameDecode::Raw,
         strictness,
@@ -56,13 +57,15 @@ pub(super) fn bad_frames(path: &Path, options: &OpenOptions) -> Result<Vec<Probl
 
 /// A directory holding at least one chunk: a `data*.gulp` file and a `meta*.gmeta` file
 /// with the same chunk number (one directory listing, no file is opened).
-fn sniff(path: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(path) else { return false };
+fn sniff(store: &dyn Store, path: &Path) -> bool {
+    if !store.is_dir(path) {
+        return false;
+    }
+    let Ok(entries) = store.list(path) else { return false };
     let mut data = std::collections::HashSet::new();
     let mut meta = std::collections::HashSet::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
+    for entry in &entries {
+        let name = entry.name();
         if is_data_name(&name) {
             if let Some(n) = chunk_number(&name) {
                 if meta.contains(&n) {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use reel_core::{RecordSource, Result};
+use reel_core::{RecordSource, Result, Store};
 
 use crate::{Format, OpenOptions};
 
@@ -21,8 +21,8 @@ mod syrah;
 
 /// What the facade needs from a format.
 pub(crate) struct Handler {
-    /// Whether `path` looks like this format (cheap: names and a few bytes).
-    pub sniff: fn(&Path) -> bool,
+    /// Whether `path` in the store looks like this format (cheap: names and a few bytes).
+    pub sniff: fn(&dyn Store, &Path) -> bool,
     /// Opens `path` as this format.
     pub open: fn(&Path, &OpenOptions) -> Result<Box<dyn RecordSource>>,
 }
@@ -46,7 +46,8 @@ pub(crate) fn check(format: Format) -> Option<Check> {
 /// then every frame decoded, each one that fails named (video id and frame).
 #[cfg(feature = "gulp")]
 fn gulp_check(path: &Path, options: &OpenOptions) -> Result<Vec<crate::verify::Problem>> {
-    let report = reel_gulp::sanity_check(path)?;
+    let sanity = reel_gulp::SanityOptions { store: options.store.clone(), ..Default::default() };
+    let report = reel_gulp::sanity_check_with(path, &sanity)?;
     let mut problems: Vec<crate::verify::Problem> = report
         .issues
         .iter()

@@ -1,9 +1,8 @@
 //! OFRecord in the facade: recognising and opening it.
 
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-use reel_core::{RecordSource, Result};
+use reel_core::{RecordSource, Result, Store};
 use reel_ofrecord::{OfrecordOptions, OfrecordReader, PartNaming};
 
 use super::Handler;
@@ -14,8 +13,10 @@ pub(super) const HANDLER: Handler = Handler { sniff, open };
 /// Opens a part file or a directory of parts. OFRecord has no checksums, so `verify` has
 /// nothing to switch.
 fn open(path: &Path, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
-    let opts =
-        OfrecordOptions::default().backend(options.backend.clone()).limits(options.limits.clone());
+    let opts = OfrecordOptions::default()
+        .backend(options.backend.clone())
+        .store(options.store.clone())
+        .limits(options.limits.clone());
     Ok(Box::new(OfrecordReader::open_with(path, &opts)?))
 }
 
@@ -29,29 +30,34 @@ const SNIFF_PAYLOAD: u64 = 64 << 10;
 /// first frame: a length that fits the file, a payload that parses as an `OFRecord`, and a
 /// plausible second length field (or the end of the file); it must hold a record with
 /// features.
-fn sniff(path: &Path) -> bool {
+fn sniff(store: &dyn Store, path: &Path) -> bool {
     let naming = PartNaming::default();
-    if path.is_dir() {
-        let Ok(entries) = std::fs::read_dir(path) else { return false };
-        return entries.filter_map(|e| e.ok()).any(|e| {
-            !e.path().is_dir() && e.file_name().to_str().is_some_and(|n| naming.parse(n).is_some())
-        });
+    if store.is_dir(path) {
+        let Ok(entries) = store.list(path) else { return false };
+        return entries.iter().any(|e| !e.is_dir && naming.parse(&e.name()).is_some());
     }
     let named =
         path.file_name().and_then(|n| n.to_str()).is_some_and(|n| naming.parse(n).is_some());
-    named || first_frame_plausible(path, false).unwrap_or(false)
+    named || first_frame_plausible(store, path, false).unwrap_or(false)
 }
 
-fn first_frame_plausible(path: &Path, named_as_part: bool) -> std::io::Result<bool> {
-    let Ok((mut f, len)) = reel_core::paths::open_input(path) else { return Ok(false) };
+/// A little-endian 64-bit length field read at `offset`.
+fn length_field(store: &dyn Store, path: &Path, offset: u64) -> Result<[u8; 8]> {
+    let bytes = store.read_range(path, offset, 8)?;
+    let mut field = [0u8; 8];
+    field.copy_from_slice(&bytes);
+    Ok(field)
+}
+
+fn first_frame_plausible(store: &dyn Store, path: &Path, named_as_part: bool) -> Result<bool> {
+    let Ok(len) = store.size(path) else { return Ok(false) };
     if len == 0 {
         return Ok(named_as_part);
     }
-    let mut header = [0u8; 8];
     if len < 8 {
         return Ok(false);
     }
-    f.read_exact(&mut header)?;
+    let header = length_field(store, path, 0)?;
     let Ok(first) = u64::try_from(i64::from_le_bytes(header)) else { return Ok(false) };
     if first > len - 8 {
         return Ok(false);
@@ -60,8 +66,7 @@ fn first_frame_plausible(path: &Path, named_as_part: bool) -> std::io::Result<bo
         return Ok(false);
     }
     if first <= SNIFF_PAYLOAD {
-        let mut payload = vec![0u8; first as usize];
-        f.read_exact(&mut payload)?;
+        let payload = store.read_range(path, 8, first)?;
         match reel_ofrecord::decode_record(&payload) {
             Ok(r) if r.is_empty() && !named_as_part => return Ok(false),
             Ok(_) => {}
@@ -69,8 +74,7 @@ fn first_frame_plausible(path: &Path, named_as_part: bool) -> std::io::Result<bo
         }
     } else {
         // A large first record: check that it starts like a map entry whose length fits.
-        let mut head = [0u8; 11];
-        f.read_exact(&mut head)?;
+        let head = store.read_range(path, 8, 11)?;
         if head[0] != 0x0a {
             return Ok(false);
         }
@@ -86,7 +90,6 @@ fn first_frame_plausible(path: &Path, named_as_part: bool) -> std::io::Result<bo
         if !fits {
             return Ok(false);
         }
-        f.seek(SeekFrom::Start(8 + first))?;
     }
     let rest = len - 8 - first;
     if rest == 0 {
@@ -95,6 +98,6 @@ fn first_frame_plausible(path: &Path, named_as_part: bool) -> std::io::Result<bo
     if rest < 8 {
         return Ok(false);
     }
-    f.read_exact(&mut header)?;
+    let header = length_field(store, path, 8 + first)?;
     Ok(u64::try_from(i64::from_le_bytes(header)).is_ok_and(|second| second <= rest - 8))
 }

@@ -1,0 +1,215 @@
+//! Where a dataset's files live: the local file system, or an object store (S3, GCS, Azure,
+//! HTTP) behind the same small trait.
+//!
+//! Format crates find their files (list a directory, ask what a name is), read their
+//! metadata (`spec.json`, a `.gmeta`, a header) and open their file set for records through a
+//! [`Store`], never through `std::fs`, so a dataset in a bucket opens by the same code as one
+//! on disk. The trait is deliberately small — list a prefix, the size of an object, read a
+//! range, read a small object whole, open a set of objects for batched reads — so an object
+//! store implements it with one request per call.
+//!
+//! # Locations
+//!
+//! A location is a [`Path`]. For [`LocalStore`] it is a file system path. An object store
+//! takes the object's URL (`s3://bucket/data/train.ffr`) as the path: on Unix a URL joins,
+//! splits and names its extension like a path (`Path::new("s3://b/d").join("spec.json")` is
+//! `s3://b/d/spec.json`), so format code written against paths serves both, and every error
+//! names the full URL. A "directory" of an object store is a prefix that has objects under it.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::io::{Backend, ReadAt};
+use crate::paths::InputKind;
+use crate::{Error, Result};
+
+/// One entry of a directory listing ([`Store::list`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The entry's location: the listed directory joined with the entry's name.
+    pub path: PathBuf,
+    /// Whether it is a directory (following symbolic links; a dangling link is not).
+    pub is_dir: bool,
+}
+
+impl Entry {
+    /// The entry's name (the last component of its path), lossily as UTF-8.
+    pub fn name(&self) -> std::borrow::Cow<'_, str> {
+        self.path.file_name().map_or(std::borrow::Cow::Borrowed(""), |n| n.to_string_lossy())
+    }
+}
+
+/// Where a dataset's files live, for reading: the local file system ([`LocalStore`]) or an
+/// object store. See the [module documentation](self) for what a location is.
+///
+/// Every method may do I/O (a request, for an object store); none may block without end.
+/// Errors name the location (and, for reads, the range).
+pub trait Store: Send + Sync + fmt::Debug {
+    /// A short name for reports (`"file"`, `"s3"`, `"http"` …).
+    fn name(&self) -> &'static str;
+
+    /// What `path` is: a regular file (an object) with its length, or a directory (a prefix
+    /// with entries under it). A missing path is an [`ErrorKind::NotFound`] error; anything
+    /// else that is not a file or a directory (a FIFO, a device) is refused.
+    ///
+    /// [`ErrorKind::NotFound`]: crate::ErrorKind::NotFound
+    fn stat(&self, path: &Path) -> Result<InputKind>;
+
+    /// Whether anything at all is named `path`, even something that cannot be read (a
+    /// dangling symbolic link, a FIFO): formats recognise a dataset by such names and then
+    /// report what is wrong with the file, rather than not recognising it.
+    fn exists(&self, path: &Path) -> bool {
+        self.stat(path).is_ok()
+    }
+
+    /// The entries directly inside the directory `dir`, in no particular order.
+    fn list(&self, dir: &Path) -> Result<Vec<Entry>>;
+
+    /// Exactly `len` bytes of `path` at `offset`; a range past the end of the object is an
+    /// error (never fewer bytes).
+    fn read_range(&self, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>>;
+
+    /// The whole of the small object `path` (a `spec.json`, a `.gmeta`), refused with an
+    /// [`ErrorKind::Limit`] error if it is larger than `limit`; `what` names it in messages.
+    ///
+    /// [`ErrorKind::Limit`]: crate::ErrorKind::Limit
+    fn read_whole(&self, path: &Path, limit: u64, what: &str) -> Result<Vec<u8>>;
+
+    /// The object `path` as a reader from its start, with its length, for one sequential
+    /// pass (a stream over a whole part file). Reads stop at that length.
+    fn read_sequential(&self, path: &Path) -> Result<(Box<dyn std::io::Read + Send>, u64)>;
+
+    /// Opens `paths` as file numbers `0..paths.len()` for batched record reads. The local
+    /// store opens them with `backend`; an object store has its own reader and may ignore it.
+    fn open_files(&self, paths: &[PathBuf], backend: &Backend) -> Result<Box<dyn ReadAt>>;
+
+    /// The length of the object `path`; a directory is an error.
+    fn size(&self, path: &Path) -> Result<u64> {
+        match self.stat(path)? {
+            InputKind::File(len) => Ok(len),
+            InputKind::Dir => {
+                Err(Error::invalid_input("is a directory, not a file").with_path(path))
+            }
+        }
+    }
+
+    /// Whether `path` is a regular file (an object).
+    fn is_file(&self, path: &Path) -> bool {
+        matches!(self.stat(path), Ok(InputKind::File(_)))
+    }
+
+    /// Whether `path` is a directory (a prefix with entries under it).
+    fn is_dir(&self, path: &Path) -> bool {
+        matches!(self.stat(path), Ok(InputKind::Dir))
+    }
+}
+
+/// A shared store, as format options hold it.
+pub type StoreRef = Arc<dyn Store>;
+
+/// The local file system as a [`Store`]. Inputs are checked as [`crate::paths`] checks them:
+/// FIFOs, devices and sockets are refused without blocking.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LocalStore;
+
+/// The local file system, shared: the default store of every reader.
+pub fn local_store() -> StoreRef {
+    Arc::new(LocalStore)
+}
+
+impl Store for LocalStore {
+    fn name(&self) -> &'static str {
+        "file"
+    }
+
+    fn stat(&self, path: &Path) -> Result<InputKind> {
+        crate::paths::input_kind(path)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        std::fs::symlink_metadata(path).is_ok()
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<Entry>> {
+        let entries =
+            std::fs::read_dir(dir).map_err(|e| crate::paths::path_error(e, "cannot list", dir))?;
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(e, "cannot list").with_path(dir))?;
+            let path = entry.path();
+            let is_dir = path.is_dir();
+            out.push(Entry { path, is_dir });
+        }
+        Ok(out)
+    }
+
+    fn read_range(&self, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let (file, file_len) = crate::paths::open_input(path)?;
+        crate::check_within(offset, len, file_len, "read").map_err(|e| e.with_path(path))?;
+        let mut buf = crate::try_zeroed(len, u64::MAX, "read").map_err(|e| e.with_path(path))?;
+        read_exact_at(&file, &mut buf, offset).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                crate::io::short_read(path, offset, buf.len(), file_len)
+            } else {
+                Error::io(e, "cannot read").with_path(path).with_offset(offset)
+            }
+        })?;
+        Ok(buf)
+    }
+
+    fn read_whole(&self, path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
+        crate::paths::read_input(path, limit, what)
+    }
+
+    fn read_sequential(&self, path: &Path) -> Result<(Box<dyn std::io::Read + Send>, u64)> {
+        let (file, len) = crate::paths::open_input(path)?;
+        Ok((Box::new(file), len))
+    }
+
+    fn open_files(&self, paths: &[PathBuf], backend: &Backend) -> Result<Box<dyn ReadAt>> {
+        backend.open(paths)
+    }
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(not(unix))]
+fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = file;
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    #[test]
+    fn local_store_lists_stats_and_reads_ranges() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.bin"), b"0123456789").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let store = LocalStore;
+        let mut entries = store.list(dir.path()).unwrap();
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        let names: Vec<_> = entries.iter().map(|e| (e.name().into_owned(), e.is_dir)).collect();
+        assert_eq!(names, vec![("a.bin".to_string(), false), ("sub".to_string(), true)]);
+        assert_eq!(store.size(&dir.path().join("a.bin")).unwrap(), 10);
+        assert!(store.is_dir(&dir.path().join("sub")));
+        assert!(!store.is_file(&dir.path().join("sub")));
+        assert_eq!(store.read_range(&dir.path().join("a.bin"), 3, 4).unwrap(), b"3456");
+        let past = store.read_range(&dir.path().join("a.bin"), 8, 4).unwrap_err();
+        assert_eq!(past.kind(), ErrorKind::Corrupt, "{past}");
+        let missing = store.stat(&dir.path().join("nope")).unwrap_err();
+        assert_eq!(missing.kind(), ErrorKind::NotFound);
+        assert!(!store.exists(&dir.path().join("nope")));
+        let whole = store.read_whole(&dir.path().join("a.bin"), 5, "the file").unwrap_err();
+        assert_eq!(whole.kind(), ErrorKind::Limit);
+    }
+}
