@@ -8,7 +8,7 @@ use crate::batch::{Batch, Recycler};
 use crate::map::{MapContext, MapFn};
 use crate::pipeline::{Context, Finished, Scratch, Workers};
 use crate::schedule::{Cursor, Planner};
-use crate::sequence::{IndexBatches, Sequencer};
+use crate::sequence::{IndexBatches, Interleave, Sequencer};
 use crate::{LoaderState, Schedule, Shuffle};
 
 /// How to build a [`Loader`]; start from [`Loader::builder`] or [`LoaderBuilder::new`].
@@ -32,6 +32,7 @@ pub struct LoaderBuilder {
     maps: Vec<MapFn>,
     resume: Option<LoaderState>,
     consumer_helps: bool,
+    interleave: Interleave,
 }
 
 impl LoaderBuilder {
@@ -53,6 +54,7 @@ impl LoaderBuilder {
             maps: Vec::new(),
             resume: None,
             consumer_helps: false,
+            interleave: Interleave::ALL,
         }
     }
 
@@ -137,6 +139,18 @@ impl LoaderBuilder {
         self
     }
 
+    /// Read only every `every`-th batch of this rank, starting with batch number `first`
+    /// (counted from the start, or from the resume point): `every` readers of one rank,
+    /// for example DataLoader worker processes, each take the rank's batches in turn
+    /// (reader `k` of `n` uses `interleave(n, k)`), and the batches passed over are
+    /// neither read nor ordered. Default `interleave(1, 0)`: every batch. The resume
+    /// states of batches and [`Loader::state`] stay those of the whole schedule (the
+    /// position after the batch), so they resume the rank, not this reader.
+    pub fn interleave(mut self, every: u64, first: u64) -> Self {
+        self.interleave = Interleave { every, first };
+        self
+    }
+
     /// Adds a per-record function, run on the workers after the read and after the
     /// functions added before it (see [`MapFn`]).
     pub fn map<F>(mut self, f: F) -> Self
@@ -164,6 +178,13 @@ impl LoaderBuilder {
             return Err(Error::invalid_input(format!(
                 "rank {} does not exist in a world of {} ranks",
                 self.rank, self.world
+            )));
+        }
+        if self.interleave.every == 0 || self.interleave.first >= self.interleave.every {
+            return Err(Error::invalid_input(format!(
+                "interleave({}, {}): a reader takes batch `first` of every `every`, with \
+                 first < every",
+                self.interleave.every, self.interleave.first
             )));
         }
         let batch = self.batch_size as u64;
@@ -218,13 +239,16 @@ impl LoaderBuilder {
             end_epoch: self.end_epoch,
         };
         let start = planner.normalize(start);
-        Ok((Sequencer::new(planner, self.shuffle, seed), start))
+        let mut sequencer = Sequencer::new(planner, self.shuffle, seed);
+        sequencer.interleave = self.interleave;
+        Ok((sequencer, start))
     }
 
     /// The batches of indices the loader would read, computed without reading anything.
     pub fn index_batches(&self) -> Result<IndexBatches> {
         let (sequencer, cursor) = self.prepare()?;
-        Ok(IndexBatches { sequencer, cursor })
+        let skip = sequencer.interleave.first;
+        Ok(IndexBatches { sequencer, cursor, skip })
     }
 
     /// Checks the configuration and starts the workers.
@@ -239,6 +263,7 @@ impl LoaderBuilder {
         // Buffers in use at once: the window, one the consumer holds, one being filled by
         // the consumer itself.
         let pool = Arc::new(Recycler::new(workers + 1, window.saturating_add(2)));
+        let skip = sequencer.interleave.first;
         let ctx = Arc::new(Context { source: self.source, sequencer, maps: self.maps, pool });
         let engine = if workers == 0 {
             Engine::Inline(Box::new(Scratch::new(0)))
@@ -246,7 +271,7 @@ impl LoaderBuilder {
             let started = Workers::start(ctx.clone(), workers, window, start, self.consumer_helps)?;
             Engine::Threads(Box::new(started))
         };
-        Ok(Loader { ctx, engine, cursor: start, workers })
+        Ok(Loader { ctx, engine, cursor: start, skip, workers })
     }
 }
 
@@ -272,8 +297,11 @@ enum Engine {
 pub struct Loader {
     ctx: Arc<Context>,
     engine: Engine,
-    /// Where the next batch to deliver starts.
+    /// Where the step after the last one delivered starts.
     cursor: Cursor,
+    /// Steps to pass over from `cursor` to the next one this loader delivers
+    /// ([`LoaderBuilder::interleave`]).
+    skip: u64,
     workers: usize,
 }
 
@@ -290,7 +318,7 @@ impl Loader {
 
     /// Whether every batch of the run has been delivered.
     pub fn is_finished(&self) -> bool {
-        self.ctx.sequencer.planner.step_at(self.cursor).is_none()
+        self.ctx.sequencer.step_skipping(self.cursor, self.skip).is_none()
     }
 
     /// Batches per whole epoch (the same for every rank), or `None` with
@@ -325,7 +353,7 @@ impl Loader {
     pub fn next_batch(&mut self) -> Option<Result<Batch>> {
         let finished = match &mut self.engine {
             Engine::Inline(scratch) => {
-                let step = self.ctx.sequencer.planner.step_at(self.cursor)?;
+                let step = self.ctx.sequencer.step_skipping(self.cursor, self.skip)?;
                 self.ctx.run(step, scratch)
             }
             Engine::Threads(workers) => match workers.next()? {
@@ -335,6 +363,7 @@ impl Loader {
         };
         let Finished { step, result, home } = finished;
         self.cursor = step.next;
+        self.skip = self.ctx.sequencer.interleave.gap();
         let resume = self.ctx.sequencer.state(step.next);
         Some(result.map(|records| Batch {
             records,

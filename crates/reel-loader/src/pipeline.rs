@@ -11,7 +11,7 @@ use reel_core::{Error, ErrorKind, Record, RecordBatch, RecordSource, Result};
 
 use crate::batch::{Home, Recycler};
 use crate::map::{MapContext, MapFn};
-use crate::schedule::{Cursor, Planner, Step};
+use crate::schedule::{Cursor, Step};
 use crate::sequence::Sequencer;
 
 /// What every reader of steps shares: the source, the schedule, the maps, the buffers.
@@ -152,6 +152,8 @@ impl Finished {
 struct Queue {
     /// Where the next step to hand out starts; `None` once the schedule is exhausted.
     next: Option<Cursor>,
+    /// Steps to pass over before handing out the next one (see `Interleave`).
+    skip: u64,
     /// Steps handed out so far (the sequence number of the next one).
     assigned: u64,
     /// Steps delivered to the consumer so far.
@@ -184,16 +186,17 @@ enum Assigned {
 
 impl Queue {
     /// Hands out the next step if the window allows it.
-    fn assign(&mut self, planner: &Planner) -> Assigned {
+    fn assign(&mut self, sequencer: &Sequencer) -> Assigned {
         let Some(cursor) = self.next else {
             return Assigned::Exhausted;
         };
         if self.assigned >= self.delivered.saturating_add(self.window) {
             return Assigned::Full;
         }
-        match planner.step_at(cursor) {
+        match sequencer.step_skipping(cursor, self.skip) {
             Some(step) => {
                 self.next = Some(step.next);
+                self.skip = sequencer.interleave.gap();
                 let seq = self.assigned;
                 self.assigned += 1;
                 self.results.push_back(None);
@@ -238,7 +241,7 @@ impl Shared {
             if q.stop {
                 return None;
             }
-            match q.assign(&self.ctx.sequencer.planner) {
+            match q.assign(&self.ctx.sequencer) {
                 Assigned::Step(seq, step) => return Some((seq, step)),
                 Assigned::Exhausted => {
                     self.done.notify_all();
@@ -308,10 +311,12 @@ impl Workers {
         start: Cursor,
         consumer_helps: bool,
     ) -> Result<Self> {
+        let skip = ctx.sequencer.interleave.first;
         let shared = Arc::new(Shared {
             ctx,
             queue: Mutex::new(Queue {
                 next: Some(start),
+                skip,
                 assigned: 0,
                 delivered: 0,
                 window: window as u64,
@@ -374,7 +379,7 @@ impl Workers {
                 )));
             }
             if let Some(scratch) = self.helper.as_mut() {
-                if let Assigned::Step(seq, step) = q.assign(&shared.ctx.sequencer.planner) {
+                if let Assigned::Step(seq, step) = q.assign(&shared.ctx.sequencer) {
                     drop(q);
                     let finished = shared.ctx.run(step, scratch);
                     q = shared.lock();

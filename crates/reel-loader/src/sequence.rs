@@ -10,11 +10,49 @@ pub(crate) struct Sequencer {
     pub(crate) orders: OrderCache,
     pub(crate) seed: u64,
     pub(crate) shuffle: Shuffle,
+    /// Which of the rank's steps this reader reads (see [`LoaderBuilder::interleave`]).
+    ///
+    /// [`LoaderBuilder::interleave`]: crate::LoaderBuilder::interleave
+    pub(crate) interleave: Interleave,
+}
+
+/// Every `every`-th step of a rank, starting with step number `first` (counted from where
+/// the reader starts): several readers of one rank (DataLoader worker processes) taking
+/// the rank's batches in turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Interleave {
+    pub(crate) every: u64,
+    pub(crate) first: u64,
+}
+
+impl Interleave {
+    /// Every step.
+    pub(crate) const ALL: Interleave = Interleave { every: 1, first: 0 };
+
+    /// Steps to pass over after a step was taken.
+    pub(crate) fn gap(&self) -> u64 {
+        self.every - 1
+    }
 }
 
 impl Sequencer {
     pub(crate) fn new(planner: Planner, shuffle: Shuffle, seed: u64) -> Self {
-        Sequencer { planner, orders: OrderCache::new(shuffle, seed, planner.len), seed, shuffle }
+        Sequencer {
+            planner,
+            orders: OrderCache::new(shuffle, seed, planner.len),
+            seed,
+            shuffle,
+            interleave: Interleave::ALL,
+        }
+    }
+
+    /// The step to read from `cursor` on after passing over `skip` steps; `None` at the end
+    /// of the run. Passing over a step is arithmetic only (nothing is read or ordered).
+    pub(crate) fn step_skipping(&self, mut cursor: Cursor, skip: u64) -> Option<Step> {
+        for _ in 0..skip {
+            cursor = self.planner.step_at(cursor)?.next;
+        }
+        self.planner.step_at(cursor)
     }
 
     /// Fills `indices` with the records of `step` for this rank, and `positions` with
@@ -77,6 +115,8 @@ pub struct BatchIndices {
 pub struct IndexBatches {
     pub(crate) sequencer: Sequencer,
     pub(crate) cursor: Cursor,
+    /// Steps to pass over before the next one (see [`Interleave`]).
+    pub(crate) skip: u64,
 }
 
 impl IndexBatches {
@@ -90,7 +130,8 @@ impl Iterator for IndexBatches {
     type Item = BatchIndices;
 
     fn next(&mut self) -> Option<BatchIndices> {
-        let step = self.sequencer.planner.step_at(self.cursor)?;
+        let step = self.sequencer.step_skipping(self.cursor, self.skip)?;
+        self.skip = self.sequencer.interleave.gap();
         let mut indices = Vec::with_capacity(step.count as usize);
         self.sequencer.fill(&step, &mut indices, None);
         self.cursor = step.next;

@@ -206,6 +206,50 @@ fn bad_configurations_are_refused() {
 }
 
 #[test]
+fn interleaved_readers_share_out_the_batches_and_read_only_their_own() {
+    // Three readers of one rank (DataLoader worker processes) with interleave(3, k)
+    // together deliver the rank's schedule exactly once, each in order, with any number of
+    // threads, and none reads a batch it passes over; the same holds from a resume point.
+    let rank = |s: &Arc<TestSource>| {
+        shared(s).batch_size(4).shuffle(Shuffle::Feistel).seed(5).shard(1, 2).epochs(2)
+    };
+    let whole: Vec<_> = rank(&Arc::new(TestSource::new(53))).index_batches().unwrap().collect();
+    let resume_at = whole[4].resume.clone();
+    for (start, resume) in [(0, None), (5, Some(resume_at))] {
+        let expected: Vec<Vec<u64>> = whole[start..].iter().map(|b| b.indices.clone()).collect();
+        for threads in [0, 2] {
+            let mut got = vec![Vec::new(); expected.len()];
+            for k in 0..3 {
+                let source = Arc::new(TestSource::new(53));
+                let mut b = rank(&source).interleave(3, k).workers(threads);
+                if let Some(state) = &resume {
+                    b = b.resume(state.clone());
+                }
+                let planned: Vec<_> = b.index_batches().unwrap().map(|x| x.indices).collect();
+                let mut loader = b.build().unwrap();
+                let mut mine = Vec::new();
+                while let Some(batch) = loader.next_batch() {
+                    mine.push(indices(&batch.unwrap()));
+                }
+                assert!(loader.is_finished());
+                assert_eq!(mine, planned, "the plan and the loader agree");
+                let read: u64 = mine.iter().map(|b| b.len() as u64).sum();
+                assert_eq!(source.reads(), read, "batches passed over are not read");
+                for (n, batch) in mine.into_iter().enumerate() {
+                    got[k as usize + 3 * n] = batch;
+                }
+            }
+            assert_eq!(got, expected, "threads {threads}, from batch {start}");
+        }
+    }
+    let source = Arc::new(TestSource::new(10));
+    for (every, first) in [(0, 0), (2, 2), (3, 7)] {
+        let refused = shared(&source).interleave(every, first).build();
+        assert_eq!(refused.err().map(|e| e.kind()), Some(ErrorKind::InvalidInput));
+    }
+}
+
+#[test]
 fn mismatched_states_are_refused() {
     let source = Arc::new(TestSource::new(10));
     let state = LoaderState::at_epoch(3, 1, 10, Shuffle::Feistel);
