@@ -1,24 +1,118 @@
-//! Zero-copy byte fields: a read-only buffer-protocol object over a batch's byte buffer.
+//! Batch buffers: reused from read to read, and shared with Python without a copy through
+//! a read-only buffer-protocol object.
 
+use std::ops::Deref;
 use std::os::raw::{c_int, c_void};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use reel_core::RecordBatch;
 
+/// Spare batch buffers kept by one dataset.
+const POOL_SPARES: usize = 4;
+
+/// A buffer larger than this is freed after use instead of kept: one huge read should not
+/// pin its memory for the dataset's lifetime.
+const POOL_MAX_BYTES: usize = 256 << 20;
+
+/// Batch buffers a dataset reads into, given back when a read's records are converted or
+/// when the last view of a zero-copy read is released.
+///
+/// A fresh buffer for every read costs a page fault per 4 KiB the first time it is
+/// written (for 256 records of 100 KiB, thousands per batch, more than the read itself);
+/// a reused buffer has its pages already, like the buffers of reel-loader's workers.
+#[derive(Debug, Default)]
+pub(crate) struct BatchPool {
+    spares: Mutex<Vec<RecordBatch>>,
+}
+
+impl BatchPool {
+    /// A cleared buffer: a spare if there is one, else a new one.
+    pub(crate) fn take(self: &Arc<Self>) -> PooledBatch {
+        let spare = self.spares.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        PooledBatch { batch: spare.unwrap_or_default(), home: Arc::downgrade(self) }
+    }
+
+    fn give(&self, mut batch: RecordBatch) {
+        if batch.buffer_len() > POOL_MAX_BYTES {
+            return;
+        }
+        batch.clear();
+        let mut spares = self.spares.lock().unwrap_or_else(PoisonError::into_inner);
+        if spares.len() < POOL_SPARES {
+            spares.push(batch);
+        }
+    }
+}
+
+/// A batch buffer taken from a [`BatchPool`], going back to it when dropped (if the pool
+/// still exists).
+#[derive(Debug)]
+pub(crate) struct PooledBatch {
+    batch: RecordBatch,
+    home: Weak<BatchPool>,
+}
+
+impl PooledBatch {
+    /// The buffer, to read into.
+    pub(crate) fn as_mut(&mut self) -> &mut RecordBatch {
+        &mut self.batch
+    }
+}
+
+impl Deref for PooledBatch {
+    type Target = RecordBatch;
+
+    fn deref(&self) -> &RecordBatch {
+        &self.batch
+    }
+}
+
+impl Drop for PooledBatch {
+    fn drop(&mut self) {
+        if let Some(pool) = self.home.upgrade() {
+            pool.give(std::mem::take(&mut self.batch));
+        }
+    }
+}
+
+/// A filled batch: from a dataset's read, or from reel-loader (whose buffers go back to
+/// the loader, or are freed if it is gone).
+#[derive(Debug)]
+pub(crate) enum HeldBatch {
+    /// `Dataset.read_batch` and friends.
+    Read(PooledBatch),
+    /// A batch of `Dataset.stream`.
+    Loaded(reel::Batch),
+}
+
+impl Deref for HeldBatch {
+    type Target = RecordBatch;
+
+    fn deref(&self) -> &RecordBatch {
+        match self {
+            HeldBatch::Read(b) => b,
+            HeldBatch::Loaded(b) => b,
+        }
+    }
+}
+
 /// The bytes of one batch read, shared with Python without a copy.
 ///
-/// Byte fields read with `copy=False` are `memoryview` slices of this object; each keeps
-/// the whole batch alive until the last of them is released. The buffer is read-only.
+/// Byte fields read with `copy=False` are `memoryview` slices of this object (and tensors
+/// made from them share it too); each keeps the whole batch alive until the last of them is
+/// released, whatever happens to the dataset. Then the buffer is reused for a later read.
+/// The buffer is read-only.
 #[pyclass(frozen, module = "reel._reel")]
 pub(crate) struct BatchBuffer {
-    batch: RecordBatch,
+    batch: HeldBatch,
 }
 
 impl BatchBuffer {
     /// Wraps a filled batch.
-    pub(crate) fn new(batch: RecordBatch) -> Self {
+    pub(crate) fn new(batch: HeldBatch) -> Self {
         BatchBuffer { batch }
     }
 

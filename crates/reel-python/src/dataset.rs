@@ -7,13 +7,13 @@ use std::sync::{Arc, RwLock};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyMemoryView, PySlice, PyTuple};
-use reel::{Error, Format, OpenOptions, RecordBatch, RecordSource};
+use reel::{Error, Format, OpenOptions, RecordSource};
 use reel_granular::{GranularOptions, GranularReader};
 use reel_gulp::{FrameDecode, GulpOptions, GulpReader, JpegStrictness};
 
-use crate::buffer::BatchBuffer;
+use crate::buffer::{BatchBuffer, BatchPool, HeldBatch, PooledBatch};
 use crate::errors::IntoPyResult;
-use crate::loader::{IndexPlan, PlanArgs};
+use crate::loader::{BatchStream, IndexPlan, PlanArgs, ReadAhead};
 use crate::values::Converter;
 
 /// Records read per batch while iterating over a whole dataset.
@@ -146,12 +146,19 @@ pub struct Dataset {
     /// Metadata of the source, the same in every process.
     pub(crate) source: Arc<dyn RecordSource>,
     pub(crate) args: OpenArgs,
+    /// The buffers reads fill, reused from read to read.
+    pool: Arc<BatchPool>,
 }
 
 impl Dataset {
     pub(crate) fn open(py: Python<'_>, args: OpenArgs) -> PyResult<Dataset> {
         let source: Arc<dyn RecordSource> = Arc::from(py.detach(|| args.open()).py_err(py)?);
-        Ok(Dataset { opened: RwLock::new((std::process::id(), Arc::clone(&source))), source, args })
+        Ok(Dataset {
+            opened: RwLock::new((std::process::id(), Arc::clone(&source))),
+            source,
+            args,
+            pool: Arc::default(),
+        })
     }
 
     /// The source to read through in this process (opened again after a fork).
@@ -186,11 +193,11 @@ impl Dataset {
     }
 
     /// Reads `indices` in one batched read, the GIL released while reading.
-    pub(crate) fn read_raw(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<RecordBatch> {
+    pub(crate) fn read_raw(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<PooledBatch> {
         py.detach(move || {
             let source = self.reader()?;
-            let mut batch = RecordBatch::new();
-            source.read_batch_into(&indices, &mut batch).map(|()| batch)
+            let mut batch = self.pool.take();
+            source.read_batch_into(&indices, batch.as_mut()).map(|()| batch)
         })
         .py_err(py)
     }
@@ -203,15 +210,7 @@ impl Dataset {
         copy: bool,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let batch = self.read_raw(py, indices)?;
-        if copy {
-            let mut conv = Converter::copying(py);
-            return batch.iter().map(|r| conv.record(r)).collect();
-        }
-        let owner = Bound::new(py, BatchBuffer::new(batch))?;
-        let view = PyMemoryView::from(owner.as_any())?;
-        let held = owner.get();
-        let mut conv = Converter::viewing(py, view, held.bytes());
-        held.batch().iter().map(|r| conv.record(r)).collect()
+        batch_dicts(py, HeldBatch::Read(batch), copy)
     }
 
     /// The indices a list, tuple, NumPy array or other iterable of ints names.
@@ -361,6 +360,49 @@ impl Dataset {
         crate::loader::plan(self, args).py_err(py)
     }
 
+    /// The batches of the same plan (same keywords as `plan`), read ahead on `threads` Rust
+    /// threads while Python works on the current batch: iterate for lists of records.
+    /// `prefetch` bounds the batches read ahead (default twice `threads`); `threads=0`
+    /// reads each batch when it is asked for. `interleave=(n, k)` takes batch `k` of every
+    /// `n` (worker `k` of `n` DataLoader workers of this rank), reading only those.
+    /// `copy=False` as for `read`. Waiting for a batch releases the GIL; the batches and
+    /// their order do not depend on `threads` or `prefetch`.
+    #[pyo3(signature = (*, batch_size, shuffle="feistel", seed=0, rank=0, world_size=1,
+                        drop_last=false, epoch=0, epochs=None, state=None, threads=2,
+                        prefetch=None, interleave=(1, 0), copy=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn stream(
+        &self,
+        py: Python<'_>,
+        batch_size: usize,
+        shuffle: &str,
+        seed: u64,
+        rank: u64,
+        world_size: u64,
+        drop_last: bool,
+        epoch: u64,
+        epochs: Option<u64>,
+        state: Option<&str>,
+        threads: usize,
+        prefetch: Option<usize>,
+        interleave: (u64, u64),
+        copy: bool,
+    ) -> PyResult<BatchStream> {
+        let args = PlanArgs {
+            batch_size,
+            shuffle,
+            seed,
+            rank,
+            world_size,
+            drop_last,
+            epoch,
+            epochs,
+            state,
+        };
+        let read_ahead = ReadAhead { threads, prefetch, interleave, copy };
+        crate::loader::stream(py, self, args, read_ahead)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<reel.Dataset {} {} records at {:?}>",
@@ -369,6 +411,25 @@ impl Dataset {
             self.args.path
         )
     }
+}
+
+/// The records of a filled batch as dicts: byte fields copied into `bytes` (the buffer is
+/// then reused at once) or, with `copy` false, as memoryviews over the buffer, which they
+/// keep alive.
+pub(crate) fn batch_dicts(
+    py: Python<'_>,
+    batch: HeldBatch,
+    copy: bool,
+) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    if copy {
+        let mut conv = Converter::copying(py);
+        return batch.iter().map(|r| conv.record(r)).collect();
+    }
+    let owner = Bound::new(py, BatchBuffer::new(batch))?;
+    let view = PyMemoryView::from(owner.as_any())?;
+    let held = owner.get();
+    let mut conv = Converter::viewing(py, view, held.bytes());
+    held.batch().iter().map(|r| conv.record(r)).collect()
 }
 
 /// Iterator over every record of a dataset, reading ahead one batch at a time.

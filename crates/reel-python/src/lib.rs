@@ -26,6 +26,7 @@ fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<buffer::BatchBuffer>()?;
     m.add_class::<writer::Sink>()?;
     m.add_class::<loader::IndexPlan>()?;
+    m.add_class::<loader::BatchStream>()?;
     m.add_function(wrap_pyfunction!(writer::convert, m)?)?;
     m.add_function(wrap_pyfunction!(writer::verify, m)?)?;
     m.add_function(wrap_pyfunction!(writer::generate, m)?)?;

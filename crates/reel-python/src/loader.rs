@@ -1,11 +1,15 @@
-//! The order of a training run, from reel-loader: which records each batch of each rank
-//! reads, epoch by epoch, and the state to resume from. `reel.torch.StreamingDataset` reads
-//! the batches this plan names; shuffling, sharding and resume are all reel-loader's.
+//! Training runs from reel-loader: the plan (which records each batch of each rank reads,
+//! epoch by epoch, and the state to resume from) and the stream that reads those batches
+//! ahead on Rust threads. `reel.torch.StreamingDataset` is built on both; shuffling,
+//! sharding, read-ahead and resume are all reel-loader's.
 
 use pyo3::prelude::*;
-use reel::{Error, LoaderBuilder, LoaderState, Shuffle};
+use pyo3::types::PyList;
+use reel::{Error, Loader, LoaderBuilder, LoaderState, Shuffle};
 
-use crate::dataset::Dataset;
+use crate::buffer::HeldBatch;
+use crate::dataset::{Dataset, batch_dicts};
+use crate::errors::IntoPyResult;
 
 /// The shuffle mode named `name`: "none", "feistel" or "granular".
 fn shuffle_named(name: &str) -> reel::Result<Shuffle> {
@@ -54,22 +58,103 @@ pub(crate) struct PlanArgs<'a> {
 
 /// The index batches of one rank of `ds` (see `Dataset.plan`).
 pub(crate) fn plan(ds: &Dataset, a: PlanArgs<'_>) -> reel::Result<IndexPlan> {
+    Ok(IndexPlan { inner: builder(ds, ds.source.clone(), &a)?.index_batches()? })
+}
+
+/// How `Dataset.stream` reads ahead, besides the plan.
+pub(crate) struct ReadAhead {
+    /// Rust threads reading batches ahead (0: each batch is read when asked for).
+    pub(crate) threads: usize,
+    /// Batches read ahead at most (None: twice the threads).
+    pub(crate) prefetch: Option<usize>,
+    /// Take batch `.1` of every `.0` of the plan (DataLoader workers of one rank).
+    pub(crate) interleave: (u64, u64),
+    /// Copy byte fields into `bytes` (else memoryviews over the batch buffer).
+    pub(crate) copy: bool,
+}
+
+/// The batches of `ds`'s plan, read ahead on Rust threads (see `Dataset.stream`).
+pub(crate) fn stream(
+    py: Python<'_>,
+    ds: &Dataset,
+    a: PlanArgs<'_>,
+    r: ReadAhead,
+) -> PyResult<BatchStream> {
+    let loader = py
+        .detach(|| {
+            // Read through this process's source (reopened after a fork), and start the
+            // threads here, in the process that iterates.
+            let mut b = builder(ds, ds.reader()?, &a)?
+                .workers(r.threads)
+                .interleave(r.interleave.0, r.interleave.1);
+            if let Some(p) = r.prefetch {
+                b = b.prefetch(p);
+            }
+            b.build()
+        })
+        .py_err(py)?;
+    Ok(BatchStream { loader, copy: r.copy })
+}
+
+/// The batches of a plan, read ahead by reel-loader's threads while Python works on the
+/// current one. Iterating yields each batch as a list of records (dicts).
+///
+/// Waiting for a batch releases the GIL. Dropping the stream stops its threads.
+#[pyclass(module = "reel._reel")]
+pub struct BatchStream {
+    loader: Loader,
+    copy: bool,
+}
+
+#[pymethods]
+impl BatchStream {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let loader = &mut self.loader;
+        let Some(next) = py.detach(|| loader.next_batch()) else {
+            return Ok(None);
+        };
+        let batch = next.py_err(py)?;
+        let records = batch_dicts(py, HeldBatch::Loaded(batch), self.copy)?;
+        PyList::new(py, records).map(Some)
+    }
+
+    /// The loader state (JSON) after the last batch delivered.
+    fn state(&self) -> String {
+        self.loader.state().to_json()
+    }
+
+    /// The number of Rust threads reading ahead.
+    #[getter]
+    fn threads(&self) -> usize {
+        self.loader.workers()
+    }
+}
+
+/// The loader configuration `a` names, over `source`.
+fn builder(
+    ds: &Dataset,
+    source: std::sync::Arc<dyn reel::RecordSource>,
+    a: &PlanArgs<'_>,
+) -> reel::Result<LoaderBuilder> {
     let shuffle = shuffle_named(a.shuffle)?;
     let len = ds.source.len();
     let start = match a.state {
         Some(json) => LoaderState::from_json(json)?,
         None => LoaderState::at_epoch(a.seed, a.epoch, len, shuffle),
     };
-    let builder = LoaderBuilder::new(ds.source.clone())
+    let builder = LoaderBuilder::new(source)
         .batch_size(a.batch_size)
         .shuffle(shuffle)
         .seed(a.seed)
         .shard(a.rank, a.world_size)
         .drop_last(a.drop_last)
         .resume(start);
-    let builder = match a.epochs {
+    Ok(match a.epochs {
         Some(n) => builder.epochs(n),
         None => builder.endless(),
-    };
-    Ok(IndexPlan { inner: builder.index_batches()? })
+    })
 }

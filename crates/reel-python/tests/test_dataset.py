@@ -72,6 +72,19 @@ def test_zero_copy_bytes(ds):
         one[0] = 1
 
 
+def test_reused_buffers_leave_held_views_alone(ds):
+    """Reads reuse the dataset's batch buffers, but never one a view still holds."""
+    copied = ds.read_batch(range(0, 300, 7))
+    held = ds.read_batch(range(0, 300, 7), copy=False)
+    addresses = set()
+    for k in range(50):
+        batch = ds.read_batch([(k * 13 + j) % 300 for j in range(64)], copy=False)
+        addresses.add(np.frombuffer(batch[0]["data"].obj, np.uint8).ctypes.data)
+        del batch
+    assert len(addresses) < 50  # released buffers are read into again
+    assert [bytes(v["data"]) for v in held] == [c["data"] for c in copied]
+
+
 def test_errors_map_kinds_and_keep_context(tmp_path):
     with pytest.raises(FileNotFoundError) as e:
         reel.open(tmp_path / "missing.ffr")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import time
 
 import numpy as np
 import pytest
@@ -160,3 +162,106 @@ def test_streaming_refuses_bad_configuration():
         other = streaming(seed=12)
         other.load_state_dict(streaming().state_dict(batches_seen=2))
         next(iter(other))
+
+
+def loader_threads() -> list[str]:
+    """Names of this process's threads that are reel-loader workers."""
+    names = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                names.append(f.read().strip())
+        except FileNotFoundError:  # the thread ended meanwhile
+            pass
+    return [n for n in names if n.startswith("reel-loader")]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc")
+def test_streaming_reads_ahead_on_rust_threads():
+    lookup = idx_of(reel.open(FFR)[:])
+    by_threads = {}
+    for threads, prefetch in [(0, None), (1, 1), (3, None), (2, 7)]:
+        # 75 batches: more than the threads can read ahead, so none has finished yet.
+        ds = streaming(threads=threads, prefetch=prefetch, rank=1, world_size=2, batch_size=2)
+        it = iter(ds)
+        first = next(it)
+        # reel-loader's own threads read ahead while this thread holds the first batch. (A
+        # thread names itself once it runs, which on a busy machine may take a moment.)
+        deadline = time.monotonic() + 10
+        while len(loader_threads()) < threads and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(loader_threads()) == threads
+        by_threads[(threads, prefetch)] = batches_as_indices([first, *it], lookup)
+        del it
+        assert loader_threads() == []  # an exhausted or dropped stream stops its threads
+    plan = [b for b, _ in reel.open(FFR).plan(batch_size=2, seed=11, rank=1, world_size=2, epochs=1)]
+    for got in by_threads.values():
+        assert got == plan  # the batches do not depend on the read-ahead
+    with pytest.raises(ValueError):
+        streaming(threads=-1)
+    with pytest.raises(ValueError):
+        streaming(prefetch=0)
+
+
+def test_stream_interleave_takes_every_nth_batch():
+    ds = reel.open(FFR)
+    plan = [b for b, _ in ds.plan(batch_size=10, seed=3, epochs=1)]
+    lookup = idx_of(ds[:])
+    parts = [
+        batches_as_indices(list(ds.stream(batch_size=10, seed=3, epochs=1, interleave=(3, k))), lookup)
+        for k in range(3)
+    ]
+    assert [parts[k % 3][k // 3] for k in range(len(plan))] == plan
+    with pytest.raises(ValueError):
+        ds.stream(batch_size=10, interleave=(2, 2))
+
+
+def test_tensors_share_reels_buffer_without_a_copy(monkeypatch):
+    """tensors=True: each byte field goes from the read to a tensor over reel's batch buffer."""
+    seen = []
+    original = reel.torch._as_tensors
+
+    def spy(record):
+        out = original(record)
+        seen.append((record["data"], out["data"]))
+        return out
+
+    monkeypatch.setattr(reel.torch, "_as_tensors", spy)
+    expected = reel.open(FFR)[:]
+    for ds in (
+        reel.torch.RecordDataset(FFR, tensors=True),
+        streaming(tensors=True, batch_size=50, threads=2),
+    ):
+        seen.clear()
+        got = ds.__getitems__([4, 200, 4]) if isinstance(ds, reel.torch.RecordDataset) else next(iter(ds))
+        assert len(seen) == len(got)
+        owners = {id(view.obj) for view, _ in seen}
+        assert len(owners) == 1  # one batch buffer holds the whole batch
+        for view, tensor in seen:
+            assert isinstance(view, memoryview) and isinstance(view.obj, reel.BatchBuffer)
+            assert tensor.dtype == torch.uint8
+            assert tensor.data_ptr() == np.frombuffer(view, np.uint8).ctypes.data  # same memory
+        for r in got:
+            assert isinstance(r["data"], torch.Tensor)
+            assert bytes(r["data"].numpy()) in {e["data"] for e in expected}
+
+
+def test_tensors_stay_valid_after_the_dataset_is_gone():
+    import gc
+
+    expected = reel.open(FFR)[:]
+    lookup = idx_of(expected)
+    ds = streaming(tensors=True, batch_size=20, threads=2, prefetch=2)
+    it = iter(ds)
+    kept = next(it)
+    rest = list(it)  # the loader recycles every other batch's buffer meanwhile
+    assert len(rest) == 14
+    ds2 = reel.torch.RecordDataset(FFR, tensors=True)
+    held = ds2.__getitems__(list(range(40)))
+    for _ in range(20):
+        ds2.__getitems__(list(range(40, 80)))  # reads reusing the dataset's buffers
+    del ds, it, rest, ds2
+    gc.collect()
+    for r in kept:
+        assert bytes(r["data"].numpy()) in lookup
+    assert [bytes(r["data"].numpy()) for r in held] == [e["data"] for e in expected[:40]]

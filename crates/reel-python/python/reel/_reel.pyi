@@ -78,6 +78,15 @@ class IndexPlan:
     def __next__(self) -> tuple[list[int], str]: ...
     def state(self) -> str: ...
 
+class BatchStream:
+    """The batches of a plan, read ahead on Rust threads (``Dataset.stream``)."""
+
+    def __iter__(self) -> BatchStream: ...
+    def __next__(self) -> list[Record]: ...
+    def state(self) -> str: ...
+    @property
+    def threads(self) -> int: ...
+
 class Dataset:
     """A dataset opened with ``reel.open``: a sequence of records (dicts)."""
 
@@ -110,6 +119,23 @@ class Dataset:
         epochs: int | None = None,
         state: str | None = None,
     ) -> IndexPlan: ...
+    def stream(
+        self,
+        *,
+        batch_size: int,
+        shuffle: str = "feistel",
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        drop_last: bool = False,
+        epoch: int = 0,
+        epochs: int | None = None,
+        state: str | None = None,
+        threads: int = 2,
+        prefetch: int | None = None,
+        interleave: tuple[int, int] = (1, 0),
+        copy: bool = True,
+    ) -> BatchStream: ...
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]: ...
 
 class Sink:

@@ -3,7 +3,12 @@
 * :class:`RecordDataset` is map-style and has ``__getitems__``, so a ``DataLoader`` fetches
   each batch with one batched read (GIL released, io_uring where available).
 * :class:`StreamingDataset` is iterable: reel-loader's deterministic per-epoch shuffle, split
-  by distributed rank and by DataLoader worker, with exact mid-epoch resume.
+  by distributed rank and by DataLoader worker, with exact mid-epoch resume; batches are
+  read ahead on Rust threads (GIL released) while Python works on the current one.
+
+With ``tensors=True`` both hand out byte fields as ``torch.uint8`` tensors over reel's batch
+buffer and NumPy arrays as tensors sharing their memory: no copy between the read and the
+tensor. The tensors keep the buffer alive after the dataset is gone.
 
 Both pickle as the dataset's path and options, so DataLoader workers work under ``fork``
 and ``spawn``; a forked worker opens its own files on its first read.
@@ -12,8 +17,8 @@ A ten-line training loop::
 
     import reel.torch, torch
 
-    ds = reel.torch.StreamingDataset("train.ffr", batch_size=256, seed=0,
-                                     transform=lambda r: torch.frombuffer(r["data"], dtype=torch.uint8))
+    ds = reel.torch.StreamingDataset("train.ffr", batch_size=256, seed=0, tensors=True,
+                                     transform=lambda r: r["data"].float().mean())
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=4)
     for epoch in range(10):
         ds.set_epoch(epoch)
@@ -40,6 +45,12 @@ __all__ = ["RecordDataset", "StreamingDataset", "to_tensor"]
 
 Record = dict[str, Any]
 
+# torch warns that a tensor over a read-only buffer may be written to; reel's buffers are
+# handed to tensors on purpose (see to_tensor). Only warnings raised from this module.
+warnings.filterwarnings(
+    "ignore", message="The given buffer is not writable", category=UserWarning, module=r"reel\.torch"
+)
+
 
 def _open(source: str | os.PathLike[str] | reel.Dataset, open_kwargs: dict[str, Any]) -> reel.Dataset:
     if isinstance(source, reel.Dataset):
@@ -60,12 +71,23 @@ def to_tensor(value: Any, dtype: torch.dtype = torch.uint8) -> torch.Tensor:
     if isinstance(value, (bytes, memoryview)):
         if len(value) == 0:
             return torch.empty(0, dtype=dtype)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="The given buffer is not writable")
-            return torch.frombuffer(value, dtype=dtype)
+        return torch.frombuffer(value, dtype=dtype)
     if hasattr(value, "__array_interface__"):
         return torch.from_numpy(value)
     return torch.as_tensor(value)
+
+
+def _as_tensors(record: Record) -> Record:
+    """The record with byte fields and NumPy arrays as tensors sharing their memory (other
+    values as they are)."""
+    out = {}
+    for name, value in record.items():
+        if isinstance(value, memoryview):
+            value = torch.frombuffer(value, dtype=torch.uint8) if len(value) else torch.empty(0, dtype=torch.uint8)
+        elif isinstance(value, bytes) or hasattr(value, "__array_interface__"):
+            value = to_tensor(value)
+        out[name] = value
+    return out
 
 
 class RecordDataset(_MapDataset):
@@ -77,6 +99,9 @@ class RecordDataset(_MapDataset):
         source: a path (opened with ``reel.open`` and ``open_kwargs``) or a ``reel.Dataset``.
         transform: applied to each record (a dict) before it is returned.
         copy: False returns byte fields as read-only memoryviews over reel's buffer.
+        tensors: byte fields as ``torch.uint8`` tensors over reel's buffer and NumPy arrays
+            as tensors sharing their memory (no copy; implies ``copy=False``). The tensors
+            share the batch's buffer: clone one before writing to it.
         **open_kwargs: ``format``, ``backend``, ``verify``, ``decode_images`` for
             ``reel.open``.
     """
@@ -87,22 +112,27 @@ class RecordDataset(_MapDataset):
         *,
         transform: Callable[[Record], Any] | None = None,
         copy: bool = True,
+        tensors: bool = False,
         **open_kwargs: Any,
     ) -> None:
         self.dataset = _open(source, open_kwargs)
         self.transform = transform
-        self.copy = copy
+        self.copy = copy and not tensors
+        self.tensors = tensors
+
+    def _finish(self, records: list[Record]) -> list[Any]:
+        if self.tensors:
+            records = [_as_tensors(r) for r in records]
+        return [self.transform(r) for r in records] if self.transform else records
 
     def __len__(self) -> int:
         return len(self.dataset)
 
     def __getitem__(self, index: int) -> Any:
-        record = self.dataset.read(index, copy=self.copy) if index >= 0 else self.dataset[index]
-        return self.transform(record) if self.transform else record
+        return self.__getitems__([index])[0]
 
     def __getitems__(self, indices: Sequence[int]) -> list[Any]:
-        records = self.dataset.read_batch(indices, copy=self.copy)
-        return [self.transform(r) for r in records] if self.transform else records
+        return self._finish(self.dataset.read_batch(indices, copy=self.copy))
 
 
 def _distributed() -> tuple[int, int]:
@@ -139,6 +169,12 @@ class StreamingDataset(IterableDataset):
         collate: turns the list of (transformed) records into the yielded batch
             (default ``torch.utils.data.default_collate``; None yields the list).
         copy: False reads byte fields as read-only memoryviews (zero-copy).
+        tensors: byte fields as ``torch.uint8`` tensors over reel's buffer, NumPy arrays as
+            tensors sharing their memory (no copy; implies ``copy=False``).
+        threads: Rust threads reading batches ahead of the consumer, GIL released (per
+            process: in each DataLoader worker when there are workers). 0 reads each batch
+            when it is asked for. The batches and their order do not depend on it.
+        prefetch: batches read ahead at most (default: twice ``threads``).
         **open_kwargs: for ``reel.open``.
     """
 
@@ -155,6 +191,9 @@ class StreamingDataset(IterableDataset):
         transform: Callable[[Record], Any] | None = None,
         collate: Callable[[list[Any]], Any] | None = default_collate,
         copy: bool = True,
+        tensors: bool = False,
+        threads: int = 2,
+        prefetch: int | None = None,
         **open_kwargs: Any,
     ) -> None:
         self.dataset = _open(source, open_kwargs)
@@ -169,25 +208,34 @@ class StreamingDataset(IterableDataset):
         self.drop_last = drop_last
         self.transform = transform
         self.collate = collate
-        self.copy = copy
+        self.copy = copy and not tensors
+        self.tensors = tensors
+        if threads < 0 or (prefetch is not None and prefetch < 1):
+            raise ValueError("threads must be at least 0 and prefetch at least 1")
+        self.threads = threads
+        self.prefetch = prefetch
         self.epoch = 0
         self._resume: str | None = None  # loader state (JSON) the next iteration starts at
         self._seen = 0  # batches delivered by in-process iteration of the current epoch
         # Checks the configuration now (bad shuffle, rank outside the world ...).
         self._plan(None)
 
+    def _schedule(self, state: str | None) -> dict[str, Any]:
+        """The loader keywords of the current epoch, from ``state`` or its start."""
+        return {
+            "batch_size": self.batch_size,
+            "shuffle": self.shuffle,
+            "seed": self.seed,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "drop_last": self.drop_last,
+            "epoch": self.epoch,
+            "epochs": self.epoch + 1,
+            "state": state,
+        }
+
     def _plan(self, state: str | None):
-        return self.dataset.plan(
-            batch_size=self.batch_size,
-            shuffle=self.shuffle,
-            seed=self.seed,
-            rank=self.rank,
-            world_size=self.world_size,
-            drop_last=self.drop_last,
-            epoch=self.epoch,
-            epochs=self.epoch + 1,
-            state=state,
-        )
+        return self.dataset.plan(**self._schedule(state))
 
     def set_epoch(self, epoch: int) -> None:
         """Selects the epoch the next iteration reads (like ``DistributedSampler``). A
@@ -207,10 +255,18 @@ class StreamingDataset(IterableDataset):
         in_process = info is None
         if in_process:
             self._seen = 0
-        for k, (indices, _state) in enumerate(self._plan(self._resume)):
-            if k % workers != me:
-                continue
-            records = self.dataset.read_batch(indices, copy=self.copy)
+        # This worker's batches (k, k + workers, ...) are read ahead by reel-loader's
+        # threads; the others are not read here.
+        stream = self.dataset.stream(
+            **self._schedule(self._resume),
+            threads=self.threads,
+            prefetch=self.prefetch,
+            interleave=(workers, me),
+            copy=self.copy,
+        )
+        for records in stream:
+            if self.tensors:
+                records = [_as_tensors(r) for r in records]
             if self.transform is not None:
                 records = [self.transform(r) for r in records]
             if in_process:
