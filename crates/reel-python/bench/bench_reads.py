@@ -1,32 +1,126 @@
-"""Random batch reads from Python: reel against a reference's own Python reader.
+"""Python reads through reel against the reference readers, a DataLoader epoch, and Rust.
 
-Writes a Granular dataset with granular itself (the reference; `pip install granular`), one
-`bytes` column of 1 KiB or 100 KiB records, then reads random batches of 256 records warm
-(the files in the page cache) with
+Three parts, each measured side by side in one run (readers alternate; best of --repeat):
 
-* granular.DatasetReader (the reference: one record per __getitem__),
-* reel.compat.granular.DatasetReader (the same calls, backed by reel),
-* reel.open(...).read_batch (one batched read, GIL released),
+1. Random batch reads (batch 256, distinct random indices) of one `bytes` field, 1 KiB and
+   100 KiB records, on datasets the references wrote themselves:
+   * Granular, written by granular 0.24.2: granular.DatasetReader (one record per
+     __getitem__, its API), reel.compat.granular (the same calls), reel.open().read_batch
+     with copy=True and copy=False;
+   * bags, written by bags 0.5.1 (run in refread's bags environment, which this script
+     uses as the reference's interpreter): bags.DatasetReader against reel.
+   Warm: the files on tmpfs (--warm-dir). Cold: the files on disk (--cold-dir), their pages
+   dropped from the page cache (posix_fadvise DONTNEED, no privileges needed, touching
+   nothing else) before every batch; the time of the drop is not counted.
+2. One DataLoader epoch over the 1 KiB Granular dataset (batch 256, shuffle, 2 workers,
+   fork): a map-style torch Dataset over granular.DatasetReader against
+   reel.torch.RecordDataset, and reel.torch.StreamingDataset (2 Rust read-ahead threads)
+   with 2 workers and with none.
+3. reel from Python against the same reads from Rust: `reel bench` (the release CLI) reads
+   random batches of 256 from the FFRecord and Granular files it writes, and this script
+   reads the same files with the same pattern through reel.open(..., verify=False).
 
-and prints records per second and the ratio to the reference. Run on a quiet machine:
+Usage (release builds of both; the machine should be quiet):
 
-    python crates/reel-python/bench/bench_reads.py [--records 20000] [--batches 200]
+    maturin develop --release -m crates/reel-python/Cargo.toml
+    cargo build --release -p reel-cli
+    python crates/reel-python/bench/bench_reads.py --cold-dir /path/on/disk
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import tempfile
+import shutil
+import subprocess
+import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 
 import reel
 from reel.compat import granular as reel_granular
 
+SIZES = {"1 KiB": 1024, "100 KiB": 100 * 1024}
+REPO = Path(__file__).resolve().parents[3]
 
-def write_reference(path: str, n: int, size: int) -> None:
+
+def evict(path: Path) -> None:
+    """Drops the pages of every file under `path` from the page cache."""
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    for f in files:
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def batches_for(n: int, count: int, size: int, seed: int) -> list[list[int]]:
+    rng = np.random.default_rng(seed)
+    return [rng.choice(n, size=min(size, n), replace=False).tolist() for _ in range(count)]
+
+
+def timed(read, batches, cold_path: Path | None) -> float:
+    """Seconds spent reading `batches` (page drops before each batch not counted)."""
+    spent = 0.0
+    for b in batches:
+        if cold_path is not None:
+            evict(cold_path)
+        start = time.perf_counter()
+        read(b)
+        spent += time.perf_counter() - start
+    return spent
+
+
+# The reference's side of a measurement in another interpreter (its own environment):
+# reads the batches with `read` after `setup`, prints the best seconds as JSON.
+REF_WORKER = textwrap.dedent(
+    """
+    import json, os, sys, time
+    from pathlib import Path
+    args = json.loads(sys.stdin.read())
+    def evict(path):
+        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+        for f in files:
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.fsync(fd)  # dirty pages cannot be dropped
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+    path = Path(args["path"])
+    exec(args["setup"])
+    read = eval(args["read"])
+    for b in args["batches"][:2]:
+        read(b)
+    best = None
+    for _ in range(args["repeat"]):
+        spent = 0.0
+        for b in args["batches"]:
+            if args["cold"]:
+                evict(path)
+            start = time.perf_counter()
+            read(b)
+            spent += time.perf_counter() - start
+        best = spent if best is None else min(best, spent)
+    print(json.dumps(best))
+    """
+)
+
+
+def run_ref(python: str, path: Path, setup: str, read: str, batches, repeat: int, cold: bool) -> float:
+    arg = json.dumps(
+        {"path": str(path), "setup": setup, "read": read, "batches": batches, "repeat": repeat, "cold": cold}
+    )
+    out = subprocess.run([python, "-c", REF_WORKER], input=arg, check=True, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def write_granular(path: Path, n: int, size: int) -> None:
     import granular
 
     rng = np.random.default_rng(0)
@@ -35,46 +129,239 @@ def write_reference(path: str, n: int, size: int) -> None:
             w.append({"data": rng.bytes(size)})
 
 
-def timed(read, batches) -> float:
-    start = time.perf_counter()
-    for b in batches:
-        read(b)
-    return time.perf_counter() - start
+def write_bags(python: str, path: Path, n: int, size: int) -> None:
+    code = textwrap.dedent(
+        f"""
+        import bags, os
+        w = bags.DatasetWriter({str(path)!r}, {{"data": "bytes"}}, bags.encoders)
+        for i in range({n}):
+            w.append({{"data": os.urandom({size})}})
+        w.close()
+        """
+    )
+    subprocess.run([python, "-c", code], check=True)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=20000)
-    ap.add_argument("--batches", type=int, default=200)
-    ap.add_argument("--batch-size", type=int, default=256)
-    args = ap.parse_args()
+def row(table: list, part: str, mode: str, size: str, reader: str, rate: float, base: float | None) -> None:
+    ratio = f"{rate / base:.2f}x" if base else ""
+    table.append((part, mode, size, reader, rate, ratio))
+    print(f"{part:<10} {mode:<5} {size:>8} {reader:<46} {rate:>12,.0f} rec/s {ratio:>8}", flush=True)
+
+
+def part_references(args, table) -> None:
+    """Random batch reads: each installable reference against reel on the files it wrote."""
     import granular
 
-    print(f"{'size':>8} {'reader':<34} {'records/s':>12} {'vs reference':>12}")
-    for size in (1024, 100 * 1024):
-        n = args.records if size == 1024 else max(args.records // 20, args.batch_size * 4)
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "ds")
-            write_reference(path, n, size)
-            rng = np.random.default_rng(1)
-            batches = [rng.integers(0, n, args.batch_size).tolist() for _ in range(args.batches)]
+    modes = [("warm", Path(args.warm_dir))] + ([("cold", Path(args.cold_dir))] if args.cold_dir else [])
+    for mode, root in modes:
+        for size_name, size in SIZES.items():
+            n = args.records if size == 1024 else args.records_large
+            count = args.batches if mode == "warm" else args.cold_batches
+            batches = batches_for(n, count, args.batch_size, seed=1)
+            cold = mode == "cold"
+            # Granular
+            path = root / f"granular-{size}x{n}"
+            if not path.exists():
+                write_granular(path, n, size)
             ref = granular.DatasetReader(path, granular.decoders)
             shim = reel_granular.DatasetReader(path, reel_granular.decoders)
             ds = reel.open(path)
             readers = {
                 "granular.DatasetReader (reference)": lambda b: [ref[i] for i in b],
-                "reel.compat.granular (per record)": lambda b: [shim[i] for i in b],
-                "reel Dataset.read_batch": ds.read_batch,
-                "reel Dataset.read_batch(copy=False)": lambda b: ds.read_batch(b, copy=False),
+                "reel.compat.granular (same calls)": lambda b: [shim[i] for i in b],
+                "reel read_batch": ds.read_batch,
+                "reel read_batch(copy=False)": lambda b: ds.read_batch(b, copy=False),
             }
-            for read in readers.values():  # warm: page cache and allocator
-                timed(read, batches[:5])
+            best = {name: float("inf") for name in readers}
+            for name, read in readers.items():  # warm up: allocator, first pages
+                timed(read, batches[:2], path if cold else None)
+            for _ in range(args.repeat):
+                for name, read in readers.items():
+                    best[name] = min(best[name], timed(read, batches, path if cold else None))
             base = None
-            for name, read in readers.items():
-                seconds = min(timed(read, batches) for _ in range(3))
-                rate = args.batches * args.batch_size / seconds
+            for name, seconds in best.items():
+                rate = count * args.batch_size / seconds
                 base = base or rate
-                print(f"{size:>8} {name:<34} {rate:>12,.0f} {rate / base:>11.1f}x")
+                row(table, "granular", mode, size_name, name, rate, base)
+            del ref, shim, ds
+            # bags, in its reference environment
+            if args.bags_python and Path(args.bags_python).exists():
+                path = root / f"bags-{size}x{n}"
+                if not path.exists():
+                    write_bags(args.bags_python, path, n, size)
+                ref_seconds = run_ref(
+                    args.bags_python,
+                    path,
+                    "import bags; ref = bags.DatasetReader(path, bags.decoders)",
+                    "lambda b: [ref[i] for i in b]",
+                    batches,
+                    args.repeat,
+                    cold,
+                )
+                ds = reel.open(path, format="bags")
+                timed(ds.read_batch, batches[:2], path if cold else None)
+                mine = {
+                    "reel read_batch": min(timed(ds.read_batch, batches, path if cold else None) for _ in range(args.repeat)),
+                    "reel read_batch(copy=False)": min(
+                        timed(lambda b: ds.read_batch(b, copy=False), batches, path if cold else None)
+                        for _ in range(args.repeat)
+                    ),
+                }
+                base = count * args.batch_size / ref_seconds
+                row(table, "bags", mode, size_name, "bags.DatasetReader (reference)", base, base)
+                for name, seconds in mine.items():
+                    row(table, "bags", mode, size_name, name, count * args.batch_size / seconds, base)
+                del ds
+
+
+class GranularTorch:
+    """A map-style torch dataset over granular's reader, opened once per process (a reader
+    shared across fork would share its file offset with the parent)."""
+
+    def __init__(self, path):
+        self.path, self.pid, self.reader = path, None, None
+
+    def _reader(self):
+        import granular
+
+        if self.pid != os.getpid():
+            self.reader, self.pid = granular.DatasetReader(self.path, granular.decoders), os.getpid()
+        return self.reader
+
+    def __len__(self):
+        return len(self._reader())
+
+    def __getitem__(self, i):
+        return self._reader()[i]
+
+
+def keep(batch):
+    """collate_fn: the list of records as they are (no collation cost on either side)."""
+    return batch
+
+
+def part_dataloader(args, table) -> None:
+    import torch
+    from torch.utils.data import DataLoader
+
+    import reel.torch
+
+    n = args.records
+    path = Path(args.warm_dir) / f"granular-1024x{n}"
+    if not path.exists():
+        write_granular(path, n, 1024)
+    loaders = {
+        "granular reader in a torch Dataset (reference)": lambda: DataLoader(
+            GranularTorch(path), batch_size=256, shuffle=True, num_workers=2, collate_fn=keep
+        ),
+        "reel.torch.RecordDataset": lambda: DataLoader(
+            reel.torch.RecordDataset(path), batch_size=256, shuffle=True, num_workers=2, collate_fn=keep
+        ),
+        "reel.torch.StreamingDataset, 2 workers": lambda: DataLoader(
+            reel.torch.StreamingDataset(path, batch_size=256, collate=None, threads=2),
+            batch_size=None,
+            num_workers=2,
+        ),
+        "reel.torch.StreamingDataset, no workers": lambda: DataLoader(
+            reel.torch.StreamingDataset(path, batch_size=256, collate=None, threads=2),
+            batch_size=None,
+            num_workers=0,
+        ),
+    }
+    torch.manual_seed(0)
+    best = {name: float("inf") for name in loaders}
+    for _ in range(args.repeat):
+        for name, make in loaders.items():
+            loader = make()
+            start = time.perf_counter()
+            records = sum(len(b) for b in loader)
+            best[name] = min(best[name], time.perf_counter() - start)
+            assert records == n, (name, records)
+    base = None
+    for name, seconds in best.items():
+        rate = n / seconds
+        base = base or rate
+        row(table, "dataloader", "warm", "1 KiB", name + " (epoch)", rate, base)
+
+
+def part_rust(args, table) -> None:
+    """reel from Python against `reel bench` (Rust) on the same files, same pattern."""
+    if not Path(args.reel_bin).exists():
+        print(f"skipping the Rust comparison: {args.reel_bin} not found (cargo build --release -p reel-cli)")
+        return
+    root = Path(args.warm_dir) / "rust"
+    root.mkdir(parents=True, exist_ok=True)
+    for fmt in ("ffrecord", "granular"):
+        for size_name, size in SIZES.items():
+            n = args.records if size == 1024 else args.records_large
+            cmd = [
+                args.reel_bin, "bench", "--mode", "warm", "--format", fmt, "--sizes", str(size),
+                "--data", str(n * size), "--warm-dir", str(root), "--backends", "auto",
+                "--no-baselines", "--no-fio", "--crc-size", "0", "--secs", str(args.secs),
+                "--repeat", "1", "--json",
+            ]
+            rust_best = 0.0
+            py_best = {"reel read_batch(copy=False)": 0.0, "reel read_batch": 0.0}
+            ext = "ffr" if fmt == "ffrecord" else fmt
+            records = max(n, 1024)
+            path = root / f"bench-{size}x{records}.{ext}"
+            for _ in range(args.repeat):
+                out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+                rust_best = max(rust_best, json.loads(out)[0]["records_per_sec"])
+                ds = reel.open(path, format=fmt, verify=False)
+                batches = batches_for(records, 512, args.batch_size, seed=7)
+                for name in py_best:
+                    copy = name == "reel read_batch"
+                    done, k, start = 0, 0, time.perf_counter()
+                    while time.perf_counter() - start < args.secs:
+                        done += len(ds.read_batch(batches[k % len(batches)], copy=copy))
+                        k += 1
+                    py_best[name] = max(py_best[name], done / (time.perf_counter() - start))
+            row(table, "vs Rust", "warm", size_name, f"{fmt}: reel bench (Rust, auto)", rust_best, rust_best)
+            for name, rate in py_best.items():
+                row(table, "vs Rust", "warm", size_name, f"{fmt}: Python {name}", rate, rust_best)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=20000, help="records of the 1 KiB datasets")
+    ap.add_argument("--records-large", type=int, default=2000, help="records of the 100 KiB datasets")
+    ap.add_argument("--batches", type=int, default=100, help="batches per warm run")
+    ap.add_argument("--cold-batches", type=int, default=10, help="batches per cold run")
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per reader, alternating; best kept")
+    ap.add_argument("--secs", type=float, default=2.0, help="seconds per Rust/Python run")
+    ap.add_argument("--warm-dir", default="/dev/shm/reel-pybench")
+    ap.add_argument("--cold-dir", default=None, help="a directory on a real disk (no cold runs without)")
+    ap.add_argument("--bags-python", default="/tmp/reel-refread/bags/bin/python",
+                    help="an interpreter with bags 0.5.1 (refread makes one: refread bags ...)")
+    ap.add_argument("--reel-bin", default=str(REPO / "target/release/reel"))
+    ap.add_argument("--parts", default="references,dataloader,rust")
+    ap.add_argument("--json", help="also write the rows to this file")
+    args = ap.parse_args()
+    table: list = []
+    load = os.getloadavg()
+    print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} CPUs")
+    made = []
+    for d in (args.warm_dir, args.cold_dir):
+        if d and not Path(d).exists():
+            Path(d).mkdir(parents=True)
+            made.append(d)
+    try:
+        parts = args.parts.split(",")
+        if "references" in parts:
+            part_references(args, table)
+        if "dataloader" in parts:
+            part_dataloader(args, table)
+        if "rust" in parts:
+            part_rust(args, table)
+    finally:
+        for d in made:  # benchmark data is not left behind
+            shutil.rmtree(d, ignore_errors=True)
+    load = os.getloadavg()
+    print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(table, indent=1))
 
 
 if __name__ == "__main__":
