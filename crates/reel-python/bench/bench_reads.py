@@ -8,7 +8,10 @@ Three parts, each measured side by side in one run (readers alternate; best of -
      __getitem__, its API), reel.compat.granular (the same calls), reel.open().read_batch
      with copy=True and copy=False;
    * bags, written by bags 0.5.1 (run in refread's bags environment, which this script
-     uses as the reference's interpreter): bags.DatasetReader against reel.
+     uses as the reference's interpreter): bags.DatasetReader against reel;
+   * GulpIO2, written by gulpio2 0.0.4's GulpIngestor: random batches of 32 whole videos
+     (8 frames of 64x64) through gulpio2.GulpDirectory and reel, decoded and as JPEG bytes
+     (warm only).
    Warm: the files on tmpfs (--warm-dir). Cold: the files on disk (--cold-dir), their pages
    dropped from the page cache (posix_fadvise DONTNEED, no privileges needed, touching
    nothing else) before every batch; the time of the drop is not counted.
@@ -214,6 +217,68 @@ def part_references(args, table) -> None:
                 del ds
 
 
+class SyntheticVideos:
+    """A gulpio2 adapter: `n` videos of `frames` 64x64 RGB frames (smooth, so the JPEGs
+    are of a realistic size), ids v0, v1, ... in index order."""
+
+    def __init__(self, n: int, frames: int):
+        self.n, self.frames = n, frames
+
+    def __len__(self):
+        return self.n
+
+    def iter_data(self, slice_element=None):
+        y, x = np.mgrid[0:64, 0:64]
+        for i in range(self.n)[slice_element or slice(None)]:
+            frames = [
+                np.stack([(x * 4 + i + f) % 256, (y * 4 + 2 * f) % 256, (x + y + i) % 256], axis=-1).astype(np.uint8)
+                for f in range(self.frames)
+            ]
+            yield {"id": f"v{i}", "meta": {"label": i % 10}, "frames": frames}
+
+
+def part_gulpio2(args, table) -> None:
+    """Random batches of whole videos: gulpio2's GulpDirectory against reel, decoded frames
+    and stored JPEG bytes."""
+    import gulpio2
+
+    from reel.compat import gulpio2 as reel_gulpio2
+
+    n, per_batch = args.videos, 32
+    path = Path(args.warm_dir) / f"gulp-{n}"
+    if not path.exists():
+        gulpio2.GulpIngestor(SyntheticVideos(n, 8), str(path), videos_per_chunk=500, num_workers=1)()
+    batches = batches_for(n, args.batches, per_batch, seed=3)
+    raw = lambda b: b  # noqa: E731  (gulpio2's jpeg_decoder hook: keep the JPEG bytes)
+    ref, ref_raw = gulpio2.GulpDirectory(str(path)), gulpio2.GulpDirectory(str(path), jpeg_decoder=raw)
+    shim = reel_gulpio2.GulpDirectory(str(path))
+    ds, ds_raw = reel.open(path), reel.open(path, decode_images=False)
+    assert [r["id"] for r in ds.read_batch(batches[0])] == [f"v{i}" for i in batches[0]]
+    groups = {
+        "decoded": {
+            "gulpio2.GulpDirectory (reference)": lambda b: [ref[f"v{i}"] for i in b],
+            "reel.compat.gulpio2 (same calls)": lambda b: [shim[f"v{i}"] for i in b],
+            "reel read_batch": ds.read_batch,
+        },
+        "JPEG bytes": {
+            "gulpio2.GulpDirectory, identity decoder (reference)": lambda b: [ref_raw[f"v{i}"] for i in b],
+            "reel read_batch(decode_images=False)": ds_raw.read_batch,
+        },
+    }
+    for group, readers in groups.items():
+        best = {name: float("inf") for name in readers}
+        for read in readers.values():
+            timed(read, batches[:2], None)
+        for _ in range(args.repeat):
+            for name, read in readers.items():
+                best[name] = min(best[name], timed(read, batches, None))
+        base = None
+        for name, seconds in best.items():
+            rate = len(batches) * per_batch / seconds
+            base = base or rate
+            row(table, "gulpio2", "warm", "video", f"{name}, {group} (videos/s)", rate, base)
+
+
 class GranularTorch:
     """A map-style torch dataset over granular's reader, opened once per process (a reader
     shared across fork would share its file offset with the parent)."""
@@ -336,7 +401,8 @@ def main() -> None:
     ap.add_argument("--bags-python", default="/tmp/reel-refread/bags/bin/python",
                     help="an interpreter with bags 0.5.1 (refread makes one: refread bags ...)")
     ap.add_argument("--reel-bin", default=str(REPO / "target/release/reel"))
-    ap.add_argument("--parts", default="references,dataloader,rust")
+    ap.add_argument("--videos", type=int, default=2000, help="videos of 8 64x64 frames (gulpio2)")
+    ap.add_argument("--parts", default="references,gulpio2,dataloader,rust")
     ap.add_argument("--json", help="also write the rows to this file")
     args = ap.parse_args()
     table: list = []
@@ -351,6 +417,8 @@ def main() -> None:
         parts = args.parts.split(",")
         if "references" in parts:
             part_references(args, table)
+        if "gulpio2" in parts:
+            part_gulpio2(args, table)
         if "dataloader" in parts:
             part_dataloader(args, table)
         if "rust" in parts:
