@@ -26,7 +26,10 @@ TEST_SECONDS = 120
 def ray_session():
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     os.environ["RAY_AUTH_MODE"] = "disabled"
+    # address="local": always a cluster of its own, never one another process left running
+    # on the machine (ray.init would join that one and refuse num_cpus).
     ray.init(
+        address="local",
         num_cpus=2,
         include_dashboard=False,
         _node_ip_address="127.0.0.1",
