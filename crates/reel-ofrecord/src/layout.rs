@@ -7,6 +7,7 @@ use reel_core::{
 use crate::FORMAT;
 use crate::decode::{FeatureNames, Names, collect_names, decode_into};
 use crate::frames::{FrameInfo, LENGTH_FIELD, scan_part};
+use crate::skeleton::{CHECKED_FRAME_BYTES, check_frame};
 
 /// Records whose feature names are learnt at open, so that reading records of the same
 /// shape allocates no names.
@@ -23,6 +24,18 @@ pub struct OfrecordLayout {
     starts: Vec<u64>,
     names: FeatureNames,
     info: SourceInfo,
+    /// Large frames whose structure was found malformed at open (see
+    /// [`skeleton`](crate::skeleton)), by global index: reading one fails without reading it.
+    malformed: Vec<MalformedFrame>,
+}
+
+/// A large frame refused at open, kept to be reported when the record is read.
+#[derive(Debug)]
+struct MalformedFrame {
+    index: u64,
+    part: usize,
+    payload_offset: u64,
+    message: String,
 }
 
 impl OfrecordLayout {
@@ -39,11 +52,30 @@ impl OfrecordLayout {
         let mut parts = Vec::with_capacity(files.file_count());
         let mut starts = Vec::with_capacity(files.file_count() + 1);
         let mut total = 0u64;
+        let mut malformed = Vec::new();
         for k in 0..files.file_count() as u32 {
             let path = files.file_path(k);
             let scan = scan_part(files, k, limits, strict, total)
                 .map_err(|e| e.with_path(path).with_format(FORMAT))?;
             let n = scan.starts.len() as u64 - 1;
+            for (local, pair) in scan.starts.windows(2).enumerate() {
+                let length = pair[1] - pair[0] - LENGTH_FIELD;
+                if length < CHECKED_FRAME_BYTES {
+                    continue;
+                }
+                let payload_offset = pair[0] + LENGTH_FIELD;
+                if let Err(e) = check_frame(files, k, payload_offset, length, CHECKED_FRAME_BYTES) {
+                    if e.kind() != reel_core::ErrorKind::Corrupt {
+                        return Err(e.with_path(path).with_format(FORMAT));
+                    }
+                    malformed.push(MalformedFrame {
+                        index: total + local as u64,
+                        part: k as usize,
+                        payload_offset,
+                        message: e.message().to_owned(),
+                    });
+                }
+            }
             if let Some(first) = scan.first_empty {
                 info.warnings.push(Warning {
                     kind: WarningKind::ReferenceQuirk,
@@ -71,7 +103,8 @@ impl OfrecordLayout {
             parts.push(scan.starts);
         }
         starts.push(total);
-        let mut layout = OfrecordLayout { parts, starts, names: FeatureNames::default(), info };
+        let mut layout =
+            OfrecordLayout { parts, starts, names: FeatureNames::default(), info, malformed };
         layout.learn_names(files);
         Ok(layout)
     }
@@ -145,6 +178,15 @@ impl OfrecordLayout {
     /// Pushes the payload range of record `index`.
     pub(crate) fn plan_payload(&self, index: u64, plan: &mut Plan<'_>) -> Result<()> {
         let frame = self.frame(index).ok_or_else(|| Error::out_of_range(index, self.len()))?;
+        if let Ok(at) = self.malformed.binary_search_by_key(&index, |m| m.index) {
+            let m = &self.malformed[at];
+            return Err(Error::corrupt(format!(
+                "{} (found at open, without reading the {}-byte frame)",
+                m.message, frame.length
+            ))
+            .with_offset(m.payload_offset)
+            .with_path(&self.info.paths[m.part]));
+        }
         plan.push(frame.part as u32, frame.payload_offset(), frame.length);
         Ok(())
     }

@@ -89,6 +89,7 @@ mod layout;
 mod parts;
 pub mod proto;
 mod reader;
+mod skeleton;
 mod stream;
 mod wire;
 mod writer;
