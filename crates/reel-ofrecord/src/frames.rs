@@ -136,6 +136,15 @@ pub(crate) fn scan_part(
                  a message of 2 GiB or more"
             )));
         }
+        if scan.starts.len() == scan.starts.capacity() {
+            // The index is 8 bytes per frame, and frames can be 8 bytes each (length 0: the
+            // zeros of a sparse file read as such frames): it grows fallibly and within the
+            // metadata limit, so a file claiming millions of them cannot abort the process.
+            let more = scan.starts.len().max(1024) as u64;
+            let bytes = (scan.starts.len() as u64 + more) * 8;
+            limits.check_metadata(bytes).map_err(|e| e.with_offset(pos).with_record(index))?;
+            reel_core::try_reserve(&mut scan.starts, more, "the frame index")?;
+        }
         scan.starts.push(pos);
         pos += LENGTH_FIELD + length;
     }
