@@ -160,6 +160,73 @@ fn a_bad_record_fails_alone_on_every_backend() {
 }
 
 #[test]
+fn a_large_frame_of_zeros_fails_at_open_without_being_read() {
+    // A part file of one good record, a 64 MiB frame whose map entry starts well and then
+    // turns into the zeros of a hole in a sparse file, and another good record.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("part-00000");
+    let big: u64 = 64 << 20;
+    let mut head = frame(&payload(0));
+    let hole_at = head.len() as u64;
+    head.extend_from_slice(&big.to_le_bytes());
+    head.extend_from_slice(&[0x0a, 0x05]);
+    let tail = frame(&payload(2));
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::File::create(&path).unwrap();
+        f.write_all_at(&head, 0).unwrap();
+        f.write_all_at(&tail, hole_at + 8 + big).unwrap();
+    }
+    let reader = OfrecordReader::open(&path).unwrap();
+    assert_eq!(reader.len(), 3);
+    assert!(reader.read(0).unwrap() == sample(0));
+    assert!(reader.read(2).unwrap() == sample(2));
+    let e = reader.read(1).unwrap_err();
+    assert_eq!((e.kind(), e.record()), (ErrorKind::Corrupt, Some(1)), "{e}");
+    assert!(e.message().contains("field number 0"), "{e}");
+    assert!(e.message().contains("without reading the 67108864-byte frame"), "{e}");
+    assert_eq!(e.offset(), Some(hole_at + 8));
+    assert!(e.path().unwrap().ends_with("part-00000"), "{e}");
+    let mut batch = RecordBatch::new();
+    let e = reader.read_batch_into(&[0, 1, 2], &mut batch).unwrap_err();
+    assert_eq!(e.record(), Some(1), "{e}");
+}
+
+#[test]
+fn zeros_read_as_empty_frames_are_indexed_within_the_metadata_limit() {
+    // 64 MiB of zeros are 8 Mi frames of length 0: an index of 64 MiB.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("part-00000");
+    std::fs::File::create(&path).unwrap().set_len(64 << 20).unwrap();
+    let mut limits = Limits::default();
+    limits.max_metadata_bytes = 1 << 20;
+    let e =
+        OfrecordReader::open_with(&path, &OfrecordOptions::default().limits(limits)).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+    assert!(e.message().contains("metadata size"), "{e}");
+    assert!(e.path().unwrap().ends_with("part-00000"), "{e}");
+    // Within the limit they are empty records, with a warning.
+    let r = OfrecordReader::open(&path).unwrap();
+    assert_eq!(r.len(), 8 << 20);
+    assert!(r.read(12345).unwrap().is_empty());
+}
+
+#[test]
+fn a_large_well_formed_frame_of_zeros_reads() {
+    // Zeros are valid bytes values: a 20 MiB value of zeros is a record like any other.
+    let value = vec![0u8; 20 << 20];
+    let list = support::Wire::new().len_field(1, &value);
+    let feature = support::Wire::new().len_field(1, &list.0);
+    let entry = support::Wire::new().len_field(1, b"blob").len_field(2, &feature.0);
+    let record = support::Wire::new().len_field(1, &entry.0);
+    let r = open_mem(vec![frame(&record.0)]).unwrap();
+    let got = r.read(0).unwrap();
+    let list = got.get("blob").and_then(|v| v.as_list()).expect("a bytes list");
+    assert_eq!(list.len(), 1);
+    assert_eq!(list.get(0).and_then(|v| v.as_bytes()), Some(&value[..]));
+}
+
+#[test]
 fn part_directories_follow_the_naming() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ds");
