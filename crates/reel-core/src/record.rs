@@ -48,6 +48,13 @@ impl Arena {
         let start = self.used;
         let end = start.saturating_add(n);
         if self.bytes.len() < end {
+            let more = end - self.bytes.len();
+            // Growth doubles the buffer; after a large record (say, a sparse file's
+            // gigabyte) a few more bytes would ask for twice what the input justifies. When
+            // that much is not there, grow by exactly what is needed instead of aborting.
+            if self.bytes.try_reserve(more).is_err() {
+                self.bytes.reserve_exact(more);
+            }
             self.bytes.resize(end, 0);
         }
         self.used = end;
