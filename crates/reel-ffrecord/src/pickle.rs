@@ -6,10 +6,16 @@
 //! crafted file can at worst be rejected. Strings and dicts fetched from the memo are
 //! shared, never copied, and a directory may appear only once in the tree, so a small input
 //! cannot expand into a huge tree.
+//!
+//! Memory is linear in the input and small: while parsing, every opcode adds at most 8 bytes
+//! of state per byte it takes in the input (strings stay in the input, named by position;
+//! stack, memo and dict entries are small fixed-size items), and the tree built at the end
+//! holds one map entry per name set.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use indexmap::IndexMap;
 use reel_core::pickle::{Op, OpReader, long_to_i64};
 use reel_core::{Error, ErrorKind, Result};
 
@@ -22,11 +28,21 @@ pub enum FolderEntry {
     Dir(FolderDir),
 }
 
-/// A directory of a packed folder: names in stored order.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// A directory of a packed folder: names in stored order, found by name in constant time.
+#[derive(Clone, Debug, Default)]
 pub struct FolderDir {
-    entries: Vec<(Arc<str>, FolderEntry)>,
+    entries: IndexMap<Arc<str>, FolderEntry>,
 }
+
+/// Two directories are equal when they hold the same names, in the same order, with equal
+/// entries: the order is part of what `pack_folder` writes.
+impl PartialEq for FolderDir {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries.len() == other.entries.len() && self.entries.iter().eq(other.entries.iter())
+    }
+}
+
+impl Eq for FolderDir {}
 
 impl FolderDir {
     /// An empty directory.
@@ -34,23 +50,30 @@ impl FolderDir {
         FolderDir::default()
     }
 
-    /// The entries in stored order.
-    pub fn entries(&self) -> &[(Arc<str>, FolderEntry)] {
-        &self.entries
+    /// The entries (name, entry) in stored order.
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = (&Arc<str>, &FolderEntry)> {
+        self.entries.iter()
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the directory is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 
     /// The entry called `name`.
     pub fn get(&self, name: &str) -> Option<&FolderEntry> {
-        self.entries.iter().find(|(k, _)| &**k == name).map(|(_, v)| v)
+        self.entries.get(name)
     }
 
     /// Adds an entry, replacing the value of an existing one with the same name in place
     /// (what `OrderedDict.__setitem__` does).
     pub fn insert(&mut self, name: Arc<str>, entry: FolderEntry) {
-        match self.entries.iter_mut().find(|(k, _)| *k == name) {
-            Some(slot) => slot.1 = entry,
-            None => self.entries.push((name, entry)),
-        }
+        self.entries.insert(name, entry);
     }
 }
 
@@ -77,75 +100,68 @@ const STOP: u8 = b'.';
 
 const WHAT: &str = "folder index pickle";
 
-#[derive(Clone, Debug)]
+/// A value on the parser's stack or in its memo: 8 bytes, naming strings, integers and
+/// dicts by their number in the parser's tables.
+#[derive(Clone, Copy, Debug)]
 enum Item {
-    Str(Arc<str>),
-    Int(i64),
-    Dict(usize),
+    /// `strings[n]`.
+    Str(u32),
+    /// `ints[n]`.
+    Int(u32),
+    /// The `n`-th dict made.
+    Dict(u32),
     OrderedDictClass,
     EmptyTuple,
 }
 
-struct Parser<'a> {
-    ops: OpReader<'a>,
-    stack: Vec<Item>,
-    marks: Vec<usize>,
-    memo: HashMap<u32, Item>,
-    /// Every dict's entries in the order they were set; a name set twice is resolved when
-    /// the tree is built, so setting an item is O(1) instead of a scan of its dict.
-    dicts: Vec<Vec<(Arc<str>, Item)>>,
-    /// Bytes held by strings, dicts, dict entries and memo entries so far.
-    held: usize,
-    /// The most the parser may hold: [`MEMORY_PER_BYTE`] per input byte plus a fixed slack.
-    budget: usize,
-    /// The input's length, for messages.
-    input_len: usize,
+/// `dicts[dict][key] = value`, as set by `SETITEM(S)`, in the order set.
+#[derive(Clone, Copy, Debug)]
+struct SetItem {
+    dict: u32,
+    key: u32,
+    value: Item,
 }
 
-/// How many bytes of memory the parser may hold per byte of input. A pickle written by
-/// `pack_folder` needs about 13 (one-letter names, each a dict entry and a memo entry); a
-/// crafted one made of nothing but `EMPTY_DICT` opcodes would need 48 and is refused.
-const MEMORY_PER_BYTE: usize = 24;
+struct Parser<'a> {
+    input: &'a [u8],
+    ops: OpReader<'a>,
+    stack: Vec<Item>,
+    marks: Vec<u32>,
+    /// Memo entries by index; pickles number them in order (CPython's pickler uses the
+    /// memo's length), so a vector holds them.
+    memo: Vec<Item>,
+    /// Every string's place in the input (offset, length), validated as UTF-8.
+    strings: Vec<(u32, u32)>,
+    ints: Vec<i64>,
+    /// Number of dicts made.
+    dicts: u32,
+    /// Every item set, in order; a name set twice is resolved when the tree is built, so
+    /// setting an item is O(1) instead of a scan of its dict.
+    set: Vec<SetItem>,
+}
 
-/// What the budget counts for one memo entry (a hash-map slot), one dict and one entry.
-const MEMO_ENTRY: usize = 48;
-const DICT: usize = std::mem::size_of::<Vec<(Arc<str>, Item)>>();
-const DICT_ENTRY: usize = std::mem::size_of::<(Arc<str>, Item)>();
-
-impl Parser<'_> {
-    /// Checks all the parser holds (the stack and marks included) against the budget, so
-    /// that memory stays linear in the input's size.
-    fn within_budget(&self, at: usize) -> Result<()> {
-        let live = self.held
-            + self.stack.len() * std::mem::size_of::<Item>()
-            + self.marks.len() * std::mem::size_of::<usize>();
-        if live > self.budget {
-            return Err(Error::new(
-                ErrorKind::Limit,
-                format!(
-                    "the folder index pickle ({} bytes) needs more than {MEMORY_PER_BYTE} bytes \
-                     of memory per byte to parse (stopped at byte {at})",
-                    self.input_len
-                ),
-            ));
-        }
-        Ok(())
-    }
-
+impl<'a> Parser<'a> {
     fn corrupt(&self, what: impl std::fmt::Display) -> Error {
         self.ops.corrupt(self.ops.position(), what)
     }
 
     fn pop(&mut self) -> Result<Item> {
-        let floor = self.marks.last().copied().unwrap_or(0);
+        let floor = self.marks.last().map_or(0, |&m| m as usize);
         if self.stack.len() <= floor {
             return Err(self.corrupt("stack underflow"));
         }
         self.stack.pop().ok_or_else(|| self.corrupt("stack underflow"))
     }
 
-    fn top(&self) -> Result<&Item> {
-        self.stack.last().ok_or_else(|| self.corrupt("stack underflow"))
+    fn top(&self) -> Result<Item> {
+        self.stack.last().copied().ok_or_else(|| self.corrupt("stack underflow"))
+    }
+
+    fn str(&self, id: u32) -> &'a str {
+        let (at, len) = self.strings[id as usize];
+        let bytes = &self.input[at as usize..at as usize + len as usize];
+        // Validated when the string was read.
+        std::str::from_utf8(bytes).unwrap_or_default()
     }
 
     fn global(&mut self, module: &str, name: &str) -> Result<()> {
@@ -158,33 +174,41 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn set_items(&mut self, dict_pos: usize, items: Vec<Item>) -> Result<()> {
-        let Some(Item::Dict(id)) = self.stack.get(dict_pos).cloned() else {
-            return Err(self.corrupt("items set on something that is not a dict"));
+    fn new_dict(&mut self) {
+        self.stack.push(Item::Dict(self.dicts));
+        self.dicts += 1;
+    }
+
+    /// Sets the items `stack[from..]` (key, value pairs) on the dict at `stack[from - 1]`
+    /// and removes them from the stack.
+    fn set_items(&mut self, at: usize, from: usize) -> Result<()> {
+        let Some(Item::Dict(dict)) = from.checked_sub(1).and_then(|d| self.stack.get(d)) else {
+            return Err(self.ops.corrupt(at, "items set on something that is not a dict"));
         };
+        let dict = *dict;
+        let items = &self.stack[from..];
         if items.len() % 2 != 0 {
-            return Err(self.corrupt("odd number of items for a dict"));
+            return Err(self.ops.corrupt(at, "odd number of items for a dict"));
         }
-        let mut it = items.into_iter();
-        while let (Some(k), Some(v)) = (it.next(), it.next()) {
-            let Item::Str(k) = k else {
+        for pair in items.chunks_exact(2) {
+            let Item::Str(key) = pair[0] else {
                 return Err(Error::unsupported("folder index has a key that is not a string"));
             };
-            if !matches!(v, Item::Int(_) | Item::Dict(_)) {
+            if !matches!(pair[1], Item::Int(_) | Item::Dict(_)) {
                 return Err(Error::unsupported(format!(
-                    "folder index entry {k:?} is neither a record index nor a directory"
+                    "folder index entry {:?} is neither a record index nor a directory",
+                    self.str(key)
                 )));
             }
-            self.held += DICT_ENTRY;
-            self.dicts[id].push((k, v));
+            self.set.push(SetItem { dict, key, value: pair[1] });
         }
+        self.stack.truncate(from);
         Ok(())
     }
 
     fn run(&mut self) -> Result<Item> {
         loop {
             let (at, op) = self.ops.next_op()?;
-            self.within_budget(at)?;
             match op {
                 Op::Proto(p) => {
                     if !(2..=5).contains(&p) {
@@ -194,25 +218,33 @@ impl Parser<'_> {
                     }
                 }
                 Op::Frame(_) => {}
-                Op::Text { bytes, .. } => {
-                    let s = std::str::from_utf8(bytes)
+                Op::Text { at: start, bytes } => {
+                    std::str::from_utf8(bytes)
                         .map_err(|_| self.ops.corrupt(at, "a name is not valid UTF-8"))?;
-                    self.held += 16 + s.len();
-                    self.stack.push(Item::Str(Arc::from(s)));
+                    // The input is at most 4 GiB (checked before parsing).
+                    self.strings.push((start as u32, bytes.len() as u32));
+                    self.stack.push(Item::Str(self.strings.len() as u32 - 1));
                 }
                 Op::Memoize => {
-                    let item = self.top()?.clone();
-                    let idx = self.memo.len() as u32;
-                    self.held += MEMO_ENTRY;
-                    self.memo.insert(idx, item);
+                    let item = self.top()?;
+                    self.memo.push(item);
                 }
                 Op::Put(idx) => {
-                    let item = self.top()?.clone();
-                    self.held += MEMO_ENTRY;
-                    self.memo.insert(idx, item);
+                    let item = self.top()?;
+                    let defined = self.memo.len();
+                    match self.memo.get_mut(idx as usize) {
+                        Some(slot) => *slot = item,
+                        None if idx as usize == defined => self.memo.push(item),
+                        None => {
+                            return Err(Error::unsupported(format!(
+                                "folder index pickle stores memo entry {idx} before entry \
+                                 {defined} (picklers number them in order)"
+                            )));
+                        }
+                    }
                 }
                 Op::Get(idx) => {
-                    let item = self.memo.get(&idx).cloned().ok_or_else(|| {
+                    let item = self.memo.get(idx as usize).copied().ok_or_else(|| {
                         self.ops.corrupt(at, format!("memo entry {idx} is not defined"))
                     })?;
                     self.stack.push(item);
@@ -226,49 +258,38 @@ impl Parser<'_> {
                     let (Item::Str(name), Item::Str(module)) = (self.pop()?, self.pop()?) else {
                         return Err(self.ops.corrupt(at, "STACK_GLOBAL needs two strings"));
                     };
-                    self.global(&module, &name)?;
+                    let (module, name) = (self.str(module), self.str(name));
+                    self.global(module, name)?;
                 }
                 Op::EmptyTuple => self.stack.push(Item::EmptyTuple),
                 Op::Reduce => {
                     let args = self.pop()?;
                     let callable = self.pop()?;
-                    if !matches!((&callable, &args), (Item::OrderedDictClass, Item::EmptyTuple)) {
+                    if !matches!((callable, args), (Item::OrderedDictClass, Item::EmptyTuple)) {
                         return Err(Error::unsupported(
                             "folder index pickle calls something other than OrderedDict()",
                         ));
                     }
-                    self.held += DICT;
-                    self.dicts.push(Vec::new());
-                    self.stack.push(Item::Dict(self.dicts.len() - 1));
+                    self.new_dict();
                 }
-                Op::EmptyDict => {
-                    self.held += DICT;
-                    self.dicts.push(Vec::new());
-                    self.stack.push(Item::Dict(self.dicts.len() - 1));
-                }
-                Op::Mark => self.marks.push(self.stack.len()),
+                Op::EmptyDict => self.new_dict(),
+                Op::Mark => self.marks.push(self.stack.len() as u32),
                 Op::SetItem => {
-                    let v = self.pop()?;
-                    let k = self.pop()?;
-                    let dict_pos = self
-                        .stack
-                        .len()
-                        .checked_sub(1)
-                        .ok_or_else(|| self.ops.corrupt(at, "SETITEM without a dict"))?;
-                    self.set_items(dict_pos, vec![k, v])?;
+                    let from = self.stack.len().saturating_sub(2);
+                    let floor = self.marks.last().map_or(0, |&m| m as usize);
+                    if self.stack.len() < floor + 2 {
+                        return Err(self.ops.corrupt(at, "stack underflow"));
+                    }
+                    self.set_items(at, from)?;
                 }
                 Op::SetItems => {
                     let mark = self
                         .marks
                         .pop()
                         .ok_or_else(|| self.ops.corrupt(at, "SETITEMS without MARK"))?;
-                    let items = self.stack.split_off(mark);
-                    let dict_pos = mark
-                        .checked_sub(1)
-                        .ok_or_else(|| self.ops.corrupt(at, "SETITEMS without a dict"))?;
-                    self.set_items(dict_pos, items)?;
+                    self.set_items(at, mark as usize)?;
                 }
-                Op::Int(v) => self.stack.push(Item::Int(v)),
+                Op::Int(v) => self.push_int(v),
                 Op::Long(b) => {
                     let v = long_to_i64(b).ok_or_else(|| {
                         Error::unsupported(format!(
@@ -276,7 +297,7 @@ impl Parser<'_> {
                             b.len()
                         ))
                     })?;
-                    self.stack.push(Item::Int(v));
+                    self.push_int(v);
                 }
                 Op::Stop => return self.pop(),
                 other => {
@@ -289,51 +310,112 @@ impl Parser<'_> {
         }
     }
 
-    fn build(
-        &self,
-        id: usize,
-        placed: &mut [bool],
-        depth: u32,
-        max_depth: u32,
-    ) -> Result<FolderDir> {
-        if depth > max_depth {
+    fn push_int(&mut self, v: i64) {
+        self.ints.push(v);
+        self.stack.push(Item::Int(self.ints.len() as u32 - 1));
+    }
+}
+
+/// The parsed dicts, ready to become the tree: each dict's items in the order set.
+struct Dicts<'p, 'a> {
+    parser: &'p Parser<'a>,
+    /// `set` indices grouped by dict: dict `d`'s are `order[first[d]..first[d + 1]]`.
+    order: Vec<u32>,
+    first: Vec<u32>,
+    /// Whether each dict has been placed in the tree (a dict may appear only once).
+    placed: Vec<bool>,
+    /// One `Arc` per string, made when first used, so names fetched from the memo share it.
+    names: Vec<Option<Arc<str>>>,
+    max_depth: u32,
+}
+
+impl Dicts<'_, '_> {
+    fn new<'p, 'a>(parser: &'p Parser<'a>, max_depth: u32) -> Result<Dicts<'p, 'a>> {
+        let dicts = parser.dicts as usize;
+        let alloc = |n: usize| reel_core::try_vec_with_capacity::<u32>(n as u64, u64::MAX, WHAT);
+        // A counting sort of the items by dict, keeping the order they were set in.
+        let mut first = alloc(dicts + 1)?;
+        first.resize(dicts + 1, 0);
+        for s in &parser.set {
+            first[s.dict as usize + 1] += 1;
+        }
+        for d in 0..dicts {
+            first[d + 1] += first[d];
+        }
+        let mut next = first.clone();
+        let mut order = alloc(parser.set.len())?;
+        order.resize(parser.set.len(), 0);
+        for (k, s) in parser.set.iter().enumerate() {
+            let slot = &mut next[s.dict as usize];
+            order[*slot as usize] = k as u32;
+            *slot += 1;
+        }
+        let mut placed = reel_core::try_vec_with_capacity(dicts as u64, u64::MAX, WHAT)?;
+        placed.resize(dicts, false);
+        let mut names =
+            reel_core::try_vec_with_capacity(parser.strings.len() as u64, u64::MAX, WHAT)?;
+        names.resize(parser.strings.len(), None);
+        Ok(Dicts { parser, order, first, placed, names, max_depth })
+    }
+
+    fn name(&mut self, id: u32) -> Arc<str> {
+        let parser = self.parser;
+        self.names[id as usize].get_or_insert_with(|| Arc::from(parser.str(id))).clone()
+    }
+
+    fn build(&mut self, dict: u32, depth: u32) -> Result<FolderDir> {
+        if depth > self.max_depth {
             return Err(Error::new(
                 ErrorKind::Limit,
-                format!("folder index nests deeper than the limit of {max_depth} directories"),
+                format!(
+                    "folder index nests deeper than the limit of {} directories",
+                    self.max_depth
+                ),
             ));
         }
-        let mut dir = FolderDir { entries: Vec::with_capacity(self.dicts[id].len()) };
+        let (from, to) =
+            (self.first[dict as usize] as usize, self.first[dict as usize + 1] as usize);
         // A name set again keeps its first position and takes its last value (what
-        // OrderedDict.__setitem__ does).
-        let set = &self.dicts[id];
-        let mut last: HashMap<&str, usize> = HashMap::with_capacity(set.len());
-        for (k, (name, _)) in set.iter().enumerate() {
-            last.insert(name, k);
+        // OrderedDict.__setitem__ does): only the last value of each name is built, so a
+        // directory replaced by a later value is never placed.
+        let mut last: HashMap<&str, usize> = HashMap::with_capacity(to - from);
+        for k in from..to {
+            let s = self.parser.set[self.order[k] as usize];
+            last.insert(self.parser.str(s.key), k);
         }
-        let mut built: std::collections::HashSet<&str> =
-            std::collections::HashSet::with_capacity(last.len());
-        for (name, _) in set {
-            if !built.insert(name) {
+        let mut dir = FolderDir::new();
+        dir.entries.reserve(last.len());
+        for k in from..to {
+            let s = self.parser.set[self.order[k] as usize];
+            let name = self.parser.str(s.key);
+            if last.get(name) != Some(&k) {
+                // Reserve the first position; the last value fills it.
+                if !dir.entries.contains_key(name) {
+                    dir.entries.insert(self.name(s.key), FolderEntry::File(0));
+                }
                 continue;
             }
-            let item = &set[last[&**name]].1;
-            let entry = match *item {
-                Item::Int(i) => FolderEntry::File(u64::try_from(i).map_err(|_| {
-                    Error::corrupt(format!(
-                        "folder index gives {name:?} the negative record index {i}"
-                    ))
-                })?),
+            let entry = match s.value {
+                Item::Int(i) => {
+                    let i = self.parser.ints[i as usize];
+                    FolderEntry::File(u64::try_from(i).map_err(|_| {
+                        Error::corrupt(format!(
+                            "folder index gives {name:?} the negative record index {i}"
+                        ))
+                    })?)
+                }
                 Item::Dict(child) => {
-                    if std::mem::replace(&mut placed[child], true) {
+                    if std::mem::replace(&mut self.placed[child as usize], true) {
                         return Err(Error::unsupported(format!(
                             "folder index uses the same directory object twice (at {name:?})"
                         )));
                     }
-                    FolderEntry::Dir(self.build(child, placed, depth + 1, max_depth)?)
+                    FolderEntry::Dir(self.build(child, depth + 1)?)
                 }
                 _ => return Err(Error::corrupt("folder index holds an invalid entry")),
             };
-            dir.entries.push((name.clone(), entry));
+            let key = self.name(s.key);
+            dir.entries.insert(key, entry);
         }
         Ok(dir)
     }
@@ -349,24 +431,33 @@ fn op_name(op: &Op<'_>) -> String {
 
 /// Parses a folder index pickle into its root directory.
 pub fn parse_folder_index(bytes: &[u8], max_depth: u32) -> Result<FolderDir> {
+    if u32::try_from(bytes.len()).is_err() {
+        return Err(Error::new(
+            ErrorKind::Limit,
+            format!("the folder index pickle is {} bytes; at most 4 GiB are read", bytes.len()),
+        ));
+    }
     let mut p = Parser {
+        input: bytes,
         ops: OpReader::new(bytes, WHAT),
         stack: Vec::new(),
         marks: Vec::new(),
-        memo: HashMap::new(),
-        dicts: Vec::new(),
-        held: 0,
-        budget: bytes.len().saturating_mul(MEMORY_PER_BYTE).saturating_add(1 << 20),
-        input_len: bytes.len(),
+        memo: Vec::new(),
+        strings: Vec::new(),
+        ints: Vec::new(),
+        dicts: 0,
+        set: Vec::new(),
     };
     let Item::Dict(root) = p.run()? else {
         return Err(Error::unsupported("folder index pickle does not hold a dict"));
     };
-    let mut placed =
-        reel_core::try_vec_with_capacity(p.dicts.len() as u64, u64::MAX, "the folder index")?;
-    placed.resize(p.dicts.len(), false);
-    placed[root] = true;
-    p.build(root, &mut placed, 0, max_depth)
+    // What only parsing needed goes before the tree is built.
+    p.stack = Vec::new();
+    p.memo = Vec::new();
+    p.marks = Vec::new();
+    let mut dicts = Dicts::new(&p, max_depth)?;
+    dicts.placed[root as usize] = true;
+    dicts.build(root, 0)
 }
 
 /// Writes `root` the way CPython's pickler (protocol 4) writes the `OrderedDict` tree that
@@ -515,10 +606,14 @@ impl Writer {
         self.frame.push(EMPTY_TUPLE);
         self.frame.push(REDUCE);
         self.memoize();
-        for batch in dir.entries.chunks(BATCHSIZE) {
-            if let [(k, v)] = batch {
-                self.save_str(k);
-                self.save_entry(v);
+        let entries = dir.entries.as_slice();
+        for start in (0..entries.len()).step_by(BATCHSIZE) {
+            let batch = &entries[start..(start + BATCHSIZE).min(entries.len())];
+            if batch.len() == 1 {
+                for (k, v) in batch {
+                    self.save_str(k);
+                    self.save_entry(v);
+                }
                 self.frame.push(SETITEM);
             } else {
                 self.frame.push(MARK);
@@ -606,37 +701,68 @@ mod tests {
 }
 
 #[cfg(test)]
-mod budget_tests {
+mod scale_tests {
     use super::*;
 
     #[test]
-    fn a_pickle_of_empty_dicts_is_refused_by_its_memory_budget() {
-        // 4 MiB of EMPTY_DICT would need 48 bytes of memory per byte.
+    fn a_pickle_of_empty_dicts_parses_in_linear_memory() {
+        // 4 MiB of EMPTY_DICT: 4 Mi stack items of 8 bytes, and the last dict is the result.
         let mut bytes = vec![0x80, 4];
         bytes.resize(4 << 20, b'}');
-        let e = parse_folder_index(&bytes, 64).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
-        assert!(e.message().contains("bytes of memory per byte"), "{e}");
+        bytes.push(b'.');
+        assert!(parse_folder_index(&bytes, 64).unwrap().is_empty());
+    }
+
+    #[test]
+    fn memo_entries_out_of_order_are_refused() {
+        // BINPUT 5 with no entry 0..4: CPython's pickler never writes it.
+        let bytes = b"\x80\x02}q\x05.";
+        let e = parse_folder_index(bytes, 64).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+        assert!(e.message().contains("memo entry 5 before entry 0"), "{e}");
+        // In order, and overwriting an entry, is fine.
+        assert!(parse_folder_index(b"\x80\x02}q\x00q\x00.", 64).is_ok());
     }
 
     #[test]
     fn many_names_in_one_dict_parse_in_linear_time_and_repeats_replace_in_place() {
         let mut root = FolderDir::new();
-        for i in 0..20_000u64 {
+        for i in 0..200_000u64 {
             root.insert(Arc::from(format!("f{i}").as_str()), FolderEntry::File(i));
         }
+        assert!(matches!(root.get("f199999"), Some(FolderEntry::File(199_999))));
         let bytes = write_folder_index(&root);
         let t = std::time::Instant::now();
         let parsed = parse_folder_index(&bytes, 64).unwrap();
         assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
-        assert_eq!(parsed.entries().len(), 20_000);
+        assert_eq!(parsed.len(), 200_000);
+        assert_eq!(parsed, root);
         // SETITEM of an existing name: first position, last value.
         let mut bytes = vec![0x80, 4, b'}', 0x8c, 1, b'a', b'K', 1, b's', 0x8c, 1, b'b', b'K', 2];
         bytes.extend_from_slice(&[b's', 0x8c, 1, b'a', b'K', 3, b's', b'.']);
         let dir = parse_folder_index(&bytes, 64).unwrap();
-        assert_eq!(
-            dir.entries(),
-            &[(Arc::from("a"), FolderEntry::File(3)), (Arc::from("b"), FolderEntry::File(2))]
-        );
+        let entries: Vec<_> = dir.entries().map(|(k, v)| (&**k, v.clone())).collect();
+        assert_eq!(entries, [("a", FolderEntry::File(3)), ("b", FolderEntry::File(2))]);
+        // A directory replaced by a later value is not placed, so it may be set again.
+        let mut bytes = vec![0x80, 4, b'}', 0x8c, 1, b'a', b'}', 0x94, b's'];
+        bytes
+            .extend_from_slice(&[0x8c, 1, b'a', b'K', 7, b's', 0x8c, 1, b'b', b'h', 0, b's', b'.']);
+        let dir = parse_folder_index(&bytes, 64).unwrap();
+        assert_eq!(dir.get("a"), Some(&FolderEntry::File(7)));
+        assert_eq!(dir.get("b"), Some(&FolderEntry::Dir(FolderDir::new())));
+    }
+
+    #[test]
+    fn directories_compare_in_order() {
+        let mut ab = FolderDir::new();
+        ab.insert("a".into(), FolderEntry::File(0));
+        ab.insert("b".into(), FolderEntry::File(1));
+        let mut ba = FolderDir::new();
+        ba.insert("b".into(), FolderEntry::File(1));
+        ba.insert("a".into(), FolderEntry::File(0));
+        assert_ne!(ab, ba);
+        ba.insert("a".into(), FolderEntry::File(5));
+        assert_eq!(ba.get("a"), Some(&FolderEntry::File(5)));
+        assert_eq!(ba.entries().next().map(|(k, _)| &**k), Some("b"));
     }
 }
