@@ -38,6 +38,12 @@ pub struct Limits {
     /// Most records a dataset may claim to hold.
     pub max_records: u64,
     /// Largest metadata block (header tables, index, BSON/JSON documents) read at open.
+    ///
+    /// 2 GiB by default: the most a BSON document (Syrah) can be, and more than the tables of
+    /// an FFRecord file of 170 million records or a Granular index of 130 million entries
+    /// need. Metadata is read whole, so the limit is memory that a file's size must justify
+    /// (each format also checks that a large block does not start like the zeros of a
+    /// sparse file before reading it); raise it for larger single files.
     pub max_metadata_bytes: u64,
     /// Deepest nesting of lists and maps a decoder follows.
     pub max_nesting: u32,
@@ -51,7 +57,7 @@ impl Default for Limits {
             max_record_bytes: 1 << 40,
             max_batch_bytes: 1 << 30,
             max_records: 1 << 40,
-            max_metadata_bytes: 16 << 30,
+            max_metadata_bytes: 2 << 30,
             max_nesting: 128,
             max_decoded_bytes: 4 << 30,
         }
