@@ -48,6 +48,28 @@ pub struct ConvertArgs {
     /// Store map, list and tree fields the target has no type for as msgpack or json bytes.
     #[arg(long, value_name = "CODEC")]
     encode_nested: Option<String>,
+    /// Run the conversion on a Ray cluster, one Ray task per part (needs a Python with the
+    /// reel package and ray[data]: `$REEL_PYTHON`, else `python3`). `--ray` joins the cluster
+    /// Ray finds (`RAY_ADDRESS`, a local `ray start`) or starts a local one; `--ray=ADDRESS`
+    /// joins that one. DST becomes a multi-part dataset with the local convert's records.
+    #[arg(
+        long,
+        value_name = "ADDRESS",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "",
+        conflicts_with_all = [
+            "shard", "lossless_only", "fields", "drop", "rename", "pack", "encode_nested",
+            "backend", "payload", "payload_field", "lenient_jpeg", "compression",
+            "row_group_rows", "row_group_bytes", "batch_bytes", "sample", "schema_from",
+            "with_index", "large_types",
+        ]
+    )]
+    ray: Option<String>,
+    /// With --ray: how many parts (Ray tasks); by default one per 256 MiB of source, at
+    /// least one per CPU of the cluster.
+    #[arg(long, requires = "ray")]
+    ray_parts: Option<u64>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -73,6 +95,19 @@ fn parse_shard(s: &str) -> reel::Result<(u64, u64)> {
 
 /// Runs `reel convert`.
 pub fn run(args: &ConvertArgs) -> reel::Result<()> {
+    if let Some(address) = &args.ray {
+        return crate::ray::RayConvert {
+            src: &args.src,
+            dst: &args.dst,
+            to: &args.to,
+            address: Some(address.as_str()).filter(|a| !a.is_empty()),
+            parts: args.ray_parts,
+            overwrite: args.force,
+            no_verify: args.open.no_verify,
+            json: args.json,
+        }
+        .run();
+    }
     let to = Format::from_name(&args.to).ok_or_else(|| {
         reel::Error::invalid_input(format!(
             "unknown format {:?} (choose from ffrecord, syrah, ofrecord, granular, bags, gulp, parquet, arrow)",

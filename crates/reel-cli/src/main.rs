@@ -12,6 +12,7 @@ mod generate;
 mod inspect;
 mod pack;
 mod progress;
+mod ray;
 mod render;
 mod salvage;
 mod table;

@@ -117,10 +117,14 @@ impl Sink {
 /// target can hold the values (what it cannot keep is listed in the result's `losses`; what
 /// it cannot hold at all raises `reel.SchemaError` before anything appears at `dst`).
 ///
+/// With `shard=(k, n)`, only records `[k·N/n, (k+1)·N/n)` are converted, as part `k` of a
+/// multi-part dataset in the directory `dst` (what `reel convert --shard k/n` writes; `n`
+/// processes or Ray tasks convert one dataset at once this way).
+///
 /// Returns a dict: `from`, `to`, `records`, `bytes`, `losses` (list of (field, what)),
 /// `outputs` (paths written).
 #[pyfunction]
-#[pyo3(signature = (src, dst, *, to, verify=true, overwrite=false))]
+#[pyo3(signature = (src, dst, *, to, verify=true, overwrite=false, shard=None))]
 pub(crate) fn convert<'py>(
     py: Python<'py>,
     src: PathBuf,
@@ -128,11 +132,15 @@ pub(crate) fn convert<'py>(
     to: &str,
     verify: bool,
     overwrite: bool,
+    shard: Option<(u64, u64)>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = format_named(to).py_err(py)?;
     let mut options = ConvertOptions::new(format);
     options.open = options.open.verify(verify);
     options.overwrite = overwrite;
+    if let Some((k, n)) = shard {
+        options = options.shard(k, n);
+    }
     let report = py.detach(|| reel::convert(&src, &dst, &options)).py_err(py)?;
     let d = PyDict::new(py);
     d.set_item("from", report.from.name())?;

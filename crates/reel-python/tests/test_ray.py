@@ -155,3 +155,117 @@ def test_a_failed_task_leaves_nothing_that_opens(tmp_path, how):
         reel.open(out)
     # The staging directory was removed by on_write_failed (hidden, never a dataset path).
     assert os.listdir(tmp_path) == []
+
+
+# Every format's `normal` golden case, the sources of the conversion matrix.
+GOLDEN_SOURCES = {
+    "ffrecord": "ffrecord/normal",
+    "syrah": "syrah/normal",
+    "ofrecord": "ofrecord/normal",
+    "granular": "granular/granular-0.24.2/normal",
+    "bags": "granular/bags-0.5.1/normal",
+    "gulp": "gulpio2/normal",
+}
+TARGETS = ["ffrecord", "syrah", "ofrecord", "granular", "bags", "gulp"]
+
+
+def golden_dataset(case: str):
+    from conftest import golden_root
+
+    path = golden_root() / case
+    return path / "parts" if (path / "parts").is_dir() else path
+
+
+def read_all(path):
+    return reel.open(path, decode_images=False)[:]
+
+
+@pytest.mark.parametrize("source", list(GOLDEN_SOURCES))
+def test_convert_gives_the_local_converts_records(tmp_path, source):
+    """Each pair the local convert supports gives the same records through Ray (3 parts), and
+    each pair it refuses is refused the same way, leaving nothing at the destination."""
+    src = golden_dataset(GOLDEN_SOURCES[source])
+    for to in TARGETS:
+        local, distributed = tmp_path / f"local-{to}", tmp_path / f"ray-{to}"
+        try:
+            want = reel.convert(src, local, to=to)
+        except reel.ReelError as refusal:
+            with pytest.raises(type(refusal)):
+                reel.ray.convert(src, distributed, to=to, parts=3)
+            assert not distributed.exists(), f"{source} -> {to}"
+            continue
+        got = reel.ray.convert(src, distributed, to=to, parts=3)
+        assert got["records"] == want["records"], f"{source} -> {to}"
+        assert sorted(got["losses"]) == sorted(want["losses"]), f"{source} -> {to}"
+        assert same(read_all(distributed), read_all(local)), f"{source} -> {to}"
+    # Only the outputs are left (no staging directories).
+    assert all(not name.startswith(".") for name in os.listdir(tmp_path))
+
+
+def test_convert_many_parts_keeps_order_and_a_failed_part_leaves_nothing(tmp_path):
+    videos = tmp_path / "videos"
+    with reel.gulp.Writer(videos) as w:
+        for record in sample_records("gulp", 30):
+            w.write(record)
+    report = reel.ray.convert(videos, tmp_path / "g", to="gulp", parts=12)
+    assert report["parts"] == 12 and report["records"] == 30
+    assert sorted(os.listdir(tmp_path / "g"))[:2] == ["data_10.gulp", "data_11.gulp"]
+    local = reel.convert(videos, tmp_path / "local-g", to="gulp")
+    assert local["records"] == 30
+    assert same(read_all(tmp_path / "g"), read_all(tmp_path / "local-g"))
+    src = tmp_path / "src.ffr"
+    with reel.ffrecord.Writer(src) as w:
+        for i in range(30):
+            w.write({"data": b"%d" % i})
+    # A damaged source record fails its part: the job fails and nothing appears.
+    data = bytearray(src.read_bytes())
+    data[-1] ^= 0xFF
+    src.write_bytes(bytes(data))
+    with pytest.raises(reel.ChecksumError):
+        reel.ray.convert(src, tmp_path / "bad", to="granular", parts=3)
+    assert not (tmp_path / "bad").exists()
+    assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".")) == []
+
+
+def reel_binary():
+    """The `reel` command built by cargo (REEL_BIN, else the workspace's target/debug/reel)."""
+    from conftest import REPO
+
+    path = os.environ.get("REEL_BIN") or str(REPO / "target" / "debug" / "reel")
+    assert os.access(path, os.X_OK), f"{path}: build the reel command first (cargo build -p reel-cli)"
+    return path
+
+
+def test_the_reel_command_converts_on_the_running_cluster(tmp_path):
+    """`reel convert --ray=ADDRESS` runs `python -m reel.ray_cli` (REEL_PYTHON) against this
+    module's Ray, and the result has the local convert's records."""
+    import subprocess
+    import sys
+
+    src = golden_dataset(GOLDEN_SOURCES["ffrecord"])
+    address = ray.get_runtime_context().gcs_address
+    env = dict(os.environ, REEL_PYTHON=sys.executable)
+    run = subprocess.run(
+        [reel_binary(), "convert", str(src), str(tmp_path / "out"), "--to", "granular", f"--ray={address}", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TEST_SECONDS,
+    )
+    assert run.returncode == 0, run.stderr
+    import json
+
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    local = reel.convert(src, tmp_path / "local", to="granular")
+    assert report["records"] == local["records"]
+    assert same(read_all(tmp_path / "out"), read_all(tmp_path / "local"))
+    # A refusal is the command's failure, with reel's message.
+    run = subprocess.run(
+        [reel_binary(), "convert", str(src), str(tmp_path / "no"), "--to", "gulp", f"--ray={address}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TEST_SECONDS,
+    )
+    assert run.returncode == 2 and "cannot convert" in run.stderr, run.stderr
+    assert not (tmp_path / "no").exists()

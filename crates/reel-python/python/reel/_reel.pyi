@@ -21,9 +21,16 @@ def open(
     """Opens the dataset at ``path`` (a file or directory), working out its format."""
 
 def convert(
-    src: StrPath, dst: StrPath, *, to: str, verify: bool = True, overwrite: bool = False
+    src: StrPath,
+    dst: StrPath,
+    *,
+    to: str,
+    verify: bool = True,
+    overwrite: bool = False,
+    shard: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    """Converts the dataset at ``src`` into a new ``to`` dataset at ``dst``."""
+    """Converts the dataset at ``src`` into a new ``to`` dataset at ``dst`` (with
+    ``shard=(k, n)``, only part ``k`` of ``n`` into the directory ``dst``)."""
 
 def verify(path: StrPath, *, backend: str = "auto") -> dict[str, Any]:
     """Checks every record; the report names the bad ones (``bad_records``)."""

@@ -20,20 +20,21 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import ray.data
+import ray.exceptions
 from ray.data.block import Block, BlockAccessor
 from ray.data.datasource import Datasink
 from ray.data.datasource.datasink import WriteResult
 
 import reel
 
-__all__ = ["ReelDatasink", "write_reel", "PART_LAYOUTS"]
+__all__ = ["ReelDatasink", "write_reel", "convert", "PART_LAYOUTS"]
 
 # What a write task writes, per target format, and how the driver lays the parts out.
 PART_LAYOUTS = {
@@ -297,3 +298,163 @@ def write_reel(
     dataset.write_datasink(sink, ray_remote_args=ray_remote_args or {})
     assert sink.summary is not None  # set by on_write_complete, which ran on this driver
     return sink.summary
+
+
+def _stored_bytes(files: Sequence[Any]) -> int | None:
+    """The total size of a dataset's files, or None when one cannot be sized here."""
+    total = 0
+    for f in files:
+        try:
+            total += os.stat(f).st_size
+        except (OSError, TypeError, ValueError):
+            return None
+    return total
+
+
+def _cluster_cpus() -> int:
+    try:
+        return max(1, int(ray.cluster_resources().get("CPU", 1)))
+    except Exception:  # not connected yet: Ray Data connects on first use
+        return 1
+
+
+# A conversion part holds about this many stored source bytes (fewer, larger parts cost less
+# per task; a part is one task's work, and a failed part is redone whole).
+PART_BYTES = 256 << 20
+
+
+def _convert_part(row: dict[str, Any], src: str, dst: str, to: str, parts: int, verify: bool) -> dict[str, Any]:
+    """One Ray Data row = one part: reel's own convert of records [k·N/n, (k+1)·N/n)."""
+    k = int(row["part"])
+    report = reel.convert(src, dst, to=to, verify=verify, shard=(k, parts))
+    return {
+        "part": k,
+        "records": report["records"],
+        "bytes": report["bytes"],
+        "losses": [f"{field}\t{what}" for field, what in report["losses"]],
+    }
+
+
+def convert(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    to: str,
+    parts: int | None = None,
+    verify: bool = True,
+    overwrite: bool = False,
+    ray_remote_args: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Converts the dataset at ``src`` into a new ``to`` dataset at ``dst`` on Ray.
+
+    The records are split into ``parts`` contiguous ranges (by default one per 256 MiB of
+    source, at least one per CPU of the cluster, at most one per record); a Ray Data pipeline
+    runs one task per part, and each task runs reel's own conversion of its range (the same
+    rules, losses, refusals and checksum verification as ``reel.convert``) into part ``k`` of
+    a multi-part dataset in a staging directory beside ``dst``. The driver then publishes the
+    dataset at ``dst``; if any part fails, the staging directory is removed and nothing
+    appears at ``dst``. Every node must see ``src`` and ``dst``'s directory.
+
+    The result is a multi-part dataset (a directory: FFRecord ``PART_`` files, OFRecord
+    ``part-NNNNN``, Syrah ``part-NNNNN.syr`` files, Granular shards, Gulp chunks) holding the
+    same records, in the same order, as the local convert's.
+
+    Returns ``{"from", "to", "records", "bytes", "losses", "parts", "outputs"}`` like
+    ``reel.convert``.
+    """
+    src = os.fspath(src)
+    dst_path = os.path.abspath(os.fspath(dst))
+    source = reel.open(src, verify=verify)
+    records = len(source)
+    if parts is None:
+        stored = _stored_bytes(source.info.files) or 0
+        parts = max(_cluster_cpus(), -(-stored // PART_BYTES))
+    parts = max(1, min(parts, records)) if records else 1
+    if os.path.lexists(dst_path) and not overwrite:
+        raise FileExistsError(f"{dst_path} exists (pass overwrite=True to replace it)")
+    parent, name = os.path.split(dst_path)
+    staging = os.path.join(parent, f".{name}.reel-staging-{uuid.uuid4().hex[:12]}")
+    dataset = os.path.join(staging, "dataset")
+    os.makedirs(staging)
+    try:
+        # Tasks raise reel's own error (not Ray Data's UserCodeException around it), so that
+        # a refusal or a checksum error reaches the caller as the local convert's would.
+        context = ray.data.DataContext.get_current()
+        raise_original = context.raise_original_map_exception
+        context.raise_original_map_exception = True
+        try:
+            rows = ray.data.from_items([{"part": k} for k in range(parts)], override_num_blocks=parts)
+            reports = rows.map(
+                _convert_part,
+                fn_kwargs={"src": src, "dst": dataset, "to": to, "parts": parts, "verify": verify},
+                **(ray_remote_args or {}),
+            ).take_all()
+        except Exception as e:
+            raise _reel_error_in(e) from e
+        finally:
+            context.raise_original_map_exception = raise_original
+        if to == "gulp":
+            _renumber_gulp_chunks(dataset, parts)
+        _fsync_dir(dataset)
+        old = None
+        if os.path.lexists(dst_path):
+            old = os.path.join(staging, "replaced")
+            os.rename(dst_path, old)
+        os.rename(dataset, dst_path)
+        _fsync_dir(parent)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    losses: list[tuple[str, str]] = []
+    for r in sorted(reports, key=lambda r: r["part"]):
+        for line in r["losses"]:
+            field, what = line.split("\t", 1)
+            if (field, what) not in losses:
+                losses.append((field, what))
+    return {
+        "from": source.format,
+        "to": to,
+        "records": sum(r["records"] for r in reports),
+        "bytes": sum(r["bytes"] for r in reports),
+        "losses": losses,
+        "parts": parts,
+        "outputs": [dst_path],
+    }
+
+
+def _reel_error_in(error: BaseException) -> BaseException:
+    """The reel error a Ray task raised, out of Ray's wrappers (RayTaskError, Ray Data's
+    UserCodeException), so that callers catch ``reel.SchemaError`` and the like as with the
+    local convert; other errors are returned as they are."""
+    seen: set[int] = set()
+    stack = [error]
+    wrapped = None
+    while stack:
+        e = stack.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, reel.ReelError):
+            if not isinstance(e, ray.exceptions.RayError):
+                return e  # the error as the task raised it, with kind, path, record
+            wrapped = wrapped or e
+        stack.extend([getattr(e, "cause", None), e.__cause__, e.__context__])
+    return wrapped or error
+
+
+def _renumber_gulp_chunks(directory: str, parts: int) -> None:
+    """Part k is chunk k; beyond ten chunks, gulpio2's name order (data_10 before data_2)
+    would not be part order, so the chunks are renumbered to names that sort in order."""
+    if parts <= 10:
+        return
+    numbers = _gulp_chunk_numbers(parts)
+    # Two passes through temporary names: new numbers may collide with old ones.
+    for k in range(parts):
+        for kind, ext in (("data", "gulp"), ("meta", "gmeta")):
+            old = os.path.join(directory, f"{kind}_{k}.{ext}")
+            if os.path.exists(old):
+                os.rename(old, os.path.join(directory, f"renumber-{kind}-{k}"))
+    for k in range(parts):
+        for kind, ext in (("data", "gulp"), ("meta", "gmeta")):
+            tmp = os.path.join(directory, f"renumber-{kind}-{k}")
+            if os.path.exists(tmp):
+                os.rename(tmp, os.path.join(directory, f"{kind}_{numbers[k]}.{ext}"))
