@@ -142,6 +142,7 @@ class _Part:
     path: str
     records: int
     bytes: int
+    node: str
 
 
 class ReelDatasink(Datasink):
@@ -223,7 +224,8 @@ class ReelDatasink(Datasink):
         if writer is None:
             return None
         summary = writer.finish()
-        return _Part(ctx.task_idx, path, summary["records"], summary["bytes"])
+        node = ray.get_runtime_context().get_node_id()
+        return _Part(ctx.task_idx, path, summary["records"], summary["bytes"], node)
 
     def on_write_complete(self, write_result: WriteResult) -> None:
         """Commits: the parts into the format's layout, then the whole into ``path``."""
@@ -249,6 +251,7 @@ class ReelDatasink(Datasink):
             "records": sum(p.records for p in parts),
             "bytes": sum(p.bytes for p in parts),
             "parts": len(parts),
+            "nodes": sorted({p.node for p in parts}),
             "path": self.path,
         }
 
@@ -291,7 +294,8 @@ def write_reel(
     ray_remote_args: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Writes a Ray dataset as a reel dataset (see ``ReelDatasink``); returns the summary
-    (``records``, ``bytes``, ``parts``, ``path``)."""
+    (``records``, ``bytes``, ``parts``, ``nodes``: the Ray node ids that wrote parts,
+    ``path``)."""
     sink = ReelDatasink(
         path, format=format, schema=schema, overwrite=overwrite, min_rows_per_task=min_rows_per_task
     )
@@ -329,6 +333,7 @@ def _convert_part(row: dict[str, Any], src: str, dst: str, to: str, parts: int, 
     report = reel.convert(src, dst, to=to, verify=verify, shard=(k, parts))
     return {
         "part": k,
+        "node": ray.get_runtime_context().get_node_id(),
         "records": report["records"],
         "bytes": report["bytes"],
         "losses": [f"{field}\t{what}" for field, what in report["losses"]],
@@ -359,8 +364,8 @@ def convert(
     ``part-NNNNN``, Syrah ``part-NNNNN.syr`` files, Granular shards, Gulp chunks) holding the
     same records, in the same order, as the local convert's.
 
-    Returns ``{"from", "to", "records", "bytes", "losses", "parts", "outputs"}`` like
-    ``reel.convert``.
+    Returns ``{"from", "to", "records", "bytes", "losses", "outputs"}`` like
+    ``reel.convert``, and ``parts`` and ``nodes`` (the Ray node ids that ran parts).
     """
     src = os.fspath(src)
     dst_path = os.path.abspath(os.fspath(dst))
@@ -417,6 +422,7 @@ def convert(
         "bytes": sum(r["bytes"] for r in reports),
         "losses": losses,
         "parts": parts,
+        "nodes": sorted({r["node"] for r in reports}),
         "outputs": [dst_path],
     }
 
