@@ -1,0 +1,113 @@
+"""Conversion throughput on Ray against the local convert, and the driver's cost per task.
+
+Generates an FFRecord dataset (``reel.generate``: records up to ``--max-record`` bytes),
+then converts it to ``--to`` (default granular) three ways, each ``--runs`` times (best
+kept):
+
+* ``reel.convert`` (the local convert, one process, Rust),
+* ``reel.ray.convert`` on a local Ray with 1 CPU (one worker runs the parts in turn),
+* ``reel.ray.convert`` on a local Ray with 2 CPUs (two workers),
+
+and prints MB/s of source and the ratio to the local convert. Then it measures what one
+task costs the driver: a conversion of a 1-record-per-part dataset with ``--tiny-parts``
+parts, minus the same with 1 part, divided by the extra parts. The Ray cluster's start is
+not timed (``ray.init`` happens before). Data lives in ``--dir`` (default /dev/shm, warm)
+and is removed at the end::
+
+    python crates/reel-python/bench/bench_ray.py [--records 200000] [--max-record 2048]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+import ray  # noqa: E402
+
+import reel  # noqa: E402
+import reel.ray  # noqa: E402
+
+
+def best_of(runs: int, fn) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def start_ray(cpus: int) -> None:
+    ray.init(num_cpus=cpus, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False, logging_level="ERROR")
+    ray.data.DataContext.get_current().enable_progress_bars = False
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--records", type=int, default=200_000)
+    p.add_argument("--max-record", type=int, default=2048)
+    p.add_argument("--to", default="granular")
+    p.add_argument("--parts", type=int, default=4)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--tiny-parts", type=int, default=64)
+    p.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    args = p.parse_args()
+
+    work = tempfile.mkdtemp(prefix="reel-bench-ray-", dir=args.dir)
+    try:
+        src = os.path.join(work, "src.ffr")
+        reel.generate(src, format="ffrecord", records=args.records, max_record=args.max_record)
+        size = os.path.getsize(src)
+        n = 0
+
+        def out() -> str:
+            nonlocal n
+            n += 1
+            path = os.path.join(work, f"out-{n}")
+            return path
+
+        def cleanup_after(fn):
+            def run():
+                path = out()
+                fn(path)
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+            return run
+
+        local = best_of(args.runs, cleanup_after(lambda d: reel.convert(src, d, to=args.to)))
+        results = [("local reel.convert", local)]
+        for cpus in (1, 2):
+            start_ray(cpus)
+            try:
+                t = best_of(args.runs, cleanup_after(lambda d: reel.ray.convert(src, d, to=args.to, parts=args.parts)))
+                results.append((f"reel.ray.convert, {cpus} worker(s), {args.parts} parts", t))
+            finally:
+                ray.shutdown()
+        print(f"source: {args.records} records, {size / 1e6:.1f} MB FFRecord -> {args.to}")
+        for name, t in results:
+            print(f"{name:45s} {t:7.2f} s  {size / 1e6 / t:8.1f} MB/s  {local / t:5.2f}x local")
+
+        # The driver's cost per task: tiny parts, where the conversion itself is nothing.
+        tiny = os.path.join(work, "tiny.ffr")
+        reel.generate(tiny, format="ffrecord", records=args.tiny_parts, max_record=64)
+        start_ray(2)
+        try:
+            one = best_of(args.runs, cleanup_after(lambda d: reel.ray.convert(tiny, d, to=args.to, parts=1)))
+            many = best_of(args.runs, cleanup_after(lambda d: reel.ray.convert(tiny, d, to=args.to, parts=args.tiny_parts)))
+        finally:
+            ray.shutdown()
+        per_task = (many - one) / (args.tiny_parts - 1)
+        print(f"job of 1 part: {one * 1e3:.0f} ms; of {args.tiny_parts} parts: {many * 1e3:.0f} ms "
+              f"-> {per_task * 1e3:.1f} ms per extra task (2 workers)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
