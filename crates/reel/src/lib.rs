@@ -59,6 +59,8 @@ pub use reel_loader as loader;
 pub use reel_loader::{Batch, Loader, LoaderBuilder, LoaderState, MapContext, Schedule, Shuffle};
 #[cfg(feature = "ofrecord")]
 pub use reel_ofrecord as ofrecord;
+#[cfg(feature = "object-store")]
+pub use reel_store as store;
 #[cfg(feature = "syrah")]
 pub use reel_syrah as syrah;
 

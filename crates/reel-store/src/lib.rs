@@ -1,0 +1,30 @@
+//! Object storage for reel: dataset addresses (`s3://`, `gs://`, `az://`/`abfs://`,
+//! `http(s)://`, `file://`, plain paths), stores built with the `object_store` crate from a
+//! URL, the standard environment and per-call [`StoreOptions`], and the tokio runtime those
+//! stores run on, behind a synchronous facade ([`block_on`]) so reel's API stays synchronous.
+//!
+//! ```no_run
+//! use reel_store::{Address, Store, StoreOptions};
+//! let Address::Remote(url) = Address::parse("s3://bucket/datasets/train")? else { unreachable!() };
+//! let store = Store::new(&url, &StoreOptions::default().with("aws_region", "eu-west-1"))?;
+//! for (key, size) in store.list(url.path())? {
+//!     println!("{key}: {size} bytes");
+//! }
+//! # Ok::<(), reel_core::Error>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod address;
+mod error;
+mod options;
+pub mod runtime;
+mod store;
+
+pub use address::{Address, ObjectUrl, StoreKind, is_remote};
+pub use error::store_error;
+pub use object_store;
+pub use object_store::path::Path as ObjectPath;
+pub use options::{RetrySettings, StoreOptions};
+pub use runtime::block_on;
+pub use store::Store;

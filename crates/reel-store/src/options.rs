@@ -1,0 +1,95 @@
+//! Settings of a store: builder configuration, retries and request deadlines.
+
+use std::time::Duration;
+
+use object_store::{BackoffConfig, RetryConfig};
+
+/// How a store is configured, on top of (or instead of) the environment.
+///
+/// Every request has a deadline ([`timeout`](Self::timeout)) and failed requests (timeouts,
+/// 5xx, throttling, connection resets) are retried with exponential backoff and jitter
+/// ([`retry`](Self::retry)), object_store's own retry loop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreOptions {
+    /// Read the store's standard environment variables (`AWS_*` for S3, `GOOGLE_*` for GCS,
+    /// `AZURE_*` for Azure) before applying [`config`](Self::config). Default: true.
+    pub use_env: bool,
+    /// Builder settings by object_store's names, applied after the environment, for example
+    /// `("aws_endpoint", "http://127.0.0.1:9000")`, `("aws_region", "eu-west-1")`,
+    /// `("allow_http", "true")`, `("google_service_account", "/path/key.json")`.
+    /// A name the store does not know is an error, not ignored.
+    pub config: Vec<(String, String)>,
+    /// Retry policy for failed requests.
+    pub retry: RetrySettings,
+    /// Deadline of one request, from sending it to the end of its body. Default 30 s.
+    pub timeout: Duration,
+    /// Deadline for establishing a connection. Default 5 s.
+    pub connect_timeout: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            use_env: true,
+            config: Vec::new(),
+            retry: RetrySettings::default(),
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl StoreOptions {
+    /// Adds one builder setting (see [`config`](Self::config)).
+    pub fn with(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.config.push((key.into(), value.into()));
+        self
+    }
+}
+
+/// Retries with exponential backoff and jitter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrySettings {
+    /// Retries after the first attempt; 0 disables retrying. Default 10.
+    pub max_retries: usize,
+    /// No retry starts once this much time has passed since the first attempt. Default 3 min.
+    pub retry_timeout: Duration,
+    /// The first backoff. Default 100 ms.
+    pub initial_backoff: Duration,
+    /// The largest backoff. Default 15 s.
+    pub max_backoff: Duration,
+    /// Growth factor of the backoff (each wait is drawn at random up to the grown value).
+    /// Default 2.
+    pub backoff_base: f64,
+}
+
+impl Default for RetrySettings {
+    fn default() -> Self {
+        RetrySettings {
+            max_retries: 10,
+            retry_timeout: Duration::from_secs(180),
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(15),
+            backoff_base: 2.0,
+        }
+    }
+}
+
+impl RetrySettings {
+    pub(crate) fn to_object_store(&self) -> RetryConfig {
+        RetryConfig {
+            backoff: BackoffConfig {
+                init_backoff: self.initial_backoff,
+                max_backoff: self.max_backoff,
+                base: self.backoff_base,
+            },
+            max_retries: self.max_retries,
+            retry_timeout: self.retry_timeout,
+        }
+    }
+}
+
+/// A duration as object_store's string settings take it (humantime).
+pub(crate) fn duration_setting(d: Duration) -> String {
+    format!("{}ms", d.as_millis().max(1))
+}
