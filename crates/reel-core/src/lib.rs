@@ -51,6 +51,7 @@ mod sink;
 mod source;
 pub mod staged;
 pub mod store;
+pub mod stream;
 mod value;
 
 #[cfg(feature = "testing")]
@@ -79,6 +80,7 @@ pub use source::{
 };
 pub use staged::{StagedDir, StagedFile};
 pub use store::{Entry, LocalStore, Store, StoreRef, local_store};
+pub use stream::{BatchPlan, BatchStream, StreamBatch, StreamOptions};
 pub use value::{
     ArrayRef, ArrayValue, DType, Element, ListRef, MapRef, Shape, Span, Value, ValueRef,
 };

@@ -1,5 +1,8 @@
 //! The conformance kit: behaviour every source must show on every backend.
 
+use std::sync::Arc;
+
+use crate::stream::{BatchPlan, BatchStream, StreamOptions};
 use crate::{Backend, ErrorKind, Record, RecordBatch, RecordSource, RecordSourceExt, Result};
 
 /// What reading one record gave: the record, or the kind of error.
@@ -31,6 +34,17 @@ fn check_batch(
     what: &str,
 ) {
     let result = source.read_batch_into(indices, batch);
+    compare_batch(result, batch, expected, indices, what);
+}
+
+/// Checks a batch read's result against the one-by-one outcomes of its records.
+fn compare_batch(
+    result: Result<()>,
+    batch: &RecordBatch,
+    expected: &[Outcome],
+    indices: &[u64],
+    what: &str,
+) {
     let first_error =
         indices.iter().find_map(|&i| expected[i as usize].as_ref().err().map(|k| (i, *k)));
     match (result, first_error) {
@@ -164,7 +178,9 @@ pub fn check_backend_list(
                     backend.name(),
                     source.backend_name()
                 );
-                Ok(check_source(&*source))
+                let expected = check_source(&*source);
+                check_stream(Arc::from(source), &expected);
+                Ok(expected)
             }
             Err(e) => Err(e.kind()),
         };
@@ -175,4 +191,88 @@ pub fn check_backend_list(
         assert_eq!(r, &first, "backend {name} disagrees with {first_name}");
     }
     first
+}
+
+/// Reads `plan` through a stream and checks every batch against the one-by-one outcomes:
+/// batch `n` of the stream is batch `n` of the plan, equal to its records read alone, or
+/// failing with the kind of error one of them fails with alone.
+fn check_stream_plan(
+    source: &Arc<dyn RecordSource>,
+    expected: &[Outcome],
+    batches: &[Vec<u64>],
+    options: &StreamOptions,
+) {
+    let what = format!("stream {options:?}");
+    let stream =
+        BatchStream::new(source.clone(), BatchPlan::from_batches(batches.to_vec()), options)
+            .unwrap();
+    let mut seen = 0;
+    // Holding a few batches at once checks that a held buffer is never refilled.
+    let mut held = std::collections::VecDeque::new();
+    for (n, item) in stream.enumerate() {
+        let indices = &batches[n];
+        let what = format!("{what}, batch {n}");
+        match item {
+            Ok(batch) => {
+                assert_eq!(batch.seq(), n as u64, "{what}: batches out of order");
+                compare_batch(Ok(()), &batch, expected, indices, &what);
+                held.push_back((n, batch));
+                if held.len() > 2 {
+                    let (m, old) = held.pop_front().unwrap();
+                    compare_batch(Ok(()), &old, expected, &batches[m], &format!("{what} (held)"));
+                }
+            }
+            Err(e) => compare_batch(Err(e), &RecordBatch::new(), expected, indices, &what),
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, batches.len(), "{what}: the stream ended early or late");
+}
+
+/// Runs the stream checks on one source whose one-by-one outcomes are `expected`.
+///
+/// Checks: batches come out in plan order, each equal to its records read alone (or failing
+/// with a kind of error one of its records fails with), on the consumer's thread and with
+/// one or two helper threads, several read-ahead depths and a byte budget smaller than one
+/// batch; an error does not end the stream; an empty plan and empty batches; a stream
+/// dropped halfway stops its helpers (nothing holds the source afterwards).
+pub fn check_stream(source: Arc<dyn RecordSource>, expected: &[Outcome]) {
+    let n = source.len();
+    let order = shuffled(n, 11);
+    let layouts: Vec<Vec<Vec<u64>>> = vec![
+        order.chunks(1).map(<[u64]>::to_vec).collect(),
+        order.chunks(5).map(<[u64]>::to_vec).collect(),
+        (0..n).collect::<Vec<_>>().chunks(64).map(<[u64]>::to_vec).collect(),
+        vec![vec![], order.iter().rev().copied().collect(), vec![]],
+        vec![],
+    ];
+    let options = [
+        StreamOptions::inline(),
+        StreamOptions::default(),
+        StreamOptions::default().threads(2).read_ahead(4),
+        StreamOptions::default().read_ahead(1).max_ahead_bytes(1),
+    ];
+    for batches in &layouts {
+        for o in &options {
+            check_stream_plan(&source, expected, batches, o);
+        }
+    }
+
+    // Dropped halfway, with reads in flight: the helpers stop and let go of the source.
+    let before = Arc::strong_count(&source);
+    for o in &options[1..] {
+        let mut stream =
+            BatchStream::new(source.clone(), BatchPlan::chunks(order.clone(), 3), o).unwrap();
+        let first = stream.next();
+        if n > 0 {
+            assert!(first.is_some(), "a stream over {n} records gave no batch");
+        }
+        drop(stream);
+        drop(first);
+        assert_eq!(
+            Arc::strong_count(&source),
+            before,
+            "a dropped stream ({o:?}) still holds the source: its helpers did not stop"
+        );
+    }
 }
