@@ -439,12 +439,15 @@ impl Col {
                 let rows = valid.len();
                 let values =
                     primitive_array(*dtype, std::mem::take(data).into(), rows * per_row as usize);
+                // The row count is given: a shape with a zero dimension has no values to
+                // count rows by.
                 Arc::new(
-                    FixedSizeListArray::try_new(
+                    FixedSizeListArray::try_new_with_length(
                         element_field(*dtype),
                         i32::try_from(per_row).map_err(|_| too_big())?,
                         values,
                         valid.finish(),
+                        rows,
                     )
                     .map_err(|e| Error::invalid_input(e.to_string()))?,
                 )
@@ -561,6 +564,9 @@ pub struct Encoder {
     files: Col,
     offsets: Col,
     rows: usize,
+    /// Skip record fields the schema has no column for (a column selection), instead of
+    /// refusing them.
+    skip_unknown: bool,
 }
 
 impl Encoder {
@@ -583,7 +589,14 @@ impl Encoder {
             files: Col::var(true, false, false),
             offsets: Col::UInt(Vec::new(), NullBufferBuilder::new(0)),
             rows: 0,
+            skip_unknown: false,
         }
+    }
+
+    /// Whether fields the schema lacks are skipped (`true`: the schema is a selection of
+    /// columns) or refused (`false`, the default).
+    pub fn skip_unknown(&mut self, on: bool) {
+        self.skip_unknown = on;
     }
 
     /// The schema of the batches.
@@ -619,7 +632,7 @@ impl Encoder {
             Error::schema(format!("record {index}, field {field:?}: {why}")).with_record(index)
         };
         for (name, _) in record.iter() {
-            if !self.names.iter().any(|n| n == name) {
+            if !self.skip_unknown && !self.names.iter().any(|n| n == name) {
                 return Err(fail(
                     name,
                     "the schema has no such column (it was not in the sampled records; \

@@ -22,8 +22,13 @@ pub struct ArrowOptions {
     /// Stop sampling after this many bytes of records (default 16 MiB).
     pub sample_bytes: usize,
     /// The schema to write, instead of inferring one. Its fields must use the types reel
-    /// writes (see the crate documentation).
+    /// writes (see the crate documentation); one with 64-bit offsets anywhere
+    /// (`large_binary`, `large_utf8`) turns on [`large_types`](Self::large_types).
     pub schema: Option<SchemaRef>,
+    /// Only these columns, in this order (default: every field). Other fields of the
+    /// records are skipped; a name that is neither declared by the format, sampled, nor in
+    /// [`schema`](Self::schema) is an error naming the columns there are.
+    pub columns: Option<Vec<String>>,
     /// `LargeBinary`/`LargeUtf8` (64-bit offsets) instead of `Binary`/`Utf8`, for batches
     /// over 2 GiB of one column.
     pub large_types: bool,
@@ -42,6 +47,7 @@ impl Default for ArrowOptions {
             sample_records: 1000,
             sample_bytes: 16 << 20,
             schema: None,
+            columns: None,
             large_types: false,
             extra: ExtraColumns::default(),
             batch_rows: 65536,
@@ -133,8 +139,9 @@ pub struct SourceBatchReader<S> {
     source: S,
     encoder: Encoder,
     options: ArrowOptions,
+    rows: Rows,
+    /// Position in `rows` of the next record to read.
     next: u64,
-    end: u64,
     batch: reel_core::RecordBatch,
     indices: Vec<u64>,
     failed: bool,
@@ -147,24 +154,50 @@ impl<S: RecordSource> SourceBatchReader<S> {
         Self::with_range(source, 0..len, options)
     }
 
-    /// A reader over records `range` of `source` (e.g. one Parquet part of many).
+    /// A reader over records `range` of `source` (e.g. one Parquet part of many, or one
+    /// read task's share of a dataset).
     pub fn with_range(source: S, range: Range<u64>, options: &ArrowOptions) -> Result<Self> {
         if range.end > source.len() || range.start > range.end {
             return Err(Error::out_of_range(range.end, source.len()));
         }
-        let kinds = match &options.schema {
+        Self::with_rows(source, Rows::Range(range), options)
+    }
+
+    /// A reader over the records at `indices` of `source`, in that order (repeats
+    /// allowed). The `_index` column, when asked for, holds each record's index in
+    /// `source`.
+    pub fn with_indices(source: S, indices: Vec<u64>, options: &ArrowOptions) -> Result<Self> {
+        if let Some(&bad) = indices.iter().find(|&&i| i >= source.len()) {
+            return Err(Error::out_of_range(bad, source.len()));
+        }
+        Self::with_rows(source, Rows::List(indices), options)
+    }
+
+    fn with_rows(source: S, rows: Rows, options: &ArrowOptions) -> Result<Self> {
+        let mut kinds = match &options.schema {
             Some(schema) => kinds_of_schema(schema)?,
             None => {
-                let sample = sample(&source, range.clone(), options)?;
+                let sample = sample(&source, &rows, options)?;
                 infer_kinds(source.info().schema.as_deref(), sample.iter())
             }
         };
+        if let Some(columns) = &options.columns {
+            kinds = select_columns(kinds, columns)?;
+        }
+        // A given schema with 64-bit offsets asks for them (reel writes one offset width).
+        let large = options.large_types
+            || options
+                .schema
+                .as_ref()
+                .is_some_and(|s| s.fields().iter().any(|f| has_large_offsets(f.data_type())));
+        let mut encoder = Encoder::new(&kinds, large, options.extra);
+        encoder.skip_unknown(options.columns.is_some());
         Ok(SourceBatchReader {
-            encoder: Encoder::new(&kinds, options.large_types, options.extra),
+            encoder,
             source,
             options: options.clone(),
-            next: range.start,
-            end: range.end,
+            rows,
+            next: 0,
             batch: reel_core::RecordBatch::new(),
             indices: Vec::new(),
             failed: false,
@@ -178,7 +211,7 @@ impl<S: RecordSource> SourceBatchReader<S> {
 
     /// The next batch, or `None` after the last record.
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        if self.failed || self.next >= self.end {
+        if self.failed || self.next >= self.rows.len() {
             return Ok(None);
         }
         let result = self.fill();
@@ -190,7 +223,8 @@ impl<S: RecordSource> SourceBatchReader<S> {
 
     fn fill(&mut self) -> Result<RecordBatch> {
         let opts = &self.options;
-        while self.next < self.end
+        let end = self.rows.len();
+        while self.next < end
             && self.encoder.rows() < opts.batch_rows.max(1)
             && (self.encoder.rows() == 0 || self.encoder.buffered_bytes() < opts.batch_bytes)
         {
@@ -204,9 +238,9 @@ impl<S: RecordSource> SourceBatchReader<S> {
                 None => 1,
             };
             let take = fit.clamp(1, 256).min(opts.batch_rows.max(1) - rows) as u64;
-            let take = take.min(self.end - self.next);
+            let take = take.min(end - self.next);
             self.indices.clear();
-            self.indices.extend(self.next..self.next + take);
+            self.rows.extend_into(self.next..self.next + take, &mut self.indices);
             self.source.read_batch_into(&self.indices, &mut self.batch)?;
             for record in self.batch.iter() {
                 self.encoder.push(record)?;
@@ -217,19 +251,72 @@ impl<S: RecordSource> SourceBatchReader<S> {
     }
 }
 
-/// Reads up to the sample limits from the start of `range`.
+/// The records a reader reads: a range of the source, or a list of its indices.
+enum Rows {
+    Range(Range<u64>),
+    List(Vec<u64>),
+}
+
+impl Rows {
+    fn len(&self) -> u64 {
+        match self {
+            Rows::Range(r) => r.end - r.start,
+            Rows::List(l) => l.len() as u64,
+        }
+    }
+
+    /// Appends the source indices at positions `at` to `out`.
+    fn extend_into(&self, at: Range<u64>, out: &mut Vec<u64>) {
+        match self {
+            Rows::Range(r) => out.extend(r.start + at.start..r.start + at.end),
+            Rows::List(l) => out.extend_from_slice(&l[at.start as usize..at.end as usize]),
+        }
+    }
+}
+
+/// Whether `t` or a type inside it has 64-bit offsets.
+fn has_large_offsets(t: &arrow_schema::DataType) -> bool {
+    use arrow_schema::DataType as T;
+    match t {
+        T::LargeBinary | T::LargeUtf8 | T::LargeList(_) => true,
+        T::List(f) | T::FixedSizeList(f, _) => has_large_offsets(f.data_type()),
+        T::Struct(fields) => fields.iter().any(|f| has_large_offsets(f.data_type())),
+        _ => false,
+    }
+}
+
+/// `kinds` cut down to `columns`, in their order.
+fn select_columns(kinds: Vec<(String, Kind)>, columns: &[String]) -> Result<Vec<(String, Kind)>> {
+    columns
+        .iter()
+        .map(|name| {
+            kinds.iter().find(|(n, _)| n == name).cloned().ok_or_else(|| {
+                let have: Vec<&str> = kinds.iter().map(|(n, _)| n.as_str()).collect();
+                Error::invalid_input(format!(
+                    "no column {name:?} (the records have {}; a field missing from the sampled \
+                     records needs a schema or a larger sample)",
+                    if have.is_empty() { "no fields".to_string() } else { have.join(", ") }
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Reads up to the sample limits from the start of `rows`.
 fn sample(
     source: &dyn RecordSource,
-    range: Range<u64>,
+    rows: &Rows,
     options: &ArrowOptions,
 ) -> Result<reel_core::RecordBatch> {
     let mut all = reel_core::RecordBatch::new();
     let mut chunk = reel_core::RecordBatch::new();
-    let mut next = range.start;
-    let end = range.end.min(range.start.saturating_add(options.sample_records as u64));
+    let mut next = 0;
+    let end = rows.len().min(options.sample_records as u64);
+    let mut indices = Vec::new();
     while next < end && all.buffer_len() < options.sample_bytes {
         let take = (end - next).min(16);
-        let indices: Vec<u64> = (next..next + take).collect();
+        indices.clear();
+        rows.extend_into(next..next + take, &mut indices);
         source.read_batch_into(&indices, &mut chunk)?;
         for r in chunk.iter() {
             all.push_copy(r);

@@ -316,3 +316,83 @@ fn damaged_files_are_errors() {
         }
     }
 }
+
+#[test]
+fn ranges_index_lists_and_column_selections() {
+    let records: Vec<Record> = (0..40).map(labelled).collect();
+    let source = VecSource::new(records.clone());
+    let labels = |batches: Vec<RecordBatch>, col: &str| -> Vec<i64> {
+        batches
+            .iter()
+            .flat_map(|b| {
+                let a = b.column_by_name(col).unwrap();
+                let a = a.as_any().downcast_ref::<Int64Array>().unwrap();
+                a.values().to_vec()
+            })
+            .collect()
+    };
+    let small = ArrowOptions { batch_rows: 4, ..Default::default() };
+    let range = SourceBatchReader::with_range(&source, 10..21, &small).unwrap();
+    let got: Vec<RecordBatch> = range.map(|b| b.unwrap()).collect();
+    assert_eq!(got.len(), 3);
+    assert_eq!(labels(got, "label"), (10..21).collect::<Vec<i64>>());
+
+    // An index list, in its order with repeats; `_index` names the source's records.
+    let opts = ArrowOptions {
+        columns: Some(vec!["label".into(), "caption".into()]),
+        extra: reel_arrow::ExtraColumns { index: true, location: false },
+        ..small.clone()
+    };
+    let order = vec![39u64, 2, 2, 17, 0];
+    let reader = SourceBatchReader::with_indices(&source, order.clone(), &opts).unwrap();
+    let names: Vec<String> = reader.schema().fields().iter().map(|f| f.name().clone()).collect();
+    assert_eq!(names, ["label", "caption", "_index"]);
+    let got: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+    assert_eq!(labels(got.clone(), "label"), [39, 2, 2, 17, 0]);
+    let index: Vec<u64> = got
+        .iter()
+        .flat_map(|b| {
+            let a = b.column_by_name("_index").unwrap();
+            a.as_any().downcast_ref::<arrow_array::UInt64Array>().unwrap().values().to_vec()
+        })
+        .collect();
+    assert_eq!(index, order);
+
+    // Out of range and unknown columns are refused up front.
+    let err = SourceBatchReader::with_indices(&source, vec![3, 40], &small).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::OutOfRange);
+    assert!(SourceBatchReader::with_range(&source, 30..41, &small).is_err());
+    let bad = ArrowOptions { columns: Some(vec!["nope".into()]), ..Default::default() };
+    let err = SourceBatchReader::new(&source, &bad).err().unwrap();
+    assert!(err.to_string().contains("\"nope\"") && err.to_string().contains("label"), "{err}");
+}
+
+#[test]
+fn a_tensor_with_a_zero_dimension_makes_a_batch_of_the_right_length() {
+    let mut r = Record::new();
+    r.push_array("arr", DType::F64, &[0, 3, 1], &[]).unwrap();
+    r.push_int("label", 1);
+    let source = VecSource::new(vec![r.clone(), r.clone(), r]);
+    let reader = SourceBatchReader::new(&source, &ArrowOptions::default()).unwrap();
+    let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 3);
+    assert!(matches!(batches[0].schema().field(0).data_type(), DataType::FixedSizeList(_, 0)));
+}
+
+#[test]
+fn a_given_schema_with_large_offsets_is_written_with_them() {
+    let source = VecSource::new((0..4).map(labelled).collect());
+    let schema = Arc::new(arrow_schema::Schema::new(vec![
+        Field::new("caption", DataType::LargeUtf8, true),
+        Field::new("image", DataType::LargeBinary, true),
+    ]));
+    let opts = ArrowOptions {
+        schema: Some(schema.clone()),
+        columns: Some(vec!["caption".into(), "image".into()]),
+        ..Default::default()
+    };
+    let reader = SourceBatchReader::new(&source, &opts).unwrap();
+    assert_eq!(reader.schema(), schema);
+    let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(rows, 4);
+}
