@@ -11,6 +11,7 @@ use reel::{Error, Format, OpenOptions, RecordSource};
 use reel_granular::{GranularOptions, GranularReader};
 use reel_gulp::{FrameDecode, GulpOptions, GulpReader, JpegStrictness};
 
+use crate::arrow::{ArrowStream, StreamArgs};
 use crate::buffer::{BatchBuffer, BatchPool, HeldBatch, PooledBatch};
 use crate::errors::IntoPyResult;
 use crate::loader::{BatchStream, IndexPlan, PlanArgs, ReadAhead};
@@ -403,6 +404,105 @@ impl Dataset {
         crate::loader::stream(py, self, args, read_ahead)
     }
 
+    /// The records as an Arrow stream, read in batches when consumed (once): pass it to
+    /// `pyarrow.table`, `pyarrow.RecordBatchReader.from_stream`, `polars.from_arrow` or
+    /// DuckDB. `start`/`stop` read a range of records, `indices` a list of them (in its
+    /// order); `columns` picks fields; batches hold at most `batch_rows` records and about
+    /// `batch_bytes` bytes; `large_types` gives 64-bit offsets; `schema` (a
+    /// `pyarrow.Schema`) replaces the inferred one, which comes from the declared fields and
+    /// the first `sample_records` records; `with_index` adds `_index`, each record's index.
+    #[pyo3(signature = (*, start=None, stop=None, indices=None, columns=None,
+                        batch_rows=65536, batch_bytes=16 << 20, large_types=false,
+                        schema=None, with_index=false, sample_records=1000))]
+    #[allow(clippy::too_many_arguments)]
+    fn arrow_stream(
+        &self,
+        py: Python<'_>,
+        start: Option<u64>,
+        stop: Option<u64>,
+        indices: Option<&Bound<'_, PyAny>>,
+        columns: Option<Vec<String>>,
+        batch_rows: usize,
+        batch_bytes: usize,
+        large_types: bool,
+        schema: Option<&Bound<'_, PyAny>>,
+        with_index: bool,
+        sample_records: usize,
+    ) -> PyResult<ArrowStream> {
+        let args = StreamArgs {
+            start,
+            stop,
+            indices,
+            columns,
+            batch_rows,
+            batch_bytes,
+            large_types,
+            schema,
+            with_index,
+            sample_records,
+        };
+        let source = self.reader().py_err(py)?;
+        Ok(ArrowStream::new(crate::arrow::batch_reader(py, source, args)?))
+    }
+
+    /// The records as a `pyarrow.Table` (pyarrow imported on call); takes the keyword
+    /// arguments of `arrow_stream`. The table holds what was read: read a range or a
+    /// selection of columns for a part of a large dataset, or stream with `to_batches`.
+    #[pyo3(signature = (**options))]
+    fn to_arrow<'py>(
+        slf: &Bound<'py, Self>,
+        options: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let stream = slf.call_method("arrow_stream", (), options)?;
+        let reader = pyarrow_reader(&stream)?;
+        reader.call_method0("read_all")
+    }
+
+    /// The records as a `pyarrow.RecordBatchReader` that reads batch by batch as it is
+    /// iterated; takes the keyword arguments of `arrow_stream`.
+    #[pyo3(signature = (**options))]
+    fn to_batches<'py>(
+        slf: &Bound<'py, Self>,
+        options: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let stream = slf.call_method("arrow_stream", (), options)?;
+        pyarrow_reader(&stream)
+    }
+
+    /// The Arrow PyCapsule stream protocol: every record, default options
+    /// (`pyarrow.table(ds)`). A `requested_schema` is used as the schema where reel can
+    /// write it, and otherwise left aside (the consumer sees the dataset's own schema).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyCapsule>> {
+        let source = self.reader().py_err(py)?;
+        let args = |schema| StreamArgs {
+            start: None,
+            stop: None,
+            indices: None,
+            columns: None,
+            batch_rows: 65536,
+            batch_bytes: 16 << 20,
+            large_types: false,
+            schema,
+            with_index: false,
+            sample_records: 1000,
+        };
+        let reader = match requested_schema {
+            Some(requested) => {
+                match crate::arrow::batch_reader(py, Arc::clone(&source), args(Some(requested))) {
+                    Ok(reader) => reader,
+                    Err(_) => crate::arrow::batch_reader(py, source, args(None))?,
+                }
+            }
+            None => crate::arrow::batch_reader(py, source, args(None))?,
+        };
+        crate::arrow::stream_capsule(py, reader)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<reel.Dataset {} {} records at {:?}>",
@@ -430,6 +530,16 @@ pub(crate) fn batch_dicts(
     let held = owner.get();
     let mut conv = Converter::viewing(py, view, held.bytes());
     held.batch().iter().map(|r| conv.record(r)).collect()
+}
+
+/// `pyarrow.RecordBatchReader.from_stream(stream)`.
+fn pyarrow_reader<'py>(stream: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let pyarrow = stream.py().import("pyarrow").map_err(|e| {
+        pyo3::exceptions::PyImportError::new_err(format!(
+            "Dataset.to_arrow and to_batches need pyarrow (pip install pyarrow): {e}"
+        ))
+    })?;
+    pyarrow.getattr("RecordBatchReader")?.call_method1("from_stream", (stream,))
 }
 
 /// Iterator over every record of a dataset, reading ahead one batch at a time.

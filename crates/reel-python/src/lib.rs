@@ -4,6 +4,7 @@
 //! errors and releases the GIL around every read. Formats, shuffling, sharding and resume
 //! all come from the Rust side; nothing here re-implements them.
 
+mod arrow;
 mod buffer;
 mod dataset;
 mod errors;
@@ -24,6 +25,7 @@ fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::DatasetIter>()?;
     m.add_class::<dataset::Info>()?;
     m.add_class::<buffer::BatchBuffer>()?;
+    m.add_class::<arrow::ArrowStream>()?;
     m.add_class::<writer::Sink>()?;
     m.add_class::<loader::IndexPlan>()?;
     m.add_class::<loader::BatchStream>()?;

@@ -32,7 +32,7 @@ from reel._errors import (
     SchemaError,
     UnsupportedError,
 )
-from reel._reel import BatchBuffer, Dataset, Info, __version__, convert, generate, open, verify
+from reel._reel import ArrowStream, BatchBuffer, Dataset, Info, __version__, convert, generate, open, verify
 from reel._writer import Writer
 
 from reel import ffrecord, granular, gulp, ofrecord, syrah  # noqa: E402  (writers per format)
@@ -51,6 +51,7 @@ __all__ = [
     "Dataset",
     "Info",
     "BatchBuffer",
+    "ArrowStream",
     "ReelError",
     "IoError",
     "CorruptError",

@@ -144,6 +144,34 @@ class Dataset:
         copy: bool = True,
     ) -> BatchStream: ...
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]: ...
+    def arrow_stream(
+        self,
+        *,
+        start: int | None = None,
+        stop: int | None = None,
+        indices: Iterable[int] | None = None,
+        columns: Sequence[str] | None = None,
+        batch_rows: int = 65536,
+        batch_bytes: int = 16 << 20,
+        large_types: bool = False,
+        schema: Any | None = None,
+        with_index: bool = False,
+        sample_records: int = 1000,
+    ) -> ArrowStream:
+        """The records (a range, a list of indices or all) as an Arrow C stream, read when
+        consumed; ``schema`` is anything with ``__arrow_c_schema__`` (a ``pyarrow.Schema``)."""
+    def to_arrow(self, **options: Any) -> Any:
+        """A ``pyarrow.Table`` of the records; keyword arguments as for ``arrow_stream``."""
+    def to_batches(self, **options: Any) -> Any:
+        """A ``pyarrow.RecordBatchReader`` reading batch by batch; as ``arrow_stream``."""
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The Arrow PyCapsule stream protocol: every record (``pyarrow.table(ds)``)."""
+
+class ArrowStream:
+    """An Arrow stream of a dataset's records, consumed once."""
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def __arrow_c_schema__(self) -> object: ...
 
 class Sink:
     """A dataset being written (wrapped by ``reel.Writer``)."""

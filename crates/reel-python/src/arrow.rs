@@ -1,0 +1,175 @@
+//! The Arrow bridge in Python: a dataset as an Arrow C stream (the PyCapsule protocol
+//! `__arrow_c_stream__`), which pyarrow, Polars and DuckDB import without copying the
+//! batches, and Arrow data (anything with `__arrow_c_stream__`) written into any format.
+//!
+//! Everything here adapts: the batches come from `reel_arrow::SourceBatchReader`, the
+//! records written from `reel_arrow::BatchSource` through `reel::convert_source`.
+
+use std::ffi::CStr;
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyCapsuleMethods};
+use reel::RecordSource;
+use reel::arrow::arrow_array::ffi::FFI_ArrowSchema;
+use reel::arrow::arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use reel::arrow::arrow_schema::{Schema, SchemaRef};
+use reel::arrow::{ArrowOptions, ExtraColumns, SourceBatchReader, into_ffi_stream};
+
+use crate::errors::IntoPyResult;
+
+/// The capsule names the Arrow PyCapsule interface fixes.
+const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
+const SCHEMA_CAPSULE: &CStr = c"arrow_schema";
+
+/// What to read as Arrow: which records, which columns, how batches are cut.
+pub(crate) struct StreamArgs<'a, 'py> {
+    pub(crate) start: Option<u64>,
+    pub(crate) stop: Option<u64>,
+    pub(crate) indices: Option<&'a Bound<'py, PyAny>>,
+    pub(crate) columns: Option<Vec<String>>,
+    pub(crate) batch_rows: usize,
+    pub(crate) batch_bytes: usize,
+    pub(crate) large_types: bool,
+    pub(crate) schema: Option<&'a Bound<'py, PyAny>>,
+    pub(crate) with_index: bool,
+    pub(crate) sample_records: usize,
+}
+
+/// The Arrow schema of an object with `__arrow_c_schema__` (a `pyarrow.Schema`, or a
+/// capsule named "arrow_schema" itself).
+pub(crate) fn schema_of(obj: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
+    let capsule = if obj.hasattr("__arrow_c_schema__")? {
+        obj.call_method0("__arrow_c_schema__")?
+    } else {
+        obj.clone()
+    };
+    let capsule = capsule.cast_into::<PyCapsule>().map_err(|_| {
+        PyTypeError::new_err("schema must be an Arrow schema (an object with __arrow_c_schema__)")
+    })?;
+    let ptr = capsule.pointer_checked(Some(SCHEMA_CAPSULE))?;
+    // SAFETY: the capsule is named "arrow_schema", which the Arrow PyCapsule interface
+    // reserves for a pointer to a valid `ArrowSchema` owned by the capsule; it stays alive
+    // while `capsule` is borrowed here, and `Schema::try_from` only reads it (copying what
+    // it needs), so the producer's release callback still runs exactly once, on the capsule.
+    let ffi = unsafe { ptr.cast::<FFI_ArrowSchema>().as_ref() };
+    let schema = Schema::try_from(ffi)
+        .map_err(|e| PyValueError::new_err(format!("cannot read the Arrow schema: {e}")))?;
+    Ok(Arc::new(schema))
+}
+
+/// Indices from a list, tuple, range, NumPy array or other iterable of ints (negative ones
+/// counted from the end).
+fn indices_of(obj: &Bound<'_, PyAny>, len: u64) -> PyResult<Vec<u64>> {
+    let mut out = Vec::new();
+    for item in obj.try_iter()? {
+        let i: i64 = item?.extract()?;
+        let index = if i < 0 { i128::from(len) + i128::from(i) } else { i128::from(i) };
+        match u64::try_from(index).ok().filter(|&x| x < len) {
+            Some(x) => out.push(x),
+            None => {
+                let err = reel::Error::new(
+                    reel::ErrorKind::OutOfRange,
+                    format!("record index {i} is out of range (the dataset has {len} records)"),
+                );
+                return Err(crate::errors::to_py(obj.py(), err));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A batch reader over `source` as `args` say; reading starts when it is consumed, with
+/// the schema inferred (or given) here.
+pub(crate) fn batch_reader(
+    py: Python<'_>,
+    source: Arc<dyn RecordSource>,
+    args: StreamArgs<'_, '_>,
+) -> PyResult<SourceBatchReader<Arc<dyn RecordSource>>> {
+    let options = ArrowOptions {
+        sample_records: args.sample_records,
+        schema: args.schema.map(schema_of).transpose()?,
+        columns: args.columns,
+        large_types: args.large_types,
+        extra: ExtraColumns { index: args.with_index, location: false },
+        batch_rows: args.batch_rows,
+        batch_bytes: args.batch_bytes,
+        ..ArrowOptions::default()
+    };
+    let len = source.len();
+    if let Some(indices) = args.indices {
+        if args.start.is_some() || args.stop.is_some() {
+            return Err(PyValueError::new_err("give indices or start/stop, not both"));
+        }
+        let indices = indices_of(indices, len)?;
+        return py.detach(|| SourceBatchReader::with_indices(source, indices, &options)).py_err(py);
+    }
+    let stop = args.stop.unwrap_or(len).min(len);
+    let start = args.start.unwrap_or(0).min(stop);
+    py.detach(|| SourceBatchReader::with_range(source, start..stop, &options)).py_err(py)
+}
+
+/// A capsule "arrow_array_stream" holding `reader` as a C stream. A consumer moves the
+/// stream out (marking the capsule's copy released); a capsule never consumed releases it
+/// when collected (the stream's `Drop`).
+pub(crate) fn stream_capsule<'py>(
+    py: Python<'py>,
+    reader: SourceBatchReader<Arc<dyn RecordSource>>,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    let stream: FFI_ArrowArrayStream = into_ffi_stream(reader);
+    PyCapsule::new(py, stream, Some(STREAM_CAPSULE.to_owned()))
+}
+
+/// An Arrow stream of a dataset's records, read when consumed (once): hand it to
+/// `pyarrow.table`, `pyarrow.RecordBatchReader.from_stream`, `polars.from_arrow` or DuckDB.
+/// `Dataset.arrow_stream(...)` makes one.
+#[pyclass(frozen, module = "reel._reel")]
+pub struct ArrowStream {
+    reader: Mutex<Option<SourceBatchReader<Arc<dyn RecordSource>>>>,
+    schema: SchemaRef,
+}
+
+impl ArrowStream {
+    pub(crate) fn new(reader: SourceBatchReader<Arc<dyn RecordSource>>) -> Self {
+        let schema = reader.schema();
+        ArrowStream { reader: Mutex::new(Some(reader)), schema }
+    }
+}
+
+#[pymethods]
+impl ArrowStream {
+    /// The Arrow PyCapsule stream protocol. A `requested_schema` is ignored (the protocol
+    /// lets a producer keep its own); give a schema to `Dataset.arrow_stream` instead.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let reader = self.reader.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let reader = reader.ok_or_else(|| {
+            crate::errors::to_py(
+                py,
+                reel::Error::new(
+                    reel::ErrorKind::Closed,
+                    "this Arrow stream was already consumed; ask the dataset for a new one",
+                ),
+            )
+        })?;
+        stream_capsule(py, reader)
+    }
+
+    /// The schema of the batches, as a capsule "arrow_schema" (`pyarrow.schema(stream)`).
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let ffi = FFI_ArrowSchema::try_from(self.schema.as_ref())
+            .map_err(|e| PyValueError::new_err(format!("cannot export the schema: {e}")))?;
+        PyCapsule::new(py, ffi, Some(SCHEMA_CAPSULE.to_owned()))
+    }
+
+    fn __repr__(&self) -> String {
+        let names: Vec<&str> = self.schema.fields().iter().map(|f| f.name().as_str()).collect();
+        format!("<reel.ArrowStream columns=[{}]>", names.join(", "))
+    }
+}

@@ -1,0 +1,218 @@
+"""The Arrow bridge from Python: every golden dataset through the Arrow C stream protocol.
+
+``pyarrow.table(ds)`` and ``pyarrow.RecordBatchReader.from_stream(ds)`` import reel's
+batches; the tables are turned back into records here, following the type mapping the
+README documents (field metadata ``reel.type``, ``arrow.fixed_shape_tensor``, tagged JSON),
+and checked against the golden manifests with the same checks as test_golden.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import reel
+from conftest import golden_cases, manifest, same
+from test_golden import (
+    BARE_BAGS,
+    FORMATS,
+    UNOPENABLE,
+    check_ffrecord,
+    check_granular,
+    check_gulp,
+    check_ofrecord,
+    check_syrah,
+    dataset_path,
+)
+
+ABSENT = object()
+
+
+def untag(j):
+    """A value of a tagged-JSON column (``reel.type = json``)."""
+    if isinstance(j, dict):
+        if len(j) == 1:
+            ((k, v),) = j.items()
+            if k == "$bytes":
+                return bytes.fromhex(v)
+            if k == "$float":
+                return float(v)
+            if k == "$ndarray":
+                data = bytes.fromhex(v["hex"])
+                return np.frombuffer(data, dtype=np.dtype(v["dtype"])).reshape(v["shape"]).copy()
+            if k == "$map":
+                return {untag(a): untag(b) for a, b in v}
+        return {k: untag(v) for k, v in j.items()}
+    if isinstance(j, list):
+        return [untag(x) for x in j]
+    return j
+
+
+def reel_type(field: pa.Field) -> str | None:
+    meta = field.metadata or {}
+    t = meta.get(b"reel.type")
+    return t.decode() if t is not None else None
+
+
+def decode(scalar: pa.Scalar, field: pa.Field):
+    """One Arrow cell as the value reel returns for it (None for a null cell)."""
+    if not scalar.is_valid or pa.types.is_null(field.type):
+        return None
+    t = field.type
+    kind = reel_type(field)
+    if isinstance(t, pa.FixedShapeTensorType):
+        # From the storage: pyarrow's own to_numpy has no bool tensors.
+        values = scalar.value.values.to_numpy(zero_copy_only=False)
+        return values.reshape(t.shape).copy()
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        text = scalar.as_py()
+        return untag(json.loads(text)) if kind == "json" else text
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        if kind == "array":
+            return scalar.values.to_numpy(zero_copy_only=False).copy()
+        item = t.value_field
+        return [decode(v, item) for v in scalar.values]
+    if pa.types.is_struct(t):
+        if kind == "ndarray":
+            d = scalar.as_py()
+            return np.frombuffer(d["data"], dtype=np.dtype(d["dtype"])).reshape(d["shape"]).copy()
+        return {child.name: decode(scalar[child.name], child) for child in t}
+    return scalar.as_py()
+
+
+def records_of(table: pa.Table, like: list[dict] | None = None) -> list[dict]:
+    """The table's rows as records. Arrow has one null for "no value" and "no such field":
+    a null cell is left out of the record unless the record in ``like`` (what reel's own
+    API read) has that field as None, so the comparison is with what Arrow can say."""
+    table = table.combine_chunks()
+    rows = [{} for _ in range(table.num_rows)]
+    for field, column in zip(table.schema, table.columns):
+        for i, scalar in enumerate(column):
+            if not scalar.is_valid or pa.types.is_null(field.type):
+                if like is None or like[i].get(field.name, ABSENT) is not None:
+                    continue
+            rows[i][field.name] = decode(scalar, field)
+    if like is not None:
+        # Fields in the order the records have them.
+        rows = [{k: r[k] for k in sorted(r, key=list(want).index)} if set(r) <= set(want) else r
+                for r, want in zip(rows, like)]
+    return rows
+
+
+def cases():
+    return [
+        pytest.param(key, case, id=f"{key}/{case}")
+        for key in FORMATS
+        for case in golden_cases(key, corrupt=False)
+        if (key, case) not in UNOPENABLE and (key, case) not in BARE_BAGS
+    ]
+
+
+@pytest.mark.parametrize("key,case", cases())
+def test_golden_dataset_through_the_arrow_stream(key, case):
+    m = manifest(key, case)
+    fmt = FORMATS[key]
+    ds = reel.open(dataset_path(key, case), format=fmt)
+    table = pa.table(ds)
+    assert table.num_rows == m["record_count"]
+    mine = ds[:]
+    records = records_of(table, like=mine)
+    if fmt == "ffrecord":
+        check_ffrecord(records, m)
+    elif fmt == "syrah":
+        check_syrah(records, m)
+    elif fmt == "ofrecord":
+        check_ofrecord(records, m)
+    elif fmt == "granular":
+        check_granular(records, m)
+    elif fmt == "gulp":
+        check_gulp(records, m, decoded=True)
+    # The same records reel's own API returns, value for value.
+    assert same(records, mine)
+    # The stream reader gives the same rows; so does to_arrow (compared as records: NaN
+    # cells make Table.equals false).
+    streamed = pa.RecordBatchReader.from_stream(ds).read_all()
+    assert streamed.schema == table.schema
+    assert same(records_of(streamed, like=mine), records)
+    assert same(records_of(ds.to_arrow(), like=mine), records)
+
+
+@pytest.mark.parametrize("key,case", cases())
+def test_ranges_and_index_lists_are_the_matching_rows(key, case):
+    ds = reel.open(dataset_path(key, case), format=FORMATS[key])
+    n = len(ds)
+    mine = ds[:]
+    whole = records_of(ds.to_arrow(), like=mine)
+    start, stop = n // 3, n - n // 3
+    part = ds.to_arrow(start=start, stop=stop, with_index=True)
+    assert part.column("_index").to_pylist() == list(range(start, stop))
+    part_records = records_of(part.drop_columns(["_index"]), like=mine[start:stop])
+    assert same(part_records, whole[start:stop])
+    order = list(reversed(range(n)))[: max(n // 2, 1)] if n else []
+    picked = ds.to_arrow(indices=order, with_index=True)
+    assert picked.column("_index").to_pylist() == order
+    picked_records = records_of(picked.drop_columns(["_index"]), like=[mine[i] for i in order])
+    assert same(picked_records, [whole[i] for i in order])
+
+
+def small_dataset(tmp_path, n=50):
+    path = tmp_path / "small.gran"
+    with reel.granular.Writer(path) as w:
+        for i in range(n):
+            w.write({"label": i, "caption": f"c{i}", "image": bytes([i % 256]) * (i + 1)})
+    return reel.open(path)
+
+
+def test_batches_are_bounded_and_columns_selected(tmp_path):
+    ds = small_dataset(tmp_path)
+    reader = ds.to_batches(batch_rows=8, columns=["caption", "label"])
+    assert isinstance(reader, pa.RecordBatchReader)
+    assert reader.schema.names == ["caption", "label"]
+    batches = list(reader)
+    assert [b.num_rows for b in batches] == [8] * 6 + [2]
+    assert pa.Table.from_batches(batches).column("label").to_pylist() == list(range(50))
+    by_bytes = ds.to_batches(batch_bytes=64, columns=["image"])
+    assert all(b.num_rows < 50 for b in by_bytes)
+    large = ds.to_arrow(large_types=True)
+    assert large.schema.field("image").type == pa.large_binary()
+    assert large.schema.field("caption").type == pa.large_string()
+
+
+def test_a_stream_is_consumed_once_and_names_its_columns(tmp_path):
+    ds = small_dataset(tmp_path, 5)
+    stream = ds.arrow_stream(stop=3)
+    assert "label" in repr(stream)
+    assert pa.schema(stream).names == pa.table(ds).schema.names
+    assert pa.table(stream).num_rows == 3
+    with pytest.raises(reel.ClosedError):
+        pa.table(stream)
+
+
+def test_a_given_schema_is_used(tmp_path):
+    ds = small_dataset(tmp_path, 5)
+    schema = pa.schema([("label", pa.uint64()), ("caption", pa.string()), ("image", pa.binary())])
+    table = ds.to_arrow(schema=schema)
+    assert table.schema == schema
+    assert table.column("label").to_pylist() == list(range(5))
+    # The protocol's requested schema is honoured where reel can write it.
+    assert pa.table(ds, schema=schema).schema == schema
+    large = pa.schema([("caption", pa.large_string()), ("image", pa.large_binary())])
+    assert ds.to_arrow(schema=large, columns=["caption", "image"]).schema == large
+
+
+def test_bad_arguments_are_refused(tmp_path):
+    ds = small_dataset(tmp_path, 5)
+    with pytest.raises(reel.OutOfRangeError):
+        ds.to_arrow(indices=[0, 5])
+    with pytest.raises(ValueError):
+        ds.to_arrow(indices=[0], start=1)
+    with pytest.raises(reel.InvalidInputError, match="nope"):
+        ds.to_arrow(columns=["nope"])
+    with pytest.raises(TypeError):
+        ds.to_arrow(schema=42)
+    # A range beyond the end is cut to the dataset, like a slice.
+    assert ds.to_arrow(start=3, stop=100).num_rows == 2
+    assert ds.to_arrow(start=9).num_rows == 0
