@@ -18,6 +18,8 @@
 mod address;
 mod error;
 mod options;
+pub mod read;
+mod remote;
 pub mod runtime;
 mod store;
 
@@ -26,5 +28,7 @@ pub use error::store_error;
 pub use object_store;
 pub use object_store::path::Path as ObjectPath;
 pub use options::{RetrySettings, StoreOptions};
+pub use read::{ObjectFiles, ReadSettings, ReadStats};
+pub use remote::RemoteStore;
 pub use runtime::block_on;
 pub use store::Store;
