@@ -1,7 +1,7 @@
 //! Opening a dataset without naming its format.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use reel_core::{Backend, Error, Limits, RecordSource, Result, Store, StoreRef};
 
@@ -108,8 +108,18 @@ pub struct OpenOptions {
     /// The I/O backend (default: [`default_backend`](crate::default_backend), i.e. `auto`
     /// where io_uring is available).
     pub backend: Backend,
-    /// Where the dataset is (default: the local file system).
+    /// Where the dataset is (default: the local file system). A path that is an object URL
+    /// (`s3://`, `gs://`, `az://`, `abfs://`, `http(s)://`) is read from a store made for it
+    /// from [`store_options`](Self::store_options) instead (feature `object-store`).
     pub store: StoreRef,
+    /// How stores for object URLs are configured: the environment and these settings
+    /// (credentials, region, endpoint, retries, deadlines).
+    #[cfg(feature = "object-store")]
+    pub store_options: reel_store::StoreOptions,
+    /// How batched reads from object stores are shaped (coalescing gap, concurrency,
+    /// retries of short or failed bodies, request deadline).
+    #[cfg(feature = "object-store")]
+    pub read_settings: reel_store::ReadSettings,
     /// Size and count limits.
     pub limits: Limits,
     /// Verify checksums where the format has them (on by default).
@@ -130,6 +140,10 @@ impl Default for OpenOptions {
         OpenOptions {
             backend: crate::default_backend(),
             store: reel_core::local_store(),
+            #[cfg(feature = "object-store")]
+            store_options: reel_store::StoreOptions::default(),
+            #[cfg(feature = "object-store")]
+            read_settings: reel_store::ReadSettings::default(),
             limits: Limits::default(),
             verify: true,
             payload: Payload::Raw,
@@ -143,6 +157,20 @@ impl OpenOptions {
     /// Reads the dataset from `store`.
     pub fn store(mut self, store: StoreRef) -> Self {
         self.store = store;
+        self
+    }
+
+    /// Configures the stores of object URLs with `options`.
+    #[cfg(feature = "object-store")]
+    pub fn store_options(mut self, options: reel_store::StoreOptions) -> Self {
+        self.store_options = options;
+        self
+    }
+
+    /// Shapes batched object-store reads by `settings`.
+    #[cfg(feature = "object-store")]
+    pub fn read_settings(mut self, settings: reel_store::ReadSettings) -> Self {
+        self.read_settings = settings;
         self
     }
 
@@ -184,9 +212,9 @@ pub fn open(path: impl AsRef<Path>) -> Result<Box<dyn RecordSource>> {
 
 /// [`open`] with options.
 pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
-    let path = path.as_ref();
-    let format = sniff_in(&*options.store, path)?;
-    open_as(path, format, options)
+    let (path, options) = locate(path.as_ref(), options)?;
+    let format = sniff_in(&*options.store, &path)?;
+    open_as(&path, format, &options)
 }
 
 /// Opens `path` as `format`, without sniffing.
@@ -195,7 +223,8 @@ pub fn open_as(
     format: Format,
     options: &OpenOptions,
 ) -> Result<Box<dyn RecordSource>> {
-    let path = path.as_ref();
+    let (path, options) = locate(path.as_ref(), options)?;
+    let (path, options) = (path.as_path(), &options);
     // A FIFO, device or socket would block or never end; refuse it before any format
     // looks at it (the error still names the format asked for, as its reader would).
     options.store.stat(path).map_err(|e| e.with_format(format.name()))?;
@@ -213,6 +242,31 @@ pub fn open_as(
         options.payload_field.as_deref(),
         &options.limits,
     ))
+}
+
+/// Where `path` is read from: an object URL (feature `object-store`) becomes the URL in a
+/// store made for it from the options; `file://` URLs become paths; anything else is read
+/// from `options.store` as it is. A store set by the caller is kept.
+pub(crate) fn locate(path: &Path, options: &OpenOptions) -> Result<(PathBuf, OpenOptions)> {
+    #[cfg(feature = "object-store")]
+    if options.store.name() == "file"
+        && let Some(text) = path.to_str()
+        && text.contains("://")
+    {
+        return match reel_store::Address::parse(text)? {
+            reel_store::Address::Local(local) => Ok((local, options.clone())),
+            reel_store::Address::Remote(url) => {
+                let store = reel_store::RemoteStore::open(
+                    &url,
+                    &options.store_options,
+                    options.read_settings.clone(),
+                )?;
+                let located = PathBuf::from(url.to_string());
+                Ok((located, options.clone().store(std::sync::Arc::new(store))))
+            }
+        };
+    }
+    Ok((path.to_path_buf(), options.clone()))
 }
 
 /// Works out the format of the dataset at `path` from its names and first bytes. A path

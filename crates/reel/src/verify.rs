@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use reel_core::{Error, ErrorKind, RecordBatch, RecordSource, RecordSourceExt, Result};
 
-use crate::{Format, OpenOptions, open_as, sniff};
+use crate::{Format, OpenOptions, open_as};
 
 /// One thing found wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,9 +97,10 @@ pub fn verify_with_progress(
     options: &OpenOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<VerifyReport> {
-    let path = path.as_ref();
-    let format = sniff(path)?;
-    let options = streaming(options).verify(true);
+    let (path, options) = crate::open::locate(path.as_ref(), options)?;
+    let path = path.as_path();
+    let format = crate::sniff_in(&*options.store, path)?;
+    let options = streaming(&options).verify(true);
     let mut report =
         VerifyReport { format, records: 0, good_records: 0, problems: Vec::new(), opened: false };
     let source = match open_as(path, format, &options) {

@@ -1,0 +1,343 @@
+//! A small HTTP/1.1 file server on loopback for tests: GET with `Range`, HEAD, and WebDAV
+//! `PROPFIND` (depth 1) for listings, which is what object_store's HTTP store speaks. It can
+//! inject faults: added latency, 503 and 429 answers, bodies cut mid-way (the connection
+//! closes early) and bodies shorter than asked (a consistent `Content-Length`).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Faults to inject. Each `*_every` counts GET requests: with `n`, request k (1-based) gets
+/// the fault when `k % n == 0`; 0 disables it.
+#[derive(Clone, Debug, Default)]
+pub struct Faults {
+    /// Added before every answer.
+    pub latency: Duration,
+    /// Answer 503 Service Unavailable.
+    pub unavailable_every: u64,
+    /// Answer 429 Too Many Requests (throttling).
+    pub throttle_every: u64,
+    /// Send the headers and half the body, then close the connection.
+    pub cut_every: u64,
+    /// Send a 206 whose body (and Content-Length) is shorter than the range asked.
+    pub short_every: u64,
+    /// Never answer GETs (the connection stays open and silent).
+    pub hang: bool,
+}
+
+/// A running server; it stops when dropped.
+pub struct HttpServer {
+    pub port: u16,
+    faults: Arc<Mutex<Faults>>,
+    gets: Arc<AtomicU64>,
+    requests: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl HttpServer {
+    /// Serves the directory `root` at `http://127.0.0.1:<port>/`.
+    pub fn start(root: &Path) -> HttpServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = HttpServer {
+            port,
+            faults: Arc::default(),
+            gets: Arc::default(),
+            requests: Arc::default(),
+            stop: Arc::default(),
+        };
+        let root = root.to_path_buf();
+        let (faults, gets, requests, stop) = (
+            server.faults.clone(),
+            server.gets.clone(),
+            server.requests.clone(),
+            server.stop.clone(),
+        );
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let (root, faults, gets, requests, stop) =
+                    (root.clone(), faults.clone(), gets.clone(), requests.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    serve(stream, &root, &faults, &gets, &requests, &stop);
+                });
+            }
+        });
+        server
+    }
+
+    /// The base URL, without a trailing slash.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Replaces the faults.
+    pub fn set_faults(&self, faults: Faults) {
+        *self.faults.lock().unwrap() = faults;
+    }
+
+    /// GET requests answered so far (faulty ones included).
+    pub fn gets(&self) -> u64 {
+        self.gets.load(Ordering::Relaxed)
+    }
+
+    /// Requests of any method so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+struct Request {
+    method: String,
+    path: String,
+    range: Option<(u64, Option<u64>)>,
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let target = parts.next()?.to_string();
+    let mut range = None;
+    let mut body_len = 0usize;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).ok()? == 0 {
+            return None;
+        }
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        let (name, value) = header.split_once(':')?;
+        let value = value.trim();
+        match name.to_ascii_lowercase().as_str() {
+            "range" => {
+                let spec = value.strip_prefix("bytes=")?;
+                let (a, b) = spec.split_once('-')?;
+                range = Some((a.parse().ok()?, if b.is_empty() { None } else { b.parse().ok() }));
+            }
+            "content-length" => body_len = value.parse().ok()?,
+            _ => {}
+        }
+    }
+    let mut body = vec![0u8; body_len];
+    reader.read_exact(&mut body).ok()?;
+    let path = percent_decode(target.split('?').next().unwrap_or(""));
+    Some(Request { method, path, range })
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn local(root: &Path, url_path: &str) -> Option<PathBuf> {
+    let rel = url_path.trim_start_matches('/');
+    if rel.split('/').any(|c| c == "..") {
+        return None;
+    }
+    Some(root.join(rel))
+}
+
+fn respond(stream: &mut TcpStream, status: &str, headers: &[(&str, String)], body: &[u8]) {
+    let mut head = format!("HTTP/1.1 {status}\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    let mut answer = head.into_bytes();
+    answer.extend_from_slice(body);
+    let _ = stream.write_all(&answer);
+}
+
+const LAST_MODIFIED: &str = "Tue, 24 Nov 2026 10:00:00 GMT";
+
+fn serve(
+    stream: TcpStream,
+    root: &Path,
+    faults: &Mutex<Faults>,
+    gets: &AtomicU64,
+    requests: &AtomicU64,
+    stop: &AtomicBool,
+) {
+    // Answers go out as soon as they are written: with Nagle's algorithm a head and body
+    // written separately wait for the client's delayed ACK (40 ms) on every request.
+    let _ = stream.set_nodelay(true);
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    while let Some(req) = read_request(&mut reader) {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        requests.fetch_add(1, Ordering::Relaxed);
+        let faults = faults.lock().unwrap().clone();
+        if !faults.latency.is_zero() {
+            std::thread::sleep(faults.latency);
+        }
+        let Some(path) = local(root, &req.path) else {
+            respond(&mut writer, "400 Bad Request", &[], b"");
+            continue;
+        };
+        match req.method.as_str() {
+            "PROPFIND" => propfind(&mut writer, root, &path, &req.path),
+            "HEAD" | "GET" => {
+                let Ok(meta) = std::fs::metadata(&path) else {
+                    respond(&mut writer, "404 Not Found", &[], b"");
+                    continue;
+                };
+                if !meta.is_file() {
+                    respond(&mut writer, "404 Not Found", &[], b"");
+                    continue;
+                }
+                let len = meta.len();
+                let common = vec![
+                    ("Last-Modified", LAST_MODIFIED.to_string()),
+                    ("ETag", format!("\"{len}\"")),
+                    ("Accept-Ranges", "bytes".to_string()),
+                ];
+                if req.method == "HEAD" {
+                    let mut head = String::from("HTTP/1.1 200 OK\r\n");
+                    for (n, v) in &common {
+                        head.push_str(&format!("{n}: {v}\r\n"));
+                    }
+                    head.push_str(&format!("Content-Length: {len}\r\n\r\n"));
+                    let _ = writer.write_all(head.as_bytes());
+                    continue;
+                }
+                let k = gets.fetch_add(1, Ordering::Relaxed) + 1;
+                if faults.hang {
+                    std::thread::sleep(Duration::from_secs(3600));
+                    return;
+                }
+                let hit = |n: u64| n != 0 && k % n == 0;
+                if hit(faults.unavailable_every) {
+                    respond(&mut writer, "503 Service Unavailable", &[], b"SlowDown");
+                    continue;
+                }
+                if hit(faults.throttle_every) {
+                    respond(&mut writer, "429 Too Many Requests", &[], b"throttled");
+                    continue;
+                }
+                let data = std::fs::read(&path).unwrap_or_default();
+                let (start, end) = match req.range {
+                    Some((a, b)) => (a, b.map_or(len, |b| (b + 1).min(len))),
+                    None => (0, len),
+                };
+                if start > end || start > len {
+                    respond(&mut writer, "416 Range Not Satisfiable", &[], b"");
+                    continue;
+                }
+                let body = &data[start as usize..end as usize];
+                let mut headers = common.clone();
+                let status = if req.range.is_some() {
+                    headers.push((
+                        "Content-Range",
+                        format!("bytes {start}-{}/{len}", end.saturating_sub(1)),
+                    ));
+                    "206 Partial Content"
+                } else {
+                    "200 OK"
+                };
+                if hit(faults.cut_every) && body.len() >= 2 {
+                    let mut head = format!("HTTP/1.1 {status}\r\n");
+                    for (n, v) in &headers {
+                        head.push_str(&format!("{n}: {v}\r\n"));
+                    }
+                    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+                    let _ = writer.write_all(head.as_bytes());
+                    let _ = writer.write_all(&body[..body.len() / 2]);
+                    let _ = writer.flush();
+                    let _ = writer.shutdown(Shutdown::Both);
+                    return;
+                }
+                if hit(faults.short_every) && body.len() >= 2 {
+                    respond(&mut writer, status, &headers, &body[..body.len() / 2]);
+                    continue;
+                }
+                respond(&mut writer, status, &headers, body);
+            }
+            _ => respond(&mut writer, "405 Method Not Allowed", &[], b""),
+        }
+    }
+}
+
+fn entry_xml(href: &str, len: Option<u64>) -> String {
+    let (kind, size) = match len {
+        Some(n) => (String::new(), format!("<D:getcontentlength>{n}</D:getcontentlength>")),
+        None => ("<D:collection/>".to_string(), String::new()),
+    };
+    format!(
+        "<D:response><D:href>{href}</D:href><D:propstat><D:prop>\
+         <D:getlastmodified>{LAST_MODIFIED}</D:getlastmodified>{size}\
+         <D:resourcetype>{kind}</D:resourcetype></D:prop>\
+         <D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>"
+    )
+}
+
+fn propfind(stream: &mut TcpStream, root: &Path, path: &Path, url_path: &str) {
+    let Ok(meta) = std::fs::metadata(path) else {
+        respond(stream, "404 Not Found", &[], b"");
+        return;
+    };
+    let base = format!("/{}", url_path.trim_matches('/'));
+    let mut xml = String::from("<?xml version=\"1.0\"?><D:multistatus xmlns:D=\"DAV:\">");
+    if meta.is_file() {
+        xml.push_str(&entry_xml(&base, Some(meta.len())));
+    } else {
+        xml.push_str(&entry_xml(&format!("{}/", base.trim_end_matches('/')), None));
+        let mut names: Vec<_> = std::fs::read_dir(path)
+            .unwrap()
+            .flatten()
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+            .collect();
+        names.sort();
+        for (name, p) in names {
+            let href = format!("{}/{}", base.trim_end_matches('/'), name);
+            match std::fs::metadata(&p) {
+                Ok(m) if m.is_dir() => xml.push_str(&entry_xml(&format!("{href}/"), None)),
+                Ok(m) => xml.push_str(&entry_xml(&href, Some(m.len()))),
+                Err(_) => {}
+            }
+        }
+    }
+    let _ = root;
+    xml.push_str("</D:multistatus>");
+    respond(
+        stream,
+        "207 Multi-Status",
+        &[("Content-Type", "application/xml".into())],
+        xml.as_bytes(),
+    );
+}

@@ -1,0 +1,156 @@
+//! Datasets read over HTTP, from a range-capable server on loopback that the test starts:
+//! every golden case of every format (damaged ones too) must read exactly as it reads from the
+//! local disk, which the golden tests check against the manifests; and under injected faults
+//! (latency, 503 and 429 answers, bodies cut mid-way or short) reads return the right bytes
+//! after retries, or fail naming the object and the range, and never hang.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+#[path = "common/http_server.rs"]
+mod http_server;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use http_server::{Faults, HttpServer};
+use reel::store::{ReadSettings, StoreOptions};
+use reel::testing::conformance;
+use reel::{ErrorKind, OpenOptions, RecordBatch, RecordSource};
+
+fn options(settings: ReadSettings) -> OpenOptions {
+    let mut store =
+        StoreOptions { use_env: false, ..StoreOptions::default() }.with("allow_http", "true");
+    // object_store's own retries are off, so the faults below reach reel's retry loop
+    // and the counts are reel's.
+    store.retry.max_retries = 0;
+    store.timeout = Duration::from_secs(5);
+    OpenOptions::default().store_options(store).read_settings(settings)
+}
+
+fn outcomes(
+    result: reel::Result<Box<dyn RecordSource>>,
+) -> Result<Vec<conformance::Outcome>, ErrorKind> {
+    let source = result.map_err(|e| e.kind())?;
+    Ok(conformance::check_source(&*source))
+}
+
+#[test]
+fn every_golden_case_reads_over_http_as_it_reads_locally() {
+    let root = common::golden_root();
+    let server = HttpServer::start(&root);
+    let (mut compared, mut opened) = (0, 0);
+    for format in reel::testing::golden::format_keys() {
+        for case in common::cases(&format) {
+            let rel = case.dir.strip_prefix(&root).unwrap();
+            let url = format!("{}/{}", server.url(), rel.display());
+            let local = outcomes(reel::open(&case.dir));
+            let remote = outcomes(reel::open_with(&url, &options(ReadSettings::default())));
+            assert_eq!(remote, local, "{format}/{}: over HTTP and from disk differ", case.name);
+            if local.is_ok() {
+                opened += 1;
+            }
+            compared += 1;
+        }
+    }
+    assert!(compared > 40 && opened > 30, "only {compared} cases, {opened} opened");
+}
+
+/// A dataset of `n` FFRecord records of `size` bytes: one file, `data`, in `dir`.
+fn ffrecord_dataset(dir: &Path, n: usize, size: usize) -> Vec<Vec<u8>> {
+    let records: Vec<Vec<u8>> =
+        (0..n).map(|i| (0..size).map(|j| (i * 131 + j * 7) as u8).collect()).collect();
+    reel::ffrecord::dump(&records, dir.join("data"), 1).unwrap();
+    records
+}
+
+fn read_batch(source: &dyn RecordSource, indices: &[u64]) -> reel::Result<Vec<Vec<u8>>> {
+    let mut batch = RecordBatch::new();
+    source.read_batch_into(indices, &mut batch)?;
+    Ok(batch.iter().map(|r| r.bytes("data").unwrap().to_vec()).collect())
+}
+
+#[test]
+fn a_random_batch_costs_few_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = ffrecord_dataset(dir.path(), 2000, 1024);
+    let server = HttpServer::start(dir.path());
+    let url = format!("{}/data", server.url());
+    let source = reel::open_with(&url, &options(ReadSettings::default())).unwrap();
+    let indices = conformance::shuffled(2000, 7)[..256].to_vec();
+    let before = server.gets();
+    let got = read_batch(&*source, &indices).unwrap();
+    let requests = server.gets() - before;
+    for (k, &i) in indices.iter().enumerate() {
+        assert_eq!(got[k], records[i as usize], "record {i}");
+    }
+    // 256 records of 1 KiB out of 2000 lie within 64 KiB of each other: one request covers
+    // the whole file (~2 MiB), the cap on a request's size splits it into a few.
+    assert!(requests <= 4, "{requests} requests for one batch");
+
+    // Without coalescing every record is its own request, still one batch in flight.
+    let settings = ReadSettings { coalesce_gap: 0, ..ReadSettings::default() };
+    let source = reel::open_with(&url, &options(settings)).unwrap();
+    let before = server.gets();
+    assert_eq!(read_batch(&*source, &indices).unwrap(), got);
+    assert!(server.gets() - before >= 200, "{} requests", server.gets() - before);
+}
+
+#[test]
+fn faults_are_retried_into_the_right_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = ffrecord_dataset(dir.path(), 300, 4096);
+    let server = HttpServer::start(dir.path());
+    let url = format!("{}/data", server.url());
+    let settings = ReadSettings {
+        coalesce_gap: 0,
+        initial_backoff: Duration::from_millis(5),
+        attempts: 8,
+        ..ReadSettings::default()
+    };
+    let source = reel::open_with(&url, &options(settings)).unwrap();
+    let indices = conformance::shuffled(300, 3)[..100].to_vec();
+    let faults = [
+        Faults { unavailable_every: 3, ..Faults::default() },
+        Faults { throttle_every: 4, ..Faults::default() },
+        Faults { cut_every: 3, ..Faults::default() },
+        Faults { short_every: 2, ..Faults::default() },
+        Faults { latency: Duration::from_millis(20), unavailable_every: 5, ..Faults::default() },
+    ];
+    for f in faults {
+        server.set_faults(f.clone());
+        let got = read_batch(&*source, &indices).unwrap_or_else(|e| panic!("{f:?}: {e}"));
+        for (k, &i) in indices.iter().enumerate() {
+            assert_eq!(got[k], records[i as usize], "{f:?}: record {i}");
+        }
+    }
+}
+
+#[test]
+fn a_store_that_keeps_failing_is_an_error_naming_object_and_range() {
+    let dir = tempfile::tempdir().unwrap();
+    ffrecord_dataset(dir.path(), 50, 100);
+    let server = HttpServer::start(dir.path());
+    let url = format!("{}/data", server.url());
+    let settings = ReadSettings {
+        initial_backoff: Duration::from_millis(1),
+        attempts: 3,
+        request_timeout: Duration::from_millis(500),
+        ..ReadSettings::default()
+    };
+    let source = reel::open_with(&url, &options(settings)).unwrap();
+    for f in [
+        Faults { unavailable_every: 1, ..Faults::default() },
+        Faults { short_every: 1, ..Faults::default() },
+        Faults { cut_every: 1, ..Faults::default() },
+        Faults { hang: true, ..Faults::default() },
+    ] {
+        server.set_faults(f.clone());
+        let started = Instant::now();
+        let e = read_batch(&*source, &[3]).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10), "{f:?} took {:?}", started.elapsed());
+        assert_eq!(e.kind(), ErrorKind::Io, "{f:?}: {e}");
+        let text = e.to_string();
+        assert!(text.contains(&url), "{f:?}: {text}");
+        assert!(text.contains("cannot read bytes 912..1012"), "{f:?}: {text}");
+    }
+}
