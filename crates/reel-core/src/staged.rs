@@ -247,6 +247,24 @@ fn remove_any(path: &Path) -> io::Result<()> {
     if is_dir { fs::remove_dir_all(path) } else { fs::remove_file(path) }
 }
 
+/// Publishes the finished output `staged` (a file, or a directory such as a multi-part
+/// dataset assembled by a distributed job) at `target`: everything in it made durable, then
+/// renamed into place. With `overwrite`, what is at `target` is replaced as
+/// [`replace_path`] does; without, anything at `target` is refused
+/// ([`ErrorKind::InvalidInput`]) and `staged` is left as it is.
+pub fn publish_path(staged: &Path, target: &Path, overwrite: bool) -> Result<()> {
+    if fs::symlink_metadata(staged).is_ok_and(|m| m.is_dir()) {
+        sync_tree(staged)?;
+    } else {
+        let f = File::open(staged).map_err(|e| Error::io(e, "cannot open").with_path(staged))?;
+        f.sync_all().map_err(|e| Error::io(e, "cannot sync").with_path(staged))?;
+    }
+    if !overwrite && fs::symlink_metadata(target).is_ok() {
+        return Err(Error::new(ErrorKind::InvalidInput, "output already exists").with_path(target));
+    }
+    replace_path(staged, target)
+}
+
 /// Syncs every regular file below `dir`, then every directory (children before parents).
 pub fn sync_tree(dir: &Path) -> Result<()> {
     let entries =
@@ -269,6 +287,26 @@ pub fn sync_tree(dir: &Path) -> Result<()> {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn publish_path_takes_files_and_directories_and_refuses_what_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, tree) = (dir.path().join("f.staged"), dir.path().join("d.staged"));
+        std::fs::write(&file, b"one").unwrap();
+        std::fs::create_dir_all(tree.join("part")).unwrap();
+        std::fs::write(tree.join("part/x"), b"two").unwrap();
+        publish_path(&file, &dir.path().join("f"), false).unwrap();
+        publish_path(&tree, &dir.path().join("d"), false).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"one");
+        assert_eq!(std::fs::read(dir.path().join("d/part/x")).unwrap(), b"two");
+
+        std::fs::write(&file, b"new").unwrap();
+        let e = publish_path(&file, &dir.path().join("d"), false).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert!(file.exists(), "a refused publish leaves the staged output");
+        publish_path(&file, &dir.path().join("d"), true).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("d")).unwrap(), b"new");
+    }
 
     #[test]
     fn dropped_file_leaves_nothing() {

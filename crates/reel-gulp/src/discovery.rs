@@ -24,6 +24,22 @@ pub struct ChunkPaths {
     pub meta: PathBuf,
 }
 
+/// The number to give chunk `k` of `count` chunks written in order, so that the reference's
+/// name order (lexicographic: `data_10` sorts before `data_2`) is the write order: `k` itself
+/// for at most ten chunks, else `k` offset to the first number with enough digits for all of
+/// them (`10 + k` up to 90 chunks, `100 + k` up to 900, …). Chunk numbers cannot be
+/// zero-padded: the reference takes `data_01` and `data_1` as the same chunk.
+pub fn ordered_chunk_number(k: u64, count: u64) -> u64 {
+    if count <= 10 {
+        return k;
+    }
+    let mut first = 10u64;
+    while 9u64.saturating_mul(first) < count {
+        first = first.saturating_mul(10);
+    }
+    first.saturating_add(k)
+}
+
 /// The file name of chunk `n`'s data file, as the reference names new chunks.
 pub fn data_file_name(n: u64) -> String {
     format!("data_{n}.gulp")
@@ -171,6 +187,20 @@ mod tests {
         assert_eq!(chunk_number("meta_007.gmeta"), Some(7));
         assert_eq!(chunk_number("data.gulp"), None);
         assert_eq!(chunk_number("data_99999999999999999999999.gulp"), None);
+    }
+
+    #[test]
+    fn ordered_chunk_numbers_sort_by_name_in_write_order() {
+        for count in [1, 2, 10, 11, 90, 91, 900, 901, 2000] {
+            let names: Vec<String> =
+                (0..count).map(|k| data_file_name(ordered_chunk_number(k, count))).collect();
+            let mut sorted = names.clone();
+            sorted.sort();
+            assert_eq!(names, sorted, "{count} chunks");
+        }
+        assert_eq!(ordered_chunk_number(3, 10), 3);
+        assert_eq!(ordered_chunk_number(0, 11), 10);
+        assert_eq!(ordered_chunk_number(0, 91), 100);
     }
 
     #[test]

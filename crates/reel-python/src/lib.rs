@@ -30,6 +30,8 @@ fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::IndexPlan>()?;
     m.add_class::<loader::BatchStream>()?;
     m.add_function(wrap_pyfunction!(writer::convert, m)?)?;
+    m.add_function(wrap_pyfunction!(writer::part_names, m)?)?;
+    m.add_function(wrap_pyfunction!(writer::publish, m)?)?;
     m.add_function(wrap_pyfunction!(writer::verify, m)?)?;
     m.add_function(wrap_pyfunction!(writer::generate, m)?)?;
     m.add_function(wrap_pyfunction!(gulp::gulp_index, m)?)?;

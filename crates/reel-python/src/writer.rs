@@ -42,9 +42,11 @@ impl Sink {
 impl Sink {
     /// A writer of `format` at `path`. `schema` maps field names to the format's type names
     /// (Granular `spec.json` types, Syrah dtypes ...) where the format declares them;
-    /// `records` is the number of records that will come, when known.
+    /// `records` is the number of records that will come, when known. With `part=(k, n)`,
+    /// `path` is the directory of a multi-part dataset and the writer writes its part `k` of
+    /// `n` there (`reel::create_part`, the names `part_names` gives).
     #[new]
-    #[pyo3(signature = (path, format, *, schema=None, records=None, overwrite=false))]
+    #[pyo3(signature = (path, format, *, schema=None, records=None, overwrite=false, part=None))]
     fn new(
         py: Python<'_>,
         path: PathBuf,
@@ -52,13 +54,19 @@ impl Sink {
         schema: Option<Vec<(String, String)>>,
         records: Option<u64>,
         overwrite: bool,
+        part: Option<(u64, u64)>,
     ) -> PyResult<Self> {
         let format = format_named(format).py_err(py)?;
         let mut options = CreateOptions::default().overwrite(overwrite).schema(
             schema.map(|s| s.into_iter().map(|(name, kind)| FieldSpec { name, kind }).collect()),
         );
         options.records = records;
-        let sink = py.detach(|| reel::create(&path, format, &options)).py_err(py)?;
+        let sink = py
+            .detach(|| match part {
+                Some((k, n)) => reel::create_part(&path, format, k, n, &options).map(|(s, _)| s),
+                None => reel::create(&path, format, &options),
+            })
+            .py_err(py)?;
         Ok(Sink { inner: Mutex::new(Some(sink)), path, format })
     }
 
@@ -224,4 +232,22 @@ fn summary_dict(py: Python<'_>, summary: reel::SinkSummary) -> PyResult<Bound<'_
     d.set_item("bytes", summary.bytes)?;
     d.set_item("paths", summary.paths)?;
     Ok(d)
+}
+
+/// The names of the files (or shard directory) making up part `k` of an `n`-part dataset of
+/// `format`, in its directory: `reel::part_names`.
+#[pyfunction]
+pub fn part_names(py: Python<'_>, format: &str, k: u64, n: u64) -> PyResult<Vec<String>> {
+    let format = format_named(format).py_err(py)?;
+    Ok(reel::part_names(format, k, n))
+}
+
+/// Publishes the finished dataset `staged` (a file or directory) at `target`: made durable,
+/// then renamed into place (`reel_core::staged::publish_path`). With `overwrite`, what is at
+/// `target` is moved aside first and removed once the new dataset is in place; without,
+/// anything at `target` is refused.
+#[pyfunction]
+#[pyo3(signature = (staged, target, *, overwrite))]
+pub fn publish(py: Python<'_>, staged: PathBuf, target: PathBuf, overwrite: bool) -> PyResult<()> {
+    py.detach(|| reel::staged::publish_path(&staged, &target, overwrite)).py_err(py)
 }

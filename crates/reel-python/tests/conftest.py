@@ -29,6 +29,13 @@ def golden_cases(format_key: str, *, corrupt: bool) -> list[str]:
     return [n for n in names if n.startswith("corrupt/") == corrupt]
 
 
+def dataset_path(key: str, case: str) -> Path:
+    """The path a reader opens for golden case `key`/`case` (its `parts` directory where the
+    case has one)."""
+    path = golden_root() / key / case
+    return path / "parts" if (path / "parts").is_dir() else path
+
+
 def manifest(format_key: str, case: str) -> dict:
     return json.loads((golden_root() / format_key / case / "expected.json").read_text())
 
@@ -117,3 +124,27 @@ def same(a, b) -> bool:
 @pytest.fixture(scope="session")
 def golden() -> Path:
     return golden_root()
+
+
+@pytest.fixture
+def time_limit(request):
+    """Fails the test with TimeoutError after the module's TEST_SECONDS (SIGALRM), so a hung
+    Ray job fails its test instead of the CI run."""
+    import signal
+
+    seconds = request.module.TEST_SECONDS
+
+    def expire(signum, frame):
+        raise TimeoutError(f"{request.node.name} ran longer than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def quiet_ray_env() -> None:
+    """Ray started by the tests sends no usage statistics and asks for no authentication."""
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    os.environ["RAY_AUTH_MODE"] = "disabled"

@@ -7,16 +7,12 @@ One cluster serves the module; every test runs under an alarm.
 
 from __future__ import annotations
 
-import os
-import signal
-
 import pytest
-
-ray = pytest.importorskip("ray", reason="ray[data] is in tests/requirements.txt")
+import ray  # ray[data] is in tests/requirements.txt: missing, this fails
 
 import reel  # noqa: E402
 import reel.ray  # noqa: E402
-from conftest import same  # noqa: E402
+from conftest import quiet_ray_env, same  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 TEST_SECONDS = 180
@@ -24,8 +20,7 @@ TEST_SECONDS = 180
 
 @pytest.fixture(scope="module", autouse=True)
 def two_nodes():
-    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    os.environ["RAY_AUTH_MODE"] = "disabled"
+    quiet_ray_env()
     node = {"num_cpus": 1, "object_store_memory": 96 << 20}
     cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
     cluster.add_node(**node)
@@ -37,16 +32,7 @@ def two_nodes():
     cluster.shutdown()
 
 
-@pytest.fixture(autouse=True)
-def bounded_time():
-    def expire(signum, frame):
-        raise TimeoutError(f"a Ray cluster test ran longer than {TEST_SECONDS} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(TEST_SECONDS)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+pytestmark = pytest.mark.usefixtures("time_limit")
 
 
 def test_the_cluster_has_two_nodes():

@@ -32,6 +32,12 @@ def convert(
     """Converts the dataset at ``src`` into a new ``to`` dataset at ``dst`` (with
     ``shard=(k, n)``, only part ``k`` of ``n`` into the directory ``dst``)."""
 
+def part_names(format: str, k: int, n: int) -> list[str]:
+    """The names of the files (or shard directory) of part ``k`` of an ``n``-part dataset."""
+
+def publish(staged: StrPath, target: StrPath, *, overwrite: bool) -> None:
+    """Makes the dataset ``staged`` (a file or directory) durable and renames it to ``target``."""
+
 def verify(path: StrPath, *, backend: str = "auto") -> dict[str, Any]:
     """Checks every record; the report names the bad ones (``bad_records``)."""
 
@@ -184,6 +190,7 @@ class Sink:
         schema: list[tuple[str, str]] | None = None,
         records: int | None = None,
         overwrite: bool = False,
+        part: tuple[int, int] | None = None,
     ) -> None: ...
     def append(self, record: Mapping[str, Any]) -> int: ...
     def finish(self) -> dict[str, Any]: ...

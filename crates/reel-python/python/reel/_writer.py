@@ -32,6 +32,9 @@ class Writer:
             (Granular's spec.json types such as "bytes", "utf8", "array"; Syrah dtypes).
         records: how many records will come, if known (FFRecord then writes in place).
         overwrite: replace an existing dataset at ``path`` once the new one is complete.
+        part: ``(k, n)`` to write part ``k`` of an ``n``-part dataset into the directory
+            ``path``, under the names ``reel._reel.part_names(format, k, n)`` gives (what
+            ``reel convert --shard k/n`` writes).
     """
 
     format: str | None = None
@@ -44,12 +47,13 @@ class Writer:
         schema: Mapping[str, str] | None = None,
         records: int | None = None,
         overwrite: bool = False,
+        part: tuple[int, int] | None = None,
     ) -> None:
         fmt = format or self.format
         if fmt is None:
             raise ValueError("reel.Writer needs a format (or use reel.<format>.Writer)")
         pairs = list(schema.items()) if schema is not None else None
-        self._sink = Sink(path, fmt, schema=pairs, records=records, overwrite=overwrite)
+        self._sink = Sink(path, fmt, schema=pairs, records=records, overwrite=overwrite, part=part)
         self.summary: dict[str, Any] | None = None
 
     @property

@@ -33,6 +33,7 @@ from ray.data.datasource import Datasink
 from ray.data.datasource.datasink import WriteResult
 
 import reel
+from reel._reel import part_names, publish
 
 __all__ = ["ReelDatasink", "write_reel", "convert", "PART_LAYOUTS"]
 
@@ -47,30 +48,6 @@ PART_LAYOUTS = {
 }
 
 
-def _width(count: int, minimum: int) -> int:
-    return max(minimum, len(str(max(0, count - 1))))
-
-
-def _gulp_chunk_numbers(count: int) -> list[int]:
-    """Chunk numbers whose decimal names sort lexicographically in numeric order (gulpio2 reads
-    chunks in lexicographic file order and chunk numbers cannot be zero-padded)."""
-    if count <= 10:
-        return list(range(count))
-    digits = 2
-    while 9 * 10 ** (digits - 1) < count:
-        digits += 1
-    first = 10 ** (digits - 1)
-    return list(range(first, first + count))
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _arrow_to_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
     """One Arrow column as reel values, following reel's Arrow mapping backwards (lists of
     numbers are 1-D NumPy arrays, fixed-shape tensors n-d arrays, the dtype/shape/data struct
@@ -81,9 +58,11 @@ def _arrow_to_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
             out.extend(_arrow_to_values(chunk))
         return out
     t = column.type
+    # One validity list per array: indexing `column[i]` would build a pyarrow scalar per cell.
+    valid = column.is_valid().to_pylist()
     if isinstance(t, pa.FixedShapeTensorType):
         arrays = column.to_numpy_ndarray()
-        return [None if not column[i].is_valid else arrays[i] for i in range(len(column))]
+        return [arrays[i] if valid[i] else None for i in range(len(column))]
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         item = t.value_type
         numeric = pa.types.is_integer(item) or pa.types.is_floating(item) or pa.types.is_boolean(item)
@@ -97,7 +76,7 @@ def _arrow_to_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
         offsets = column.offsets.to_pylist() if not pa.types.is_fixed_size_list(t) else None
         out = []
         for i in range(len(column)):
-            if not column[i].is_valid:
+            if not valid[i]:
                 out.append(None)
             elif offsets is not None:
                 out.append(values[offsets[i] - offsets[0] : offsets[i + 1] - offsets[0]])
@@ -118,7 +97,7 @@ def _arrow_to_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
         fields = {name: _arrow_to_values(column.field(k)) for k, name in enumerate(names)}
         return [
             None
-            if not column[i].is_valid
+            if not valid[i]
             else {name: fields[name][i] for name in names if fields[name][i] is not None}
             for i in range(len(column))
         ]
@@ -202,8 +181,9 @@ class ReelDatasink(Datasink):
         os.makedirs(os.path.join(self.staging, "tasks"))
 
     def _task_path(self, task: int) -> str:
-        suffix = ".ffr" if self.format == "ffrecord" else ""
-        return os.path.join(self.staging, "tasks", f"{task:06d}{suffix}")
+        """The directory task `task` writes its part into, as part 0 of 1 (the driver renames
+        it to its place among all the parts, whose number a task does not know)."""
+        return os.path.join(self.staging, "tasks", f"{task:06d}")
 
     def write(self, blocks: Iterable[Block], ctx: Any) -> _Part | None:
         """One task: its blocks into one part in the staging directory, with reel's writer."""
@@ -215,7 +195,7 @@ class ReelDatasink(Datasink):
             for block in blocks:
                 for record in _block_records(block):
                     if writer is None:
-                        writer = reel.Writer(path, self.format, schema=self.schema)
+                        writer = reel.Writer(path, self.format, schema=self.schema, part=(0, 1))
                     writer.write(record)
         except BaseException:
             if writer is not None:
@@ -236,16 +216,9 @@ class ReelDatasink(Datasink):
             reel.Writer(dataset, self.format, schema=self.schema).finish()
         else:
             self._lay_out(parts, dataset)
-        _fsync_dir(dataset)
-        parent = os.path.dirname(self.path)
-        old = None
-        if os.path.lexists(self.path):
-            if not self.overwrite:
-                raise FileExistsError(f"{self.path} appeared during the write; the result is left in {dataset}")
-            old = os.path.join(self.staging, "replaced")
-            os.rename(self.path, old)
-        os.rename(dataset, self.path)
-        _fsync_dir(parent)
+        if os.path.lexists(self.path) and not self.overwrite:
+            raise FileExistsError(f"{self.path} appeared during the write; the result is left in {dataset}")
+        publish(dataset, self.path, overwrite=self.overwrite)
         shutil.rmtree(self.staging, ignore_errors=True)
         self.summary = {
             "records": sum(p.records for p in parts),
@@ -256,27 +229,13 @@ class ReelDatasink(Datasink):
         }
 
     def _lay_out(self, parts: list[_Part], dataset: str) -> None:
+        """Moves each task's part (written as part 0 of 1) to its names as part k of n."""
         os.mkdir(dataset)
         n = len(parts)
-        if self.format == "ffrecord":
-            w = _width(n, 5)
-            for k, p in enumerate(parts):
-                os.rename(p.path, os.path.join(dataset, f"PART_{k:0{w}d}.ffr"))
-        elif self.format == "ofrecord":
-            w = _width(n, 5)
-            for k, p in enumerate(parts):
-                files = sorted(os.listdir(p.path))
-                if len(files) != 1:
-                    raise reel.CorruptError(f"ofrecord: {p.path}: a task wrote {files}, not one part file")
-                os.rename(os.path.join(p.path, files[0]), os.path.join(dataset, f"part-{k:0{w}d}"))
-        elif self.format in ("granular", "bags"):
-            w = _width(n, 6)
-            for k, p in enumerate(parts):
-                os.rename(p.path, os.path.join(dataset, f"{k:0{w}d}"))
-        elif self.format == "gulp":
-            for number, p in zip(_gulp_chunk_numbers(n), parts):
-                os.rename(os.path.join(p.path, "data_0.gulp"), os.path.join(dataset, f"data_{number}.gulp"))
-                os.rename(os.path.join(p.path, "meta_0.gmeta"), os.path.join(dataset, f"meta_{number}.gmeta"))
+        written = part_names(self.format, 0, 1)
+        for k, p in enumerate(parts):
+            for old, new in zip(written, part_names(self.format, k, n)):
+                os.rename(os.path.join(p.path, old), os.path.join(dataset, new))
 
     def on_write_failed(self, error: Exception) -> None:
         """Removes everything the tasks wrote: nothing appears at ``path``."""
@@ -398,15 +357,7 @@ def convert(
             raise _reel_error_in(e) from e
         finally:
             context.raise_original_map_exception = raise_original
-        if to == "gulp":
-            _renumber_gulp_chunks(dataset, parts)
-        _fsync_dir(dataset)
-        old = None
-        if os.path.lexists(dst_path):
-            old = os.path.join(staging, "replaced")
-            os.rename(dst_path, old)
-        os.rename(dataset, dst_path)
-        _fsync_dir(parent)
+        publish(dataset, dst_path, overwrite=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     losses: list[tuple[str, str]] = []
@@ -445,22 +396,3 @@ def _reel_error_in(error: BaseException) -> BaseException:
             wrapped = wrapped or e
         stack.extend([getattr(e, "cause", None), e.__cause__, e.__context__])
     return wrapped or error
-
-
-def _renumber_gulp_chunks(directory: str, parts: int) -> None:
-    """Part k is chunk k; beyond ten chunks, gulpio2's name order (data_10 before data_2)
-    would not be part order, so the chunks are renumbered to names that sort in order."""
-    if parts <= 10:
-        return
-    numbers = _gulp_chunk_numbers(parts)
-    # Two passes through temporary names: new numbers may collide with old ones.
-    for k in range(parts):
-        for kind, ext in (("data", "gulp"), ("meta", "gmeta")):
-            old = os.path.join(directory, f"{kind}_{k}.{ext}")
-            if os.path.exists(old):
-                os.rename(old, os.path.join(directory, f"renumber-{kind}-{k}"))
-    for k in range(parts):
-        for kind, ext in (("data", "gulp"), ("meta", "gmeta")):
-            tmp = os.path.join(directory, f"renumber-{kind}-{k}")
-            if os.path.exists(tmp):
-                os.rename(tmp, os.path.join(directory, f"{kind}_{numbers[k]}.{ext}"))

@@ -46,9 +46,9 @@
 //! # Parallel conversion
 //!
 //! With [`ConvertOptions::shard`] = `(k, n)`, a conversion writes only records
-//! `[k·N/n, (k+1)·N/n)`, as part `k` of a multi-part destination (`PART_0000k.ffr`,
-//! `part-0000k`, `part-0000k.syr`, chunk `k` of a gulp directory, shard `00000k/` of a
-//! Granular root), so `n` processes can convert one dataset at once into one directory
+//! `[k·N/n, (k+1)·N/n)`, as part `k` of a multi-part destination (named by [`part_names`]:
+//! `PART_0000k.ffr`, `part-0000k`, `part-0000k.syr`, a chunk of a gulp directory numbered so
+//! that the reference's name order is part order, shard `00000k/` of a Granular root), so `n` processes can convert one dataset at once into one directory
 //! that then opens as a whole.
 
 mod fields;
@@ -246,7 +246,7 @@ pub fn convert_source(
         arrow: options.arrow.clone(),
     };
     let (mut sink, output) = match options.shard {
-        Some((k, _)) => shard_sink(to, dst, k, &create)?,
+        Some((k, count)) => create_part(dst, to, k, count, &create)?,
         None => (crate::create(dst, to, &create)?, dst.to_path_buf()),
     };
 
@@ -377,28 +377,62 @@ impl Stages {
     }
 }
 
-/// A sink writing part `k` of a multi-part dataset at `dst` (created if needed).
-fn shard_sink(
+/// The names, in the directory of a multi-part dataset, of the files or directory making up
+/// part `k` of `count`: `PART_0000k.ffr`, `part-0000k`, `part-0000k.syr`, the Granular shard
+/// `00000k`, the gulp chunk's data and meta files. Numbers are zero-padded to at least five
+/// digits (six for shards) and to as many as `count` needs, so names sort in part order;
+/// gulp chunks, which cannot be padded, are numbered by
+/// [`ordered_chunk_number`](reel_gulp::discovery::ordered_chunk_number) where the `gulp`
+/// feature is built.
+pub fn part_names(to: Format, k: u64, count: u64) -> Vec<String> {
+    let digits = count.saturating_sub(1).max(1).ilog10() as usize + 1;
+    let (w5, w6) = (digits.max(5), digits.max(6));
+    match to {
+        Format::Ffrecord => vec![format!("PART_{k:0w5$}.ffr")],
+        Format::Ofrecord => vec![format!("part-{k:0w5$}")],
+        Format::Syrah => vec![format!("part-{k:0w5$}.syr")],
+        Format::Granular | Format::Bags => vec![format!("{k:0w6$}")],
+        Format::Parquet => vec![format!("part-{k:0w5$}.parquet")],
+        Format::ArrowIpc => vec![format!("part-{k:0w5$}.arrow")],
+        Format::Gulp => {
+            let n = gulp_chunk_number(k, count);
+            vec![format!("data_{n}.gulp"), format!("meta_{n}.gmeta")]
+        }
+    }
+}
+
+/// The number of gulp chunk `k` of `count` (see [`part_names`]).
+fn gulp_chunk_number(k: u64, count: u64) -> u64 {
+    #[cfg(feature = "gulp")]
+    {
+        reel_gulp::discovery::ordered_chunk_number(k, count)
+    }
+    #[cfg(not(feature = "gulp"))]
+    {
+        let _ = count;
+        k
+    }
+}
+
+/// A sink writing part `k` of `count` of a multi-part dataset in the directory `dir` (created
+/// if needed), under the names [`part_names`] gives: what `reel convert --shard k/count`
+/// writes, and what a distributed writer (Ray) writes per task. Returns the sink and the path
+/// it writes (the part, or `dir` for a gulp chunk, which is two files).
+pub fn create_part(
+    dir: &Path,
     to: Format,
-    dst: &Path,
     k: u64,
+    count: u64,
     create: &CreateOptions,
 ) -> Result<(Box<dyn RecordSink>, PathBuf)> {
-    std::fs::create_dir_all(dst)
-        .map_err(|e| Error::io(e, "cannot create the output directory").with_path(dst))?;
-    let part = match to {
-        Format::Ffrecord => dst.join(format!("PART_{k:05}.ffr")),
-        Format::Ofrecord | Format::Syrah => {
-            let name = format!("part-{k:05}{}", if to == Format::Syrah { ".syr" } else { "" });
-            dst.join(name)
-        }
-        Format::Granular | Format::Bags => dst.join(format!("{k:06}")),
-        Format::Parquet => dst.join(format!("part-{k:05}.parquet")),
-        Format::ArrowIpc => dst.join(format!("part-{k:05}.arrow")),
-        Format::Gulp => {
-            return crate::formats::gulp_chunk_sink(dst, k).map(|s| (s, dst.to_path_buf()));
-        }
-    };
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::io(e, "cannot create the output directory").with_path(dir))?;
+    if to == Format::Gulp {
+        let n = gulp_chunk_number(k, count);
+        return crate::formats::gulp_chunk_sink(dir, n).map(|s| (s, dir.to_path_buf()));
+    }
+    let mut names = part_names(to, k, count);
+    let part = dir.join(names.swap_remove(0));
     let sink = match to {
         Format::Ofrecord => {
             let existing = if create.overwrite { Existing::Overwrite } else { Existing::Refuse };
