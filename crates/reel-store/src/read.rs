@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::ObjectStoreExt;
 use reel_core::{Error, ErrorKind, ReadAt, ReadReq, Result};
 
 use crate::ObjectPath;
@@ -90,9 +90,13 @@ impl ReadStats {
 
 /// Fetches byte ranges of objects with deadlines and retries; shared by the readers and the
 /// store's metadata reads.
+///
+/// It holds the [`Store`], not a client: the store rebuilds its client in a forked child (a
+/// PyTorch DataLoader worker), and a reader opened before the fork must follow it rather
+/// than use the parent's connections.
 #[derive(Debug, Clone)]
 pub(crate) struct Fetcher {
-    pub client: Arc<dyn ObjectStore>,
+    pub store: Arc<crate::Store>,
     pub settings: ReadSettings,
     pub stats: Arc<ReadStats>,
 }
@@ -105,6 +109,7 @@ impl Fetcher {
             return Ok(Bytes::new());
         }
         let what = format!("cannot read bytes {}..{}", range.start, range.end);
+        let client = self.store.client()?;
         let attempts = self.settings.attempts.max(1);
         let mut last = None;
         for attempt in 0..attempts {
@@ -113,7 +118,7 @@ impl Fetcher {
                 tokio::time::sleep(backoff(self.settings.initial_backoff, attempt)).await;
             }
             self.stats.requests.fetch_add(1, Ordering::Relaxed);
-            let request = self.client.get_range(key, range.clone());
+            let request = client.get_range(key, range.clone());
             let error = match tokio::time::timeout(self.settings.request_timeout, request).await {
                 Ok(Ok(bytes)) if bytes.len() as u64 == want => {
                     self.stats.bytes.fetch_add(want, Ordering::Relaxed);

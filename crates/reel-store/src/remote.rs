@@ -26,7 +26,6 @@ const SEQUENTIAL_CHUNK: u64 = 8 << 20;
 /// One object store (a bucket, container or HTTP origin) as a [`reel_core::Store`].
 #[derive(Debug)]
 pub struct RemoteStore {
-    store: Arc<Store>,
     /// The URL of the store's root, without a trailing slash (`s3://bucket`).
     root: String,
     fetcher: Fetcher,
@@ -36,9 +35,10 @@ impl RemoteStore {
     /// Reads from `store` with `settings`.
     pub fn new(store: Arc<Store>, settings: ReadSettings) -> Result<Self> {
         let root = store.url().store_url().trim_end_matches('/').to_string();
-        let fetcher =
-            Fetcher { client: store.client()?, settings, stats: Arc::new(ReadStats::default()) };
-        Ok(RemoteStore { store, root, fetcher })
+        // Building the client now makes a store that cannot be built fail here, at open.
+        store.client()?;
+        let fetcher = Fetcher { store, settings, stats: Arc::new(ReadStats::default()) };
+        Ok(RemoteStore { root, fetcher })
     }
 
     /// A store for the bucket, container or origin of `url`, configured by `options` (and
@@ -53,7 +53,7 @@ impl RemoteStore {
 
     /// The store this reads from.
     pub fn store(&self) -> &Arc<Store> {
-        &self.store
+        &self.fetcher.store
     }
 
     /// Requests, retries and bytes of every read through this store so far (file sets it
@@ -64,7 +64,7 @@ impl RemoteStore {
 
     fn client(&self) -> Result<Arc<dyn ObjectStore>> {
         // The store rebuilds its client in a forked child; follow it.
-        self.store.client()
+        self.fetcher.store.client()
     }
 
     /// The key of the location `path` (an URL under this store's root).
@@ -107,7 +107,7 @@ impl RemoteStore {
 
 impl reel_core::Store for RemoteStore {
     fn name(&self) -> &'static str {
-        self.store.url().kind().as_str()
+        self.fetcher.store.url().kind().as_str()
     }
 
     fn stat(&self, path: &Path) -> Result<InputKind> {
@@ -128,6 +128,17 @@ impl reel_core::Store for RemoteStore {
             return Err(Error::new(ErrorKind::NotFound, "no such object or prefix").with_path(path));
         }
         Ok(InputKind::Dir)
+    }
+
+    /// One HEAD: `stat`'s listing, after a missing object, can only find a prefix, which is
+    /// not a file.
+    fn is_file(&self, path: &Path) -> bool {
+        let Ok(key) = self.key(path) else { return false };
+        if key.as_ref().is_empty() {
+            return false;
+        }
+        let Ok(client) = self.client() else { return false };
+        matches!(block_on(self.head(&*client, path, &key)), Ok(Ok(_)))
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<Entry>> {
@@ -194,8 +205,7 @@ impl reel_core::Store for RemoteStore {
             .zip(lens)
             .map(|((url, key), len)| Object { url: url.clone(), key, len })
             .collect();
-        let fetcher = Fetcher { client, ..self.fetcher.clone() };
-        Ok(Box::new(ObjectFiles::new(objects, fetcher)))
+        Ok(Box::new(ObjectFiles::new(objects, self.fetcher.clone())))
     }
 }
 

@@ -10,7 +10,7 @@ use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
-use object_store::{ClientConfigKey, ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ClientConfigKey, ObjectStore, ObjectStoreExt};
 use reel_core::{Error, Result};
 
 use crate::address::{ObjectUrl, StoreKind};
@@ -75,14 +75,6 @@ impl Store {
         format!("{}/{}", self.url.store_url(), key)
     }
 
-    /// The size in bytes of the object `key`.
-    pub fn size(&self, key: &ObjectPath) -> Result<u64> {
-        let client = self.client()?;
-        block_on(async { client.head(key).await })?
-            .map(|meta| meta.size)
-            .map_err(|e| store_error(e, &self.address_of(key), "cannot get the object's size"))
-    }
-
     /// Bytes `range` of the object `key`. A body of any other length is an error, never
     /// returned.
     pub fn read_range(&self, key: &ObjectPath, range: Range<u64>) -> Result<Bytes> {
@@ -107,30 +99,6 @@ impl Store {
         Ok(bytes)
     }
 
-    /// The whole object `key`.
-    pub fn read_all(&self, key: &ObjectPath) -> Result<Bytes> {
-        let client = self.client()?;
-        let address = self.address_of(key);
-        block_on(async {
-            let got = client.get(key).await?;
-            let expected = got.meta.size;
-            let bytes = got.bytes().await?;
-            Ok::<_, object_store::Error>((bytes, expected))
-        })?
-        .map_err(|e| store_error(e, &address, "cannot read the object"))
-        .and_then(|(bytes, expected)| {
-            if bytes.len() as u64 == expected {
-                Ok(bytes)
-            } else {
-                Err(Error::new(
-                    reel_core::ErrorKind::Io,
-                    format!("the object has {expected} bytes, the store sent {}", bytes.len()),
-                )
-                .with_path(address.clone()))
-            }
-        })
-    }
-
     /// Every object under `prefix` (recursively), as (key, size), sorted by key.
     pub fn list(&self, prefix: &ObjectPath) -> Result<Vec<(ObjectPath, u64)>> {
         let client = self.client()?;
@@ -144,24 +112,6 @@ impl Store {
         .map_err(|e| store_error(e, &self.address_of(prefix), "cannot list the objects"))?;
         listed.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(listed)
-    }
-
-    /// Writes `bytes` as the object `key` in one request (for small objects; large ones go
-    /// through multipart uploads).
-    pub fn put(&self, key: &ObjectPath, bytes: Bytes) -> Result<()> {
-        let client = self.client()?;
-        block_on(async { client.put(key, PutPayload::from(bytes)).await })?
-            .map(drop)
-            .map_err(|e| store_error(e, &self.address_of(key), "cannot write the object"))
-    }
-
-    /// Deletes the object `key`; a missing object is not an error.
-    pub fn delete(&self, key: &ObjectPath) -> Result<()> {
-        let client = self.client()?;
-        match block_on(async { client.delete(key).await })? {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(store_error(e, &self.address_of(key), "cannot delete the object")),
-        }
     }
 }
 
@@ -228,6 +178,11 @@ fn build_client(url: &ObjectUrl, options: &StoreOptions) -> Result<Arc<dyn Objec
         }
         StoreKind::Http => {
             let mut b = HttpBuilder::new();
+            // Whoever writes `http://` means plain HTTP, which object_store refuses unless
+            // told; a setting of the caller's (below) still decides.
+            if url.url().scheme() == "http" {
+                b = b.with_config(ClientConfigKey::AllowHttp, "true");
+            }
             for (key, value) in &timeouts {
                 b = b.with_config(*key, value);
             }

@@ -256,15 +256,9 @@ pub(crate) fn locate(path: &Path, options: &OpenOptions) -> Result<(PathBuf, Ope
         return match reel_store::Address::parse(text)? {
             reel_store::Address::Local(local) => Ok((local, options.clone())),
             reel_store::Address::Remote(url) => {
-                let mut store_options = options.store_options.clone();
-                // Whoever writes `http://` means plain HTTP; object_store refuses it unless told.
-                let allows = store_options.config.iter().any(|(k, _)| k.contains("allow_http"));
-                if url.url().scheme() == "http" && !allows {
-                    store_options = store_options.with("allow_http", "true");
-                }
                 let store = reel_store::RemoteStore::open(
                     &url,
-                    &store_options,
+                    &options.store_options,
                     options.read_settings.clone(),
                 )?;
                 let located = PathBuf::from(url.to_string());
