@@ -79,7 +79,7 @@ pub use source::{
     Batches, FieldSpec, Iter, RecordSource, RecordSourceExt, SourceInfo, Warning, WarningKind,
 };
 pub use staged::{StagedDir, StagedFile};
-pub use store::{Entry, LocalStore, Store, StoreRef, local_store};
+pub use store::{Entry, LocalStore, Store, StoreRef, files_with_extension, local_store};
 pub use stream::{BatchPlan, BatchStream, StreamBatch, StreamOptions};
 pub use value::{
     ArrayRef, ArrayValue, DType, Element, ListRef, MapRef, Shape, Span, Value, ValueRef,

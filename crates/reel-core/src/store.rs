@@ -105,6 +105,29 @@ pub trait Store: Send + Sync + fmt::Debug {
     }
 }
 
+/// The files of a dataset given as `path`: `path` itself unless it is a directory, else
+/// the entries of the directory whose extension is `extension`, sorted by name (FFRecord's
+/// `.ffr` parts, Syrah's `.syr` files). Entries so named are taken whatever they are but
+/// directories, so that a FIFO or a dangling link is reported when opened rather than left
+/// out silently; `path` itself is stat-ed first, so a FIFO there is refused at once.
+pub fn files_with_extension(
+    store: &dyn Store,
+    path: &Path,
+    extension: &str,
+) -> Result<Vec<PathBuf>> {
+    if store.stat(path)? != InputKind::Dir {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files: Vec<PathBuf> = store
+        .list(path)?
+        .into_iter()
+        .filter(|entry| !entry.is_dir && entry.path.extension().is_some_and(|x| x == extension))
+        .map(|entry| entry.path)
+        .collect();
+    files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    Ok(files)
+}
+
 /// A shared store, as format options hold it.
 pub type StoreRef = Arc<dyn Store>;
 

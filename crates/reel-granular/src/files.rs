@@ -116,12 +116,16 @@ impl DatasetFiles {
         };
         // Any entry named spec.json (even a FIFO or a directory) makes this a dataset
         // directory, so that reading it reports what is wrong with it.
-        if store.exists(&path.join("spec.json")) || shard_dirs(store, path)?.is_empty() {
+        if store.exists(&path.join("spec.json")) {
+            set.add_shard(store, path, generation)?;
+            return Ok(set);
+        }
+        let all = shard_dirs(store, path)?;
+        if all.is_empty() {
             set.add_shard(store, path, generation)?;
             return Ok(set);
         }
         set.sharded = true;
-        let all = shard_dirs(store, path)?;
         if shards.step == 0 {
             return Err(Error::invalid_input("the shard step must be at least 1"));
         }

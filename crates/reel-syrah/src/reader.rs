@@ -62,21 +62,7 @@ pub fn dataset_files(path: &Path) -> Result<Vec<PathBuf>> {
 
 /// [`dataset_files`] of a dataset in `store`.
 pub fn dataset_files_in(store: &dyn Store, path: &Path) -> Result<Vec<PathBuf>> {
-    // Stat first: a FIFO, device or socket is refused here instead of blocking later.
-    let kind = store.stat(path)?;
-    if kind != reel_core::paths::InputKind::Dir {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    let mut files = Vec::new();
-    for entry in store.list(path)? {
-        // Anything so named but a directory is taken, so a FIFO or a dangling link is
-        // reported when opened rather than silently left out.
-        if entry.path.extension().is_some_and(|x| x == "syr") && !entry.is_dir {
-            files.push(entry.path);
-        }
-    }
-    files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
-    Ok(files)
+    reel_core::files_with_extension(store, path, "syr")
 }
 
 /// A Syrah dataset: one file, or several read one after another.
