@@ -82,5 +82,5 @@ pub use staged::{StagedDir, StagedFile};
 pub use store::{Entry, LocalStore, Store, StoreRef, files_with_extension, local_store};
 pub use stream::{BatchPlan, BatchStream, StreamBatch, StreamOptions};
 pub use value::{
-    ArrayRef, ArrayValue, DType, Element, ListRef, MapRef, Shape, Span, Value, ValueRef,
+    ArrayRef, ArrayValue, DType, Element, ListRef, MapRef, Shape, Span, Value, ValueRef, f16_to_f32,
 };

@@ -739,54 +739,54 @@ fn write_bytes(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
     Ok(())
 }
 
-/// IEEE half precision to `f32` (exact: every half value is an `f32` value).
-fn f16_to_f32(bits: u16) -> f32 {
-    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = i32::from((bits >> 10) & 0x1f);
-    let frac = f32::from(bits & 0x3ff);
-    match exp {
-        0 => sign * frac * (2f32).powi(-24),
-        31 if frac == 0.0 => sign * f32::INFINITY,
-        31 => f32::NAN,
-        _ => sign * (1.0 + frac / 1024.0) * (2f32).powi(exp - 15),
-    }
+/// IEEE half precision (`float16`, as its bits) to `f32`: exact, since every half value is
+/// an `f32` value; NaN payloads are kept. The one conversion every crate uses (display,
+/// OFRecord's float lists, conversion rules).
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h >> 15) << 31;
+    let exp = u32::from((h >> 10) & 0x1f);
+    let frac = u32::from(h & 0x3ff);
+    let bits = match (exp, frac) {
+        (0, 0) => sign,
+        (0, _) => {
+            // Subnormal: normalise.
+            let shift = frac.leading_zeros() - 21;
+            let frac = (frac << shift) & 0x3ff;
+            sign | ((127 - 15 + 1 - shift) << 23) | (frac << 13)
+        }
+        (0x1f, _) => sign | 0x7f80_0000 | (frac << 13),
+        _ => sign | ((exp + 127 - 15) << 23) | (frac << 13),
+    };
+    f32::from_bits(bits)
 }
 
 /// Writes one array element of `dtype` from its little-endian bytes.
 fn write_element(f: &mut fmt::Formatter<'_>, dtype: DType, e: &[u8]) -> fmt::Result {
-    fn le<const N: usize>(e: &[u8]) -> [u8; N] {
-        let mut raw = [0u8; N];
-        let n = N.min(e.len());
-        raw[..n].copy_from_slice(&e[..n]);
-        raw
-    }
     match dtype {
-        DType::Bool => write!(f, "{}", e.first().is_some_and(|&b| b != 0)),
-        DType::I8 => write!(f, "{}", i8::from_le_bytes(le(e))),
-        DType::I16 => write!(f, "{}", i16::from_le_bytes(le(e))),
-        DType::I32 => write!(f, "{}", i32::from_le_bytes(le(e))),
-        DType::I64 => write!(f, "{}", i64::from_le_bytes(le(e))),
-        DType::U8 => write!(f, "{}", e.first().copied().unwrap_or_default()),
-        DType::U16 => write!(f, "{}", u16::from_le_bytes(le(e))),
-        DType::U32 => write!(f, "{}", u32::from_le_bytes(le(e))),
-        DType::U64 => write!(f, "{}", u64::from_le_bytes(le(e))),
-        DType::F16 => write!(f, "{:?}", f16_to_f32(u16::from_le_bytes(le(e)))),
-        DType::F32 => write!(f, "{:?}", f32::from_le_bytes(le(e))),
-        DType::F64 => write!(f, "{:?}", f64::from_le_bytes(le(e))),
+        DType::Bool => write!(f, "{}", bool::from_le_slice(e)),
+        DType::I8 => write!(f, "{}", i8::from_le_slice(e)),
+        DType::I16 => write!(f, "{}", i16::from_le_slice(e)),
+        DType::I32 => write!(f, "{}", i32::from_le_slice(e)),
+        DType::I64 => write!(f, "{}", i64::from_le_slice(e)),
+        DType::U8 => write!(f, "{}", u8::from_le_slice(e)),
+        DType::U16 => write!(f, "{}", u16::from_le_slice(e)),
+        DType::U32 => write!(f, "{}", u32::from_le_slice(e)),
+        DType::U64 => write!(f, "{}", u64::from_le_slice(e)),
+        DType::F16 => write!(f, "{:?}", f16_to_f32(u16::from_le_slice(e))),
+        DType::F32 => write!(f, "{:?}", f32::from_le_slice(e)),
+        DType::F64 => write!(f, "{:?}", f64::from_le_slice(e)),
         DType::C64 => {
-            let (re, im) =
-                (f32::from_le_bytes(le(e)), f32::from_le_bytes(le(e.get(4..).unwrap_or_default())));
-            write!(f, "({re:?}{im:+?}j)")
+            let im = f32::from_le_slice(e.get(4..).unwrap_or_default());
+            write!(f, "({:?}{im:+?}j)", f32::from_le_slice(e))
         }
         DType::C128 => {
-            let (re, im) =
-                (f64::from_le_bytes(le(e)), f64::from_le_bytes(le(e.get(8..).unwrap_or_default())));
-            write!(f, "({re:?}{im:+?}j)")
+            let im = f64::from_le_slice(e.get(8..).unwrap_or_default());
+            write!(f, "({:?}{im:+?}j)", f64::from_le_slice(e))
         }
         DType::Unicode(_) => {
             let text: String = e
                 .chunks_exact(4)
-                .map(|c| u32::from_le_bytes(le(c)))
+                .map(u32::from_le_slice)
                 .take_while(|&c| c != 0)
                 .map(|c| char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER))
                 .collect();

@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use reel_core::{ArrayRef, DType, Error, ListRef, RecordRef, Result, ValueRef};
+use reel_core::{ArrayRef, DType, Error, ListRef, RecordRef, Result, ValueRef, f16_to_f32};
 
 use crate::features::FeatureKind;
 use crate::wire::{put_varint, varint_len};
@@ -182,25 +182,6 @@ fn chunks<const N: usize>(data: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
         a.copy_from_slice(c);
         a
     })
-}
-
-/// IEEE half to single precision (exact).
-fn f16_to_f32(h: u16) -> f32 {
-    let sign = u32::from(h >> 15) << 31;
-    let exp = u32::from((h >> 10) & 0x1f);
-    let frac = u32::from(h & 0x3ff);
-    let bits = match (exp, frac) {
-        (0, 0) => sign,
-        (0, _) => {
-            // Subnormal: normalise.
-            let shift = frac.leading_zeros() - 21;
-            let frac = (frac << shift) & 0x3ff;
-            sign | ((127 - 15 + 1 - shift) << 23) | (frac << 13)
-        }
-        (0x1f, _) => sign | 0x7f80_0000 | (frac << 13),
-        _ => sign | ((exp + 127 - 15) << 23) | (frac << 13),
-    };
-    f32::from_bits(bits)
 }
 
 /// Bytes of the packed payload of a numeric list.

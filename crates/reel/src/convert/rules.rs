@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use reel_core::{DType, Error, Record, RecordRef, Result, Shape, Value, ValueRef};
+use reel_core::{DType, Error, Record, RecordRef, Result, Shape, Value, ValueRef, f16_to_f32};
 
 use crate::Format;
 
@@ -357,24 +357,6 @@ fn widen_to_i32(dtype: DType, data: &[u8]) -> Vec<i32> {
         }
         _ => Vec::new(),
     }
-}
-
-/// IEEE half to single precision (exact: every half value is a float).
-fn f16_to_f32(h: u16) -> f32 {
-    let sign = ((h >> 15) as u32) << 31;
-    let exp = ((h >> 10) & 0x1f) as u32;
-    let frac = (h & 0x3ff) as u32;
-    let bits = match (exp, frac) {
-        (0, 0) => sign,
-        (0, f) => {
-            // Subnormal: normalise.
-            let shift = f.leading_zeros() - 21;
-            sign | ((127 - 15 - shift + 1) << 23) | ((f << shift) & 0x3ff) << 13
-        }
-        (0x1f, f) => sign | 0x7f80_0000 | (f << 13),
-        (e, f) => sign | ((e + 127 - 15) << 23) | (f << 13),
-    };
-    f32::from_bits(bits)
 }
 
 /// Gulp takes records shaped like its own (`id`, `meta`, `frames`, `meta_extra`); the
