@@ -25,17 +25,9 @@ pub struct OfrecordLayout {
     names: FeatureNames,
     info: SourceInfo,
     /// Large frames whose structure was found malformed at open (see
-    /// [`skeleton`](crate::skeleton)), by global index: reading one fails without reading it.
-    malformed: Vec<MalformedFrame>,
-}
-
-/// A large frame refused at open, kept to be reported when the record is read.
-#[derive(Debug)]
-struct MalformedFrame {
-    index: u64,
-    part: usize,
-    payload_offset: u64,
-    message: String,
+    /// [`skeleton`](crate::skeleton)), as (global index, what is wrong), sorted by index:
+    /// reading one fails without reading it (its part and offset are the frame's).
+    malformed: Vec<(u64, String)>,
 }
 
 impl OfrecordLayout {
@@ -68,12 +60,7 @@ impl OfrecordLayout {
                     if e.kind() != reel_core::ErrorKind::Corrupt {
                         return Err(e.with_path(path).with_format(FORMAT));
                     }
-                    malformed.push(MalformedFrame {
-                        index: total + local as u64,
-                        part: k as usize,
-                        payload_offset,
-                        message: e.message().to_owned(),
-                    });
+                    malformed.push((total + local as u64, e.message().to_owned()));
                 }
             }
             if let Some(first) = scan.first_empty {
@@ -178,14 +165,13 @@ impl OfrecordLayout {
     /// Pushes the payload range of record `index`.
     pub(crate) fn plan_payload(&self, index: u64, plan: &mut Plan<'_>) -> Result<()> {
         let frame = self.frame(index).ok_or_else(|| Error::out_of_range(index, self.len()))?;
-        if let Ok(at) = self.malformed.binary_search_by_key(&index, |m| m.index) {
-            let m = &self.malformed[at];
+        if let Ok(at) = self.malformed.binary_search_by_key(&index, |m| m.0) {
             return Err(Error::corrupt(format!(
                 "{} (found at open, without reading the {}-byte frame)",
-                m.message, frame.length
+                self.malformed[at].1, frame.length
             ))
-            .with_offset(m.payload_offset)
-            .with_path(&self.info.paths[m.part]));
+            .with_offset(frame.payload_offset())
+            .with_path(&self.info.paths[frame.part]));
         }
         plan.push(frame.part as u32, frame.payload_offset(), frame.length);
         Ok(())

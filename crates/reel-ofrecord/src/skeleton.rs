@@ -17,7 +17,7 @@
 
 use reel_core::{ReadAt, Result};
 
-use crate::wire::{WireReader, WireType, malformed};
+use crate::wire::{WireReader, WireType, too_long};
 
 /// Frames of at least this many bytes are walked at open.
 pub(crate) const CHECKED_FRAME_BYTES: u64 = 16 << 20;
@@ -78,28 +78,14 @@ pub(crate) fn check_frame(
         files.read_exact_at(file, start + pos, &mut head[..n])?;
         let mut r = WireReader::new(&head[..n], pos as usize);
         let (field, wire) = r.tag()?;
-        let value_at = r.offset() as u64;
-        let past_end = |what: &str| malformed(value_at as usize, what);
+        let value_at = r.offset();
         pos = match wire {
-            WireType::Varint => {
-                r.varint()?;
-                r.offset() as u64
-            }
-            WireType::Fixed64 | WireType::Fixed32 => {
-                let width = if wire == WireType::Fixed64 { 8 } else { 4 };
-                if value_at + width > end {
-                    return Err(past_end("fixed-width value runs past the end"));
-                }
-                value_at + width
-            }
             WireType::Len => {
+                // Only the body's length is in `head`, not the body: checked here.
                 let body_len = r.varint()?;
                 let body = r.offset() as u64;
                 if body_len > end - body {
-                    return Err(past_end(&format!(
-                        "length-delimited field of {body_len} bytes, only {} remain",
-                        end - body
-                    )));
+                    return Err(too_long(value_at, body_len, (end - body) as usize));
                 }
                 match level.child(field, wire) {
                     Some(child) if body_len >= descend_from => {
@@ -111,7 +97,12 @@ pub(crate) fn check_frame(
             }
             // Skipping a group means finding its end tag: leave that to the decoder.
             WireType::StartGroup => return Ok(()),
-            WireType::EndGroup => return Err(past_end("end-group tag outside a group")),
+            // Varints, fixed-width values and stray end-group tags fit in `head` (cut at the
+            // message's end), so the decoder's own skip checks them.
+            _ => {
+                r.skip(field, wire)?;
+                r.offset() as u64
+            }
         };
     }
     Ok(())

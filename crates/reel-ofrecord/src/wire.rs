@@ -184,7 +184,7 @@ fn bad_tag(at: usize, tag: u64) -> Error {
 
 #[cold]
 #[inline(never)]
-fn too_long(at: usize, len: u64, remaining: usize) -> Error {
+pub(crate) fn too_long(at: usize, len: u64, remaining: usize) -> Error {
     malformed(at, &format!("length-delimited field of {len} bytes, only {remaining} remain"))
 }
 
