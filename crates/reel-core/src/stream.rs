@@ -331,7 +331,10 @@ impl Shared {
                 self.give(batch);
                 Err(e)
             }
-            Err(panic) => Err(panicked(panic, "the source").with_format(self.source.info().format)),
+            Err(panic) => {
+                self.give(batch);
+                Err(panicked(panic, "the source").with_format(self.source.info().format))
+            }
         }
     }
 
@@ -517,8 +520,9 @@ impl Iterator for BatchStream {
                     Claim::Wait => {}
                 }
             } else if st.live_helpers == 0 {
-                // Cannot happen unless a helper died outside the code that catches panics
-                // (in the plan's own function); reported instead of waiting forever.
+                // Cannot happen: helpers catch panics in the source and in the plan alike.
+                // Kept so that a helper ending any other way is reported instead of the
+                // consumer waiting forever.
                 st.end = Some(st.delivered);
                 return Some(Err(Error::new(
                     ErrorKind::Io,
@@ -547,8 +551,8 @@ impl Drop for BatchStream {
         self.shared.done.notify_all();
         for handle in self.threads.drain(..) {
             // Joining waits for the read a helper is doing to end, so the backend has let
-            // go of its buffer. A helper cannot panic outside its catch_unwind except in
-            // the plan's function; there is nothing left to clean up then.
+            // go of its buffer. Panics in the source and the plan are caught inside the
+            // helper, so a join error is not expected and leaves nothing to clean up.
             let _ = handle.join();
         }
     }
