@@ -173,10 +173,7 @@ pub(crate) fn value(
             let s = str_at(array, row)?;
             out.append_str(s)
         }
-        Plan::Json => {
-            let s = str_at(array, row)?.to_string();
-            crate::json::from_json_text(&s, out)?
-        }
+        Plan::Json => crate::json::from_json_text(str_at(array, row)?, out)?,
         Plan::Array { dtype, shape, item } => {
             let (values, start, len) = list_slice(array, row)?;
             if values.null_count() > 0 && (start..start + len).any(|k| values.is_null(k)) {
@@ -240,10 +237,15 @@ pub(crate) fn value(
         }
         Plan::Dictionary(inner) => {
             let d = array.as_any_dictionary_opt().ok_or_else(|| bad_array("dictionary"))?;
-            let key = d.normalized_keys().get(row).copied().ok_or_else(|| bad_array("key"))?;
-            if key >= d.values().len() {
-                return Err(bad_array("dictionary key out of range"));
+            // This row's key alone (`normalized_keys` would convert every key of the array,
+            // for every row, and clamps out-of-range keys instead of reporting them).
+            let key = match int_value(d.keys(), row)? {
+                Value::Int(k) => usize::try_from(k).ok(),
+                Value::UInt(k) => usize::try_from(k).ok(),
+                _ => None,
             }
+            .filter(|&k| k < d.values().len())
+            .ok_or_else(|| bad_array("dictionary key out of range"))?;
             value(inner, d.values().as_ref(), key, out)?
         }
     })
@@ -368,12 +370,33 @@ fn element_bytes(
             Ok(())
         });
     }
-    let data = values.to_data();
-    let buffer = data.buffers().first().ok_or_else(|| bad_array("no values buffer"))?;
-    let from = (data.offset() + start) * size;
-    let bytes = buffer
-        .as_slice()
+    let from = start * size;
+    let bytes = primitive_bytes(values)
+        .ok_or_else(|| bad_array("no values buffer"))?
         .get(from..from + len * size)
         .ok_or_else(|| bad_array("values buffer too short"))?;
     Ok(out.append(bytes))
+}
+
+/// The values of a primitive array as raw bytes, from its first value (the buffer is
+/// already sliced to the array's offset). Borrowed: called per row, so no `ArrayData` is
+/// built.
+fn primitive_bytes(values: &dyn Array) -> Option<&[u8]> {
+    fn raw<T: ArrowPrimitiveType>(values: &dyn Array) -> Option<&[u8]> {
+        Some(values.as_primitive_opt::<T>()?.values().inner().as_slice())
+    }
+    match values.data_type() {
+        DataType::Int8 => raw::<Int8Type>(values),
+        DataType::Int16 => raw::<Int16Type>(values),
+        DataType::Int32 => raw::<Int32Type>(values),
+        DataType::Int64 => raw::<Int64Type>(values),
+        DataType::UInt8 => raw::<UInt8Type>(values),
+        DataType::UInt16 => raw::<UInt16Type>(values),
+        DataType::UInt32 => raw::<UInt32Type>(values),
+        DataType::UInt64 => raw::<UInt64Type>(values),
+        DataType::Float16 => raw::<Float16Type>(values),
+        DataType::Float32 => raw::<Float32Type>(values),
+        DataType::Float64 => raw::<Float64Type>(values),
+        _ => None,
+    }
 }

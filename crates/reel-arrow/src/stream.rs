@@ -144,6 +144,9 @@ pub struct SourceBatchReader<S> {
     next: u64,
     batch: reel_core::RecordBatch,
     indices: Vec<u64>,
+    /// The first records, read to infer the schema, served from here instead of being read
+    /// again (emptied once passed).
+    sampled: reel_core::RecordBatch,
     failed: bool,
 }
 
@@ -174,11 +177,12 @@ impl<S: RecordSource> SourceBatchReader<S> {
     }
 
     fn with_rows(source: S, rows: Rows, options: &ArrowOptions) -> Result<Self> {
+        let mut sampled = reel_core::RecordBatch::new();
         let mut kinds = match &options.schema {
             Some(schema) => kinds_of_schema(schema)?,
             None => {
-                let sample = sample(&source, &rows, options)?;
-                infer_kinds(source.info().schema.as_deref(), sample.iter())
+                sampled = sample(&source, &rows, options)?;
+                infer_kinds(source.info().schema.as_deref(), sampled.iter())
             }
         };
         if let Some(columns) = &options.columns {
@@ -200,6 +204,7 @@ impl<S: RecordSource> SourceBatchReader<S> {
             next: 0,
             batch: reel_core::RecordBatch::new(),
             indices: Vec::new(),
+            sampled,
             failed: false,
         })
     }
@@ -239,6 +244,21 @@ impl<S: RecordSource> SourceBatchReader<S> {
             };
             let take = fit.clamp(1, 256).min(opts.batch_rows.max(1) - rows) as u64;
             let take = take.min(end - self.next);
+            let sampled = self.sampled.len() as u64;
+            if self.next < sampled {
+                // The first records were read once already, to infer the schema.
+                let stop = (self.next + take).min(sampled);
+                for k in self.next..stop {
+                    if let Some(record) = self.sampled.get(k as usize) {
+                        self.encoder.push(record)?;
+                    }
+                }
+                self.next = stop;
+                if stop == sampled {
+                    self.sampled = reel_core::RecordBatch::new();
+                }
+                continue;
+            }
             self.indices.clear();
             self.rows.extend_into(self.next..self.next + take, &mut self.indices);
             self.source.read_batch_into(&self.indices, &mut self.batch)?;
