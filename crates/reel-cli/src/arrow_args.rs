@@ -35,19 +35,16 @@ pub struct ArrowArgs {
     large_types: bool,
 }
 
-/// `123`, `64K`, `128M`, `2G` (powers of 1024).
+/// `123`, `64K`, `128M`, `2G` (powers of 1024; [`crate::bench::parse_size`]), above zero
+/// and within `usize`.
 fn parse_size(s: &str) -> reel::Result<usize> {
     let bad =
         || reel::Error::invalid_input(format!("size {s:?}: expected a number with K, M or G"));
-    let t = s.trim();
-    let (digits, shift) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
-        Some('K') => (&t[..t.len() - 1], 10),
-        Some('M') => (&t[..t.len() - 1], 20),
-        Some('G') => (&t[..t.len() - 1], 30),
-        _ => (t, 0),
-    };
-    let n: usize = digits.trim().parse().map_err(|_| bad())?;
-    n.checked_mul(1 << shift).filter(|&v| v > 0).ok_or_else(bad)
+    crate::bench::parse_size(s)
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n > 0)
+        .ok_or_else(bad)
 }
 
 impl ArrowArgs {

@@ -57,8 +57,8 @@ pub fn unpack(args: &UnpackArgs) -> reel::Result<()> {
     check_destination(&args.dir, &[&args.packed], Existing::Refuse)?;
     let folder = PackedFolder::open(&args.packed)?;
     // What will be written, from the index alone, before anything is.
-    let mut plan = Vec::new();
-    collect_files(folder.root(), Path::new(""), &mut plan)?;
+    let (mut plan, mut dirs) = (Vec::new(), Vec::new());
+    collect_tree(folder.root(), Path::new(""), &mut plan, &mut dirs)?;
     let offsets = folder.reader().get_offsets(0).unwrap_or_default();
     let size_of = |i: u64| -> u64 {
         let i = i as usize;
@@ -85,50 +85,44 @@ pub fn unpack(args: &UnpackArgs) -> reel::Result<()> {
     println!("unpacking {} files ({total} bytes) into {}", plan.len(), args.dir.display());
     // Unpack into a staging directory, so a failure leaves no half-unpacked tree.
     let staged = reel::StagedDir::create(&args.dir)?;
+    // Every directory first (empty ones have no file to make them), parents before children.
+    for rel in &dirs {
+        std::fs::create_dir_all(staged.path().join(rel)).map_err(|e| {
+            reel::Error::io(e, "cannot create directory").with_path(args.dir.join(rel))
+        })?;
+    }
     let pb = bar(plan.len() as u64, "unpack", args.quiet);
     for (rel, index) in &plan {
         let target = staged.path().join(rel);
         let shown = args.dir.join(rel);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                reel::Error::io(e, "cannot create directory")
-                    .with_path(shown.parent().unwrap_or(&args.dir))
-            })?;
-        }
         let data = folder.reader().read_one(*index)?;
         std::fs::write(&target, data)
             .map_err(|e| reel::Error::io(e, "cannot write").with_path(&shown))?;
         pb.inc(1);
     }
-    collect_dirs(folder.root(), staged.path(), &args.dir)?;
     pb.finish_and_clear();
     staged.commit()?;
     println!("unpacked {} files into {}", plan.len(), args.dir.display());
     Ok(())
 }
 
-/// Every file of `dir` (recursively) as (path relative to the root, record index), walking
-/// the index tree once (no lookups by path, so a directory of many names stays linear).
-fn collect_files(dir: &FolderDir, at: &Path, out: &mut Vec<(PathBuf, u64)>) -> reel::Result<()> {
+/// Every file of `dir` (recursively) as (path relative to the root, record index), and every
+/// directory (parents before children), walking the index tree once (no lookups by path, so
+/// a directory of many names stays linear).
+fn collect_tree(
+    dir: &FolderDir,
+    at: &Path,
+    files: &mut Vec<(PathBuf, u64)>,
+    dirs: &mut Vec<PathBuf>,
+) -> reel::Result<()> {
     for (name, entry) in dir.entries() {
         let path = at.join(safe_name(name)?);
         match entry {
-            FolderEntry::File(i) => out.push((path, *i)),
-            FolderEntry::Dir(sub) => collect_files(sub, &path, out)?,
-        }
-    }
-    Ok(())
-}
-
-/// Creates every directory of the tree under `to` (empty ones have no file to make them).
-fn collect_dirs(dir: &FolderDir, to: &Path, shown: &Path) -> reel::Result<()> {
-    for (name, entry) in dir.entries() {
-        if let FolderEntry::Dir(sub) = entry {
-            let name = safe_name(name)?;
-            let (to, shown) = (to.join(name), shown.join(name));
-            std::fs::create_dir_all(&to)
-                .map_err(|e| reel::Error::io(e, "cannot create directory").with_path(&shown))?;
-            collect_dirs(sub, &to, &shown)?;
+            FolderEntry::File(i) => files.push((path, *i)),
+            FolderEntry::Dir(sub) => {
+                dirs.push(path.clone());
+                collect_tree(sub, &path, files, dirs)?;
+            }
         }
     }
     Ok(())

@@ -63,15 +63,21 @@ fn ray_runs_the_python_module_with_the_options() {
     );
 }
 
+/// `reel convert --ray in.ffr out --to ffrecord EXTRA…` with `python` as the interpreter.
+fn ray_convert(python: &Path, extra: &[&str]) -> std::process::Output {
+    reel()
+        .env("REEL_PYTHON", python)
+        .args(["convert", "--ray", "in.ffr", "out", "--to", "ffrecord"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn ray_without_an_address_lets_ray_find_the_cluster() {
     let dir = tempfile::tempdir().unwrap();
     let python = fake_python(dir.path(), 0);
-    let out = reel()
-        .env("REEL_PYTHON", &python)
-        .args(["convert", "--ray", "in.ffr", "out", "--to", "ffrecord"])
-        .output()
-        .unwrap();
+    let out = ray_convert(&python, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(
         logged_args(dir.path()),
@@ -83,11 +89,7 @@ fn ray_without_an_address_lets_ray_find_the_cluster() {
 fn a_failed_ray_conversion_fails_the_command() {
     let dir = tempfile::tempdir().unwrap();
     let python = fake_python(dir.path(), 2);
-    let out = reel()
-        .env("REEL_PYTHON", &python)
-        .args(["convert", "--ray", "in.ffr", "out", "--to", "ffrecord"])
-        .output()
-        .unwrap();
+    let out = ray_convert(&python, &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the Ray conversion failed"));
 }
@@ -95,11 +97,7 @@ fn a_failed_ray_conversion_fails_the_command() {
 #[test]
 fn a_missing_interpreter_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let out = reel()
-        .env("REEL_PYTHON", dir.path().join("no-such-python"))
-        .args(["convert", "--ray", "in.ffr", "out", "--to", "ffrecord"])
-        .output()
-        .unwrap();
+    let out = ray_convert(&dir.path().join("no-such-python"), &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no-such-python") && stderr.contains("REEL_PYTHON"), "{stderr}");
@@ -112,12 +110,7 @@ fn options_the_ray_path_does_not_carry_are_refused() {
     for extra in
         [&["--shard", "1/2"][..], &["--fields", "a"], &["--pack", "json"], &["--with-index"]]
     {
-        let out = reel()
-            .env("REEL_PYTHON", &python)
-            .args(["convert", "--ray", "in.ffr", "out", "--to", "ffrecord"])
-            .args(extra)
-            .output()
-            .unwrap();
+        let out = ray_convert(&python, extra);
         assert!(!out.status.success(), "{extra:?} was accepted with --ray");
         assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"), "{extra:?}");
     }

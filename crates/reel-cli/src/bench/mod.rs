@@ -95,7 +95,8 @@ pub fn parse_size(s: &str) -> reel::Result<u64> {
         Some('g') => (&s[..s.len() - 1], 1 << 30),
         _ => (&s[..], 1),
     };
-    num.parse::<u64>()
+    num.trim()
+        .parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(mult))
         .ok_or_else(|| reel::Error::invalid_input(format!("not a size: {s:?}")))
