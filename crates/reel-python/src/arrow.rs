@@ -1,9 +1,8 @@
 //! The Arrow bridge in Python: a dataset as an Arrow C stream (the PyCapsule protocol
 //! `__arrow_c_stream__`), which pyarrow, Polars and DuckDB import without copying the
-//! batches, and Arrow data (anything with `__arrow_c_stream__`) written into any format.
+//! batches.
 //!
-//! Everything here adapts: the batches come from `reel_arrow::SourceBatchReader`, the
-//! records written from `reel_arrow::BatchSource` through `reel::convert_source`.
+//! Everything here adapts: the batches come from `reel_arrow::SourceBatchReader`.
 
 use std::ffi::CStr;
 use std::sync::{Arc, Mutex};

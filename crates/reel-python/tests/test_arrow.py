@@ -15,18 +15,8 @@ import pyarrow as pa
 import pytest
 
 import reel
-from conftest import golden_cases, manifest, same
-from test_golden import (
-    BARE_BAGS,
-    FORMATS,
-    UNOPENABLE,
-    check_ffrecord,
-    check_granular,
-    check_gulp,
-    check_ofrecord,
-    check_syrah,
-    dataset_path,
-)
+from conftest import dataset_path, manifest, same
+from test_golden import FORMATS, cases, check_records
 
 ABSENT = object()
 
@@ -102,16 +92,7 @@ def records_of(table: pa.Table, like: list[dict] | None = None) -> list[dict]:
     return rows
 
 
-def cases():
-    return [
-        pytest.param(key, case, id=f"{key}/{case}")
-        for key in FORMATS
-        for case in golden_cases(key, corrupt=False)
-        if (key, case) not in UNOPENABLE and (key, case) not in BARE_BAGS
-    ]
-
-
-@pytest.mark.parametrize("key,case", cases())
+@pytest.mark.parametrize("key,case", cases(corrupt=False))
 def test_golden_dataset_through_the_arrow_stream(key, case):
     m = manifest(key, case)
     fmt = FORMATS[key]
@@ -120,16 +101,7 @@ def test_golden_dataset_through_the_arrow_stream(key, case):
     assert table.num_rows == m["record_count"]
     mine = ds[:]
     records = records_of(table, like=mine)
-    if fmt == "ffrecord":
-        check_ffrecord(records, m)
-    elif fmt == "syrah":
-        check_syrah(records, m)
-    elif fmt == "ofrecord":
-        check_ofrecord(records, m)
-    elif fmt == "granular":
-        check_granular(records, m)
-    elif fmt == "gulp":
-        check_gulp(records, m, decoded=True)
+    check_records(records, m, fmt)
     # The same records reel's own API returns, value for value.
     assert same(records, mine)
     # The stream reader gives the same rows; so does to_arrow (compared as records: NaN
@@ -140,7 +112,7 @@ def test_golden_dataset_through_the_arrow_stream(key, case):
     assert same(records_of(ds.to_arrow(), like=mine), records)
 
 
-@pytest.mark.parametrize("key,case", cases())
+@pytest.mark.parametrize("key,case", cases(corrupt=False))
 def test_ranges_and_index_lists_are_the_matching_rows(key, case):
     ds = reel.open(dataset_path(key, case), format=FORMATS[key])
     n = len(ds)

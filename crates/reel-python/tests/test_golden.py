@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import reel
-from conftest import check_bytes, check_value, golden_cases, golden_root, manifest, same, sha256
+from conftest import check_bytes, check_value, dataset_path, golden_cases, manifest, same, sha256
 
 # Format keys of index.json and the reel format name for each.
 FORMATS = {
@@ -38,11 +38,6 @@ BARE_BAGS = [
     ("granular/bags-0.5.1", "raw_bag_empty"),
     ("granular/granular-0.24.2", "raw_bag"),
 ]
-
-
-def dataset_path(key: str, case: str):
-    path = golden_root() / key / case
-    return path / "parts" if (path / "parts").is_dir() else path
 
 
 def cases(corrupt: bool):
@@ -154,6 +149,21 @@ def check_gulp(records, m, decoded: bool):
                 check_bytes(f, want["jpeg"], where)
 
 
+def check_records(records, m, fmt: str) -> None:
+    """The records of a golden case against its manifest, with the format's checks (gulp
+    frames decoded)."""
+    if fmt == "ffrecord":
+        check_ffrecord(records, m)
+    elif fmt == "syrah":
+        check_syrah(records, m)
+    elif fmt == "ofrecord":
+        check_ofrecord(records, m)
+    elif fmt == "granular":
+        check_granular(records, m)
+    elif fmt == "gulp":
+        check_gulp(records, m, decoded=True)
+
+
 @pytest.mark.parametrize("key,case", cases(corrupt=False))
 def test_golden_dataset(key, case):
     m = manifest(key, case)
@@ -166,16 +176,8 @@ def test_golden_dataset(key, case):
     # One batched read in reverse order gives the same records.
     assert same(ds.read_batch(list(reversed(range(len(ds))))), list(reversed(records)))
     assert same([r for r in ds], records), "iteration"
-    if fmt == "ffrecord":
-        check_ffrecord(records, m)
-    elif fmt == "syrah":
-        check_syrah(records, m)
-    elif fmt == "ofrecord":
-        check_ofrecord(records, m)
-    elif fmt == "granular":
-        check_granular(records, m)
-    elif fmt == "gulp":
-        check_gulp(records, m, decoded=True)
+    check_records(records, m, fmt)
+    if fmt == "gulp":
         check_gulp(reel.open(dataset_path(key, case), format=fmt, decode_images=False)[:], m, decoded=False)
 
 

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="torch is installed by .ci/run's environment")
+import torch  # noqa: E402  (in tests/requirements.txt: missing, this fails)
 import reel  # noqa: E402
 import reel.torch  # noqa: E402
 from conftest import golden_root, same  # noqa: E402

@@ -82,9 +82,7 @@ def _as_tensors(record: Record) -> Record:
     values as they are)."""
     out = {}
     for name, value in record.items():
-        if isinstance(value, memoryview):
-            value = torch.frombuffer(value, dtype=torch.uint8) if len(value) else torch.empty(0, dtype=torch.uint8)
-        elif isinstance(value, bytes) or hasattr(value, "__array_interface__"):
+        if isinstance(value, (bytes, memoryview)) or hasattr(value, "__array_interface__"):
             value = to_tensor(value)
         out[name] = value
     return out
