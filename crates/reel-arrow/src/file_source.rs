@@ -97,7 +97,7 @@ pub struct ArrowFileSource {
     state: Mutex<State>,
 }
 
-fn pq_err(e: parquet::errors::ParquetError, path: &Path) -> Error {
+fn pq_err(e: impl std::fmt::Display, path: &Path) -> Error {
     Error::corrupt(format!("Parquet: {e}")).with_format("parquet").with_path(path)
 }
 
@@ -307,7 +307,7 @@ impl ArrowFileSource {
                 let Some((r, next)) = reader else { return Err(Error::corrupt("no reader")) };
                 loop {
                     let batch =
-                        r.next().transpose().map_err(|e| ipc_err(e, path))?.ok_or_else(|| {
+                        r.next().transpose().map_err(|e| pq_err(e, path))?.ok_or_else(|| {
                             Error::corrupt("Parquet file has fewer rows than its footer says")
                                 .with_path(path)
                         })?;
