@@ -58,7 +58,7 @@ impl Default for ArrowOptions {
 
 /// The columns for records like `sample`: the declared fields in their order, other fields
 /// where the sampled records put them.
-pub(crate) fn infer_kinds<'a>(
+fn infer_kinds<'a>(
     declared: Option<&[FieldSpec]>,
     sample: impl IntoIterator<Item = RecordRef<'a>>,
 ) -> Vec<(String, Kind)> {
@@ -96,6 +96,33 @@ pub(crate) fn infer_kinds<'a>(
     kinds
 }
 
+/// The encoder for records like `sample` (or for [`ArrowOptions::schema`] when given, the
+/// sample then unused): its columns, their selection ([`ArrowOptions::columns`]) and offset
+/// width. The batch reader and the sink both start here, so a conversion writes the batches
+/// the reader would give.
+pub(crate) fn encoder_for<'a>(
+    options: &ArrowOptions,
+    declared: Option<&[FieldSpec]>,
+    sample: impl IntoIterator<Item = RecordRef<'a>>,
+) -> Result<Encoder> {
+    let mut kinds = match &options.schema {
+        Some(schema) => kinds_of_schema(schema)?,
+        None => infer_kinds(declared, sample),
+    };
+    if let Some(columns) = &options.columns {
+        kinds = select_columns(kinds, columns)?;
+    }
+    // A given schema with 64-bit offsets asks for them (reel writes one offset width).
+    let large = options.large_types
+        || options
+            .schema
+            .as_ref()
+            .is_some_and(|s| s.fields().iter().any(|f| has_large_offsets(f.data_type())));
+    let mut encoder = Encoder::new(&kinds, large, options.extra);
+    encoder.skip_unknown(options.columns.is_some());
+    Ok(encoder)
+}
+
 /// The kind a format's own type name stands for, where that is unambiguous.
 fn declared_kind(name: &str) -> Kind {
     match name {
@@ -116,7 +143,7 @@ fn declared_kind(name: &str) -> Kind {
 }
 
 /// The columns of a given Arrow schema.
-pub(crate) fn kinds_of_schema(schema: &arrow_schema::Schema) -> Result<Vec<(String, Kind)>> {
+fn kinds_of_schema(schema: &arrow_schema::Schema) -> Result<Vec<(String, Kind)>> {
     schema.fields().iter().map(|f| Ok((f.name().clone(), Kind::from_field(f)?))).collect()
 }
 
@@ -177,25 +204,11 @@ impl<S: RecordSource> SourceBatchReader<S> {
     }
 
     fn with_rows(source: S, rows: Rows, options: &ArrowOptions) -> Result<Self> {
-        let mut sampled = reel_core::RecordBatch::new();
-        let mut kinds = match &options.schema {
-            Some(schema) => kinds_of_schema(schema)?,
-            None => {
-                sampled = sample(&source, &rows, options)?;
-                infer_kinds(source.info().schema.as_deref(), sampled.iter())
-            }
+        let sampled = match &options.schema {
+            Some(_) => reel_core::RecordBatch::new(),
+            None => sample(&source, &rows, options)?,
         };
-        if let Some(columns) = &options.columns {
-            kinds = select_columns(kinds, columns)?;
-        }
-        // A given schema with 64-bit offsets asks for them (reel writes one offset width).
-        let large = options.large_types
-            || options
-                .schema
-                .as_ref()
-                .is_some_and(|s| s.fields().iter().any(|f| has_large_offsets(f.data_type())));
-        let mut encoder = Encoder::new(&kinds, large, options.extra);
-        encoder.skip_unknown(options.columns.is_some());
+        let encoder = encoder_for(options, source.info().schema.as_deref(), sampled.iter())?;
         Ok(SourceBatchReader {
             encoder,
             source,

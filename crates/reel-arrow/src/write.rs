@@ -17,7 +17,7 @@ use reel_core::{
 };
 
 use crate::encode::Encoder;
-use crate::stream::{ArrowOptions, SourceBatchReader, infer_kinds, kinds_of_schema};
+use crate::stream::{ArrowOptions, SourceBatchReader, encoder_for};
 
 /// Which file to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,8 +202,10 @@ struct Writing {
 ///
 /// Records are buffered until the schema is known (the first
 /// [`ArrowOptions::sample_records`] records, or the given [`ArrowOptions::schema`]), then
-/// encoded into batches of [`ArrowOptions::batch_rows`]/`batch_bytes` and written. The file
-/// is staged beside `path` and appears only on [`finish`](RecordSink::finish).
+/// encoded into batches of [`ArrowOptions::batch_rows`]/`batch_bytes` and written. Its
+/// columns are set up exactly as [`SourceBatchReader`]'s for the same options (column
+/// selection, a given schema's offset width). The file is staged beside `path` and appears
+/// only on [`finish`](RecordSink::finish).
 pub struct ArrowSink {
     kind: FileKind,
     options: WriteOptions,
@@ -252,12 +254,8 @@ impl ArrowSink {
 
     /// Fixes the schema (from the given one or the sample) and writes the sample.
     fn start(&mut self) -> Result<()> {
-        let opts = &self.options.arrow;
-        let kinds = match &opts.schema {
-            Some(schema) => kinds_of_schema(schema)?,
-            None => infer_kinds(self.declared.as_deref(), self.sample.iter()),
-        };
-        let encoder = Encoder::new(&kinds, opts.large_types, opts.extra);
+        let encoder =
+            encoder_for(&self.options.arrow, self.declared.as_deref(), self.sample.iter())?;
         let staged = self.staged.as_ref().ok_or_else(closed)?;
         let writer = Writer::new(self.kind, staged, &encoder.schema(), &self.options)?;
         self.writing = Some(Writing { encoder, writer });

@@ -396,3 +396,58 @@ fn a_given_schema_with_large_offsets_is_written_with_them() {
     let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
     assert_eq!(rows, 4);
 }
+
+/// The schema a sink writes for `options`, fed `records`.
+fn sink_schema(records: &[Record], options: &ArrowOptions) -> arrow_schema::SchemaRef {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.arrow");
+    let write = WriteOptions { arrow: options.clone(), ..Default::default() };
+    let mut sink = ArrowSink::create(&path, FileKind::ArrowIpc, None, &write).unwrap();
+    for r in records {
+        sink.append(r.view()).unwrap();
+    }
+    sink.finish().unwrap();
+    reel_arrow::schema_of_file(&path).unwrap()
+}
+
+/// A conversion (through the sink) writes the schema the batch reader gives for the same
+/// options: a given schema's 64-bit offsets, a column selection, an inferred schema.
+#[test]
+fn the_sink_and_the_batch_reader_agree_on_the_schema() {
+    let records: Vec<Record> = (0..6).map(labelled).collect();
+    let source = VecSource::new(records.clone());
+    let large = Arc::new(arrow_schema::Schema::new(vec![
+        Field::new("caption", DataType::LargeUtf8, true),
+        Field::new("label", DataType::Int64, true),
+    ]));
+    let cases = [
+        ArrowOptions { columns: Some(vec!["label".into()]), ..Default::default() },
+        ArrowOptions {
+            schema: Some(large),
+            columns: Some(vec!["label".into(), "caption".into()]),
+            ..Default::default()
+        },
+        ArrowOptions::default(),
+    ];
+    for options in cases {
+        let expected = SourceBatchReader::new(&source, &options).unwrap().schema();
+        let written = sink_schema(&records, &options);
+        let fields = |s: &arrow_schema::SchemaRef| -> Vec<(String, DataType)> {
+            s.fields().iter().map(|f| (f.name().clone(), f.data_type().clone())).collect()
+        };
+        assert_eq!(fields(&written), fields(&expected), "{options:?}");
+    }
+    let only_label = ArrowOptions { columns: Some(vec!["label".into()]), ..Default::default() };
+    let written = sink_schema(&records, &only_label);
+    assert_eq!(written.fields().len(), 1);
+    let given = ArrowOptions {
+        schema: Some(Arc::new(arrow_schema::Schema::new(vec![Field::new(
+            "caption",
+            DataType::LargeUtf8,
+            true,
+        )]))),
+        columns: Some(vec!["caption".into()]),
+        ..Default::default()
+    };
+    assert_eq!(sink_schema(&records, &given).field(0).data_type(), &DataType::LargeUtf8);
+}

@@ -103,3 +103,43 @@ fn every_format_goes_through_arrow_ipc_and_parquet() {
         .unwrap();
     assert!(String::from_utf8_lossy(&err.stderr).contains("lzma"));
 }
+
+/// `--schema-from` a file with 64-bit offsets writes them (`large_binary`, not `binary`).
+#[test]
+fn schema_from_a_file_with_large_offsets_keeps_them() {
+    use reel::arrow::arrow_array::{LargeBinaryArray, RecordBatch};
+    use reel::arrow::arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let schema = Arc::new(Schema::new(vec![Field::new("data", DataType::LargeBinary, true)]));
+    let template = tmp.path().join("large.parquet");
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(LargeBinaryArray::from_iter_values([b"x".as_slice()]))],
+    )
+    .unwrap();
+    let mut w = reel::arrow::parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&template).unwrap(),
+        schema,
+        None,
+    )
+    .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+
+    let records: Vec<Record> = (0..5u8).map(|i| Record::from_bytes(&[i; 7])).collect();
+    let ffr = tmp.path().join("a.ffr");
+    write(Format::Ffrecord, &ffr, &records);
+    let pq = tmp.path().join("a.parquet");
+    reel()
+        .args(["convert", "--quiet", "--to", "parquet", "--schema-from"])
+        .arg(&template)
+        .arg(&ffr)
+        .arg(&pq)
+        .assert()
+        .success();
+    let written = reel::arrow::schema_of_file(&pq).unwrap();
+    assert_eq!(written.field(0).data_type(), &DataType::LargeBinary);
+    assert_eq!(read_all(&pq).len(), 5);
+}
