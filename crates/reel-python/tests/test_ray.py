@@ -267,3 +267,92 @@ def test_the_reel_command_converts_on_the_running_cluster(tmp_path):
     )
     assert run.returncode == 2 and "cannot convert" in run.stderr, run.stderr
     assert not (tmp_path / "no").exists()
+
+
+# Every golden dataset that reads (not the corrupt ones), per manifest directory.
+def golden_read_cases() -> list[tuple[str, str]]:
+    from conftest import golden_cases
+
+    keys = ["ffrecord", "syrah", "ofrecord", "gulpio2", "granular/granular-0.24.2", "granular/bags-0.5.1"]
+    out = []
+    for key in keys:
+        try:
+            cases = golden_cases(key, corrupt=False)
+        except KeyError:
+            continue
+        out.extend((key, case) for case in cases)
+    return out
+
+
+@pytest.mark.parametrize("key,case", golden_read_cases())
+def test_read_reel_matches_the_golden_dataset(key, case):
+    """Through Ray (3 read tasks) the records are reel's own Arrow table's, in order, and as
+    many as the manifest lists."""
+    from conftest import manifest
+
+    path = golden_dataset(f"{key}/{case}")
+    want = reel.open(path).to_arrow()
+    expected = manifest(key, case)
+    assert want.num_rows == expected["record_count"]
+    table = ray_table(reel.ray.read_reel(path, override_num_blocks=3))
+    if want.num_rows == 0:
+        assert table is None or table.num_rows == 0
+        return
+    assert table.schema == want.schema
+    assert table.equals(want)
+
+
+def ray_table(ds):
+    """A Ray dataset's blocks as one Arrow table, in block order (None when there are none)."""
+    import pyarrow as pa
+
+    tables = [t for t in ray.get(ds.to_arrow_refs()) if t.num_rows]
+    return pa.concat_tables(tables) if tables else None
+
+
+def test_read_reel_columns_and_several_paths(tmp_path):
+    path = golden_dataset(GOLDEN_SOURCES["granular"])
+    columns = reel.open(path).to_arrow().column_names
+    assert len(columns) > 1
+    one = columns[-1]
+    table = ray_table(reel.ray.read_reel(path, columns=[one], override_num_blocks=2))
+    assert table.column_names == [one]
+    assert table.equals(reel.open(path).to_arrow(columns=[one]))
+    # Two datasets: the first's records, then the second's.
+    first = tmp_path / "a.ffr"
+    second = tmp_path / "b.ffr"
+    for target, n in ((first, 5), (second, 8)):
+        with reel.ffrecord.Writer(target) as w:
+            for i in range(n):
+                w.write({"data": b"%s-%d" % (target.name.encode(), i)})
+    table = ray_table(reel.ray.read_reel([first, second], override_num_blocks=4))
+    assert table.column("data").to_pylist() == [b"a.ffr-%d" % i for i in range(5)] + [b"b.ffr-%d" % i for i in range(8)]
+
+
+def test_read_tasks_follow_the_requested_parallelism(tmp_path):
+    path = tmp_path / "many.ffr"
+    with reel.ffrecord.Writer(path) as w:
+        for i in range(100):
+            w.write({"data": bytes([i]) * 10})
+    source = reel.ray.ReelDatasource(path)
+    for parallelism in (1, 3, 7, 100, 500):
+        tasks = source.get_read_tasks(parallelism)
+        assert len(tasks) == min(parallelism, 100)
+        rows = [t.metadata.num_rows for t in tasks]
+        assert sum(rows) == 100 and max(rows) - min(rows) <= 1
+        assert all(t.metadata.size_bytes is not None and t.metadata.size_bytes > 0 for t in tasks)
+    # A task never reads over max_task_bytes: more tasks than asked for then.
+    small = reel.ray.ReelDatasource(path, max_task_bytes=path.stat().st_size // 10)
+    assert len(small.get_read_tasks(2)) >= 10
+    # A pushed-down limit shortens every task's range.
+    assert [t.metadata.num_rows for t in source.get_read_tasks(4, per_task_row_limit=3)] == [3] * 4
+    # Through Ray: one block per task here (small tasks), in record order.
+    ds = reel.ray.read_reel(path, override_num_blocks=5).materialize()
+    assert ds.num_blocks() == 5
+    assert ray_table(ds).column("data").to_pylist() == [bytes([i]) * 10 for i in range(100)]
+    assert ds.limit(7).count() == 7
+
+
+def test_read_reel_missing_path_raises_on_the_driver(tmp_path):
+    with pytest.raises(reel.NotFoundError):
+        reel.ray.read_reel(tmp_path / "nothing-here")

@@ -1,11 +1,17 @@
-"""Ray Data: write reel datasets from a Ray cluster.
+"""Ray Data: read, write and convert reel datasets on a Ray cluster.
 
 ::
 
     import ray, reel.ray
 
+    ds = reel.ray.read_reel("/data/train.ffr", columns=["data"])  # read tasks over record ranges
     ds = ray.data.read_parquet("s3://bucket/table").map_batches(preprocess)
     reel.ray.write_reel(ds, "/data/out", format="granular")      # every task writes a shard
+
+Reading: the driver opens each dataset's metadata (no records but the few that fix one Arrow
+schema), splits the records into contiguous ranges, one per read task, and each task opens
+the dataset itself and yields Arrow blocks made by reel's Rust batch reader
+(``Dataset.to_batches``), in reel's Arrow mapping.
 
 Writing: every write task writes its own part (an FFRecord ``PART_`` file, an OFRecord
 ``part-NNNNN``, a Granular shard, a Gulp chunk) with reel's Rust writer into a staging
@@ -17,6 +23,8 @@ job removes its staging directory, so a failed job leaves nothing that opens.
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 import shutil
 import uuid
@@ -28,14 +36,14 @@ import numpy as np
 import pyarrow as pa
 import ray.data
 import ray.exceptions
-from ray.data.block import Block, BlockAccessor
-from ray.data.datasource import Datasink
+from ray.data.block import Block, BlockAccessor, BlockMetadata
+from ray.data.datasource import Datasink, Datasource, ReadTask
 from ray.data.datasource.datasink import WriteResult
 
 import reel
 from reel._reel import part_names, publish
 
-__all__ = ["ReelDatasink", "write_reel", "convert", "PART_LAYOUTS"]
+__all__ = ["ReelDatasource", "read_reel", "ReelDatasink", "write_reel", "convert", "PART_LAYOUTS"]
 
 # What a write task writes, per target format, and how the driver lays the parts out.
 PART_LAYOUTS = {
@@ -396,3 +404,206 @@ def _reel_error_in(error: BaseException) -> BaseException:
             wrapped = wrapped or e
         stack.extend([getattr(e, "cause", None), e.__cause__, e.__context__])
     return wrapped or error
+
+
+# A read task reads at most about this many stored bytes (estimated from the files' sizes), so
+# no task holds a huge range; more tasks are planned than asked for when one would exceed it.
+MAX_TASK_BYTES = 512 << 20
+# read_reel's own task count when none is asked for: one task per this many stored bytes, at
+# least one per CPU of the cluster (Ray's default would ask for 200 tasks, tiny ones here).
+TASK_BYTES = 128 << 20
+# Within a task, reel's batch reader makes Arrow batches of about this many bytes: Ray's blocks.
+BLOCK_BYTES = 64 << 20
+# Records the driver reads to fix the one Arrow schema every task uses (values vary per record
+# in OFRecord, Granular and Gulp metadata; one schema keeps the tasks' blocks alike).
+SCHEMA_SAMPLE = 1000
+
+
+@dataclass(frozen=True)
+class _Source:
+    """What the driver knows about one dataset: enough to plan, nothing per record."""
+
+    path: str
+    records: int
+    stored_bytes: int | None
+
+    def bytes_of(self, count: int) -> int | None:
+        """The stored bytes of ``count`` records, estimated from the dataset's average."""
+        if self.stored_bytes is None or self.records == 0:
+            return None
+        return self.stored_bytes * count // self.records
+
+
+def _plan_ranges(records: int, tasks: int, max_records: int | None) -> list[tuple[int, int]]:
+    """Splits ``0..records`` into ``tasks`` contiguous ranges whose lengths differ by at most
+    one (more ranges when one would exceed ``max_records``, fewer when there are fewer records)."""
+    if records <= 0:
+        return []
+    tasks = max(1, min(tasks, records))
+    if max_records is not None:
+        tasks = max(tasks, math.ceil(records / max(1, max_records)))
+    base, extra = divmod(records, tasks)
+    ranges, start = [], 0
+    for t in range(tasks):
+        stop = start + base + (1 if t < extra else 0)
+        ranges.append((start, stop))
+        start = stop
+    return ranges
+
+
+def _read_range(
+    path: str,
+    open_options: dict[str, Any],
+    start: int,
+    stop: int,
+    columns: list[str] | None,
+    schema: pa.Schema | None,
+    block_bytes: int,
+) -> Iterable[Block]:
+    """The body of one read task: records ``[start, stop)`` as Arrow tables of about
+    ``block_bytes`` each, made by reel's Rust batch reader (no Arrow built in Python)."""
+    ds = reel.open(path, **open_options)
+    reader = ds.to_batches(start=start, stop=stop, columns=columns, schema=schema, batch_bytes=block_bytes)
+    for batch in reader:
+        yield pa.Table.from_batches([batch])
+
+
+class ReelDatasource(Datasource):
+    """A Ray Data source over one or more reel datasets (local paths every node sees, or object
+    storage URLs), read one after another. Rows are records; columns are fields, typed by
+    reel's Arrow mapping (``Dataset.to_arrow``).
+
+    The constructor opens each dataset on the driver (metadata only) and raises reel's error
+    there (``reel.NotFoundError`` for a missing path); it also reads the first records of the
+    first non-empty dataset to fix one Arrow schema that every task's blocks follow.
+
+    Args:
+        paths: one dataset (file, directory or URL) or a list of them.
+        format: the format's name when it should not be worked out from the files.
+        columns: the fields to read (all when None).
+        decode_images: decode GulpIO2 frames and Granular images to arrays (as ``reel.open``);
+            False keeps the JPEG/PNG bytes.
+        verify: check records' checksums while reading (as ``reel.open``).
+        max_task_bytes: the most stored bytes one read task reads (an estimate from file sizes).
+        block_bytes: about how many bytes go into one Arrow block.
+    """
+
+    def __init__(
+        self,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        *,
+        format: str | None = None,
+        columns: Sequence[str] | None = None,
+        decode_images: bool = True,
+        verify: bool = True,
+        max_task_bytes: int = MAX_TASK_BYTES,
+        block_bytes: int = BLOCK_BYTES,
+    ) -> None:
+        super().__init__()
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        self._columns = list(columns) if columns is not None else None
+        self._open_options: dict[str, Any] = {"format": format, "decode_images": decode_images, "verify": verify}
+        self._max_task_bytes = max_task_bytes
+        self._block_bytes = block_bytes
+        self._sources: list[_Source] = []
+        self._schema: pa.Schema | None = None
+        for p in paths:
+            path = os.fspath(p)
+            ds = reel.open(path, **self._open_options)
+            self._sources.append(_Source(path, len(ds), _stored_bytes(ds.info.files)))
+            if self._schema is None and len(ds):
+                stream = ds.arrow_stream(columns=self._columns, sample_records=SCHEMA_SAMPLE)
+                self._schema = pa.schema(stream)
+
+    @property
+    def records(self) -> int:
+        """How many records the datasets hold together."""
+        return sum(s.records for s in self._sources)
+
+    @property
+    def stored_bytes(self) -> int | None:
+        """The total size of the datasets' files (None when one cannot be sized here)."""
+        sizes = [s.stored_bytes for s in self._sources]
+        return None if any(b is None for b in sizes) else sum(b or 0 for b in sizes)
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        """The Arrow schema of every block (None when there are no records)."""
+        return self._schema
+
+    def get_name(self) -> str:
+        return "Reel"
+
+    def estimate_inmemory_data_size(self) -> int | None:
+        return self.stored_bytes
+
+    def get_read_tasks(
+        self,
+        parallelism: int,
+        per_task_row_limit: int | None = None,
+        data_context: Any = None,
+    ) -> list[ReadTask]:
+        """Contiguous record ranges: ``parallelism`` tasks over all the datasets (each dataset
+        gets tasks in proportion to its records, at least one, at most one per record), more
+        when a task would read over ``max_task_bytes``. With ``per_task_row_limit`` (a limit
+        Ray pushed down), a task reads only the first that many records of its range."""
+        total = self.records
+        parallelism = max(1, parallelism)
+        tasks: list[ReadTask] = []
+        for s in self._sources:
+            if s.records == 0:
+                continue
+            share = max(1, round(parallelism * s.records / total))
+            per_record = s.bytes_of(1) if s.stored_bytes else None
+            max_records = max(1, self._max_task_bytes // per_record) if per_record else None
+            for start, stop in _plan_ranges(s.records, share, max_records):
+                if per_task_row_limit is not None:
+                    stop = min(stop, start + per_task_row_limit)
+                meta = BlockMetadata(
+                    num_rows=stop - start,
+                    size_bytes=s.bytes_of(stop - start),
+                    input_files=(s.path,),
+                    exec_stats=None,
+                )
+                # functools.partial: Ray pickles only this task's plan to the worker.
+                read = functools.partial(
+                    _read_range, s.path, self._open_options, start, stop, self._columns, self._schema, self._block_bytes
+                )
+                tasks.append(ReadTask(read, meta, schema=self._schema, per_task_row_limit=per_task_row_limit))
+        return tasks
+
+    def default_tasks(self) -> int:
+        """read_reel's task count when none is asked for: one per ``TASK_BYTES`` stored, at
+        least one per CPU of the cluster, at most one per record."""
+        stored = self.stored_bytes or 0
+        return max(1, min(max(_cluster_cpus(), math.ceil(stored / TASK_BYTES)), self.records or 1))
+
+
+def read_reel(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    format: str | None = None,
+    columns: Sequence[str] | None = None,
+    decode_images: bool = True,
+    verify: bool = True,
+    override_num_blocks: int | None = None,
+    max_task_bytes: int = MAX_TASK_BYTES,
+    ray_remote_args: dict[str, Any] | None = None,
+) -> ray.data.Dataset:
+    """Reads reel datasets as one ``ray.data.Dataset`` (several paths: their records one after
+    another). ``override_num_blocks`` is the number of read tasks (by default one per 128 MiB
+    stored, at least one per CPU of the cluster); other arguments as for ``ReelDatasource``."""
+    source = ReelDatasource(
+        paths,
+        format=format,
+        columns=columns,
+        decode_images=decode_images,
+        verify=verify,
+        max_task_bytes=max_task_bytes,
+    )
+    if override_num_blocks is None:
+        override_num_blocks = source.default_tasks()
+    return ray.data.read_datasource(
+        source, override_num_blocks=override_num_blocks, ray_remote_args=ray_remote_args or {}
+    )
