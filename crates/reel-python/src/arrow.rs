@@ -11,8 +11,9 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyCapsuleMethods};
 use reel::RecordSource;
-use reel::arrow::arrow_array::ffi::FFI_ArrowSchema;
+use reel::arrow::arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use reel::arrow::arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use reel::arrow::arrow_array::{Array, RecordBatch, StructArray};
 use reel::arrow::arrow_schema::{Schema, SchemaRef};
 use reel::arrow::{ArrowOptions, ExtraColumns, SourceBatchReader, into_ffi_stream};
 
@@ -21,6 +22,7 @@ use crate::errors::IntoPyResult;
 /// The capsule names the Arrow PyCapsule interface fixes.
 const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
 const SCHEMA_CAPSULE: &CStr = c"arrow_schema";
+const ARRAY_CAPSULE: &CStr = c"arrow_array";
 
 /// What to read as Arrow: which records, which columns, how batches are cut.
 pub(crate) struct StreamArgs<'a, 'py> {
@@ -160,6 +162,31 @@ impl ArrowStream {
         stream_capsule(py, reader)
     }
 
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next batch as a `pyarrow.RecordBatch` (pyarrow imported on call). Unlike the C
+    /// stream, whose consumers see a failed read as their own error type with reel's text,
+    /// a failed read raises reel's own exception here (kind, path, record, offset).
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let mut guard = self.reader.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(reader) = guard.as_mut() else {
+            return Err(crate::errors::to_py(
+                py,
+                reel::Error::new(
+                    reel::ErrorKind::Closed,
+                    "this Arrow stream was already consumed; ask the dataset for a new one",
+                ),
+            ));
+        };
+        let batch = py.detach(|| reader.next_batch()).py_err(py)?;
+        match batch {
+            Some(batch) => pyarrow_batch(py, &batch).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// The schema of the batches, as a capsule "arrow_schema" (`pyarrow.schema(stream)`).
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
         let ffi = FFI_ArrowSchema::try_from(self.schema.as_ref())
@@ -171,4 +198,18 @@ impl ArrowStream {
         let names: Vec<&str> = self.schema.fields().iter().map(|f| f.name().as_str()).collect();
         format!("<reel.ArrowStream columns=[{}]>", names.join(", "))
     }
+}
+
+/// `batch` as a `pyarrow.RecordBatch`, through the Arrow C data interface (the buffers are
+/// shared, not copied). The schema goes over whole, so its metadata and the fields'
+/// (extension types) arrive with the columns.
+fn pyarrow_batch<'py>(py: Python<'py>, batch: &RecordBatch) -> PyResult<Bound<'py, PyAny>> {
+    let schema = FFI_ArrowSchema::try_from(batch.schema().as_ref())
+        .map_err(|e| PyValueError::new_err(format!("cannot export the schema: {e}")))?;
+    let array = FFI_ArrowArray::new(&StructArray::from(batch.clone()).into_data());
+    let schema = PyCapsule::new(py, schema, Some(SCHEMA_CAPSULE.to_owned()))?;
+    let array = PyCapsule::new(py, array, Some(ARRAY_CAPSULE.to_owned()))?;
+    py.import("pyarrow")?
+        .getattr("RecordBatch")?
+        .call_method1("_import_from_c_capsule", (schema, array))
 }

@@ -453,9 +453,7 @@ impl Dataset {
         slf: &Bound<'py, Self>,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let stream = slf.call_method("arrow_stream", (), options)?;
-        let reader = pyarrow_reader(&stream)?;
-        reader.call_method0("read_all")
+        slf.call_method("to_batches", (), options)?.call_method0("read_all")
     }
 
     /// The records as a `pyarrow.RecordBatchReader` that reads batch by batch as it is
@@ -466,7 +464,11 @@ impl Dataset {
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let stream = slf.call_method("arrow_stream", (), options)?;
-        pyarrow_reader(&stream)
+        // From the stream's own iterator (not its C stream), so that a failed read raises
+        // reel's exception through pyarrow, which passes Python exceptions on as they are.
+        let pyarrow = import_pyarrow(slf.py())?;
+        let schema = pyarrow.getattr("schema")?.call1((&stream,))?;
+        pyarrow.getattr("RecordBatchReader")?.call_method1("from_batches", (schema, stream))
     }
 
     /// The Arrow PyCapsule stream protocol: every record, default options
@@ -532,14 +534,13 @@ pub(crate) fn batch_dicts(
     held.batch().iter().map(|r| conv.record(r)).collect()
 }
 
-/// `pyarrow.RecordBatchReader.from_stream(stream)`.
-fn pyarrow_reader<'py>(stream: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let pyarrow = stream.py().import("pyarrow").map_err(|e| {
+/// The `pyarrow` module, or an error saying what needs it.
+fn import_pyarrow(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    py.import("pyarrow").map_err(|e| {
         pyo3::exceptions::PyImportError::new_err(format!(
             "Dataset.to_arrow and to_batches need pyarrow (pip install pyarrow): {e}"
         ))
-    })?;
-    pyarrow.getattr("RecordBatchReader")?.call_method1("from_stream", (stream,))
+    })
 }
 
 /// Iterator over every record of a dataset, reading ahead one batch at a time.

@@ -163,6 +163,32 @@ def test_a_stream_is_consumed_once_and_names_its_columns(tmp_path):
         pa.table(stream)
 
 
+def test_a_damaged_record_raises_reels_error_while_reading_batches(tmp_path):
+    """The error of a record read after the schema sample (here: every record, the schema
+    being given) is reel's own, with its record number, from to_batches and to_arrow."""
+    path = tmp_path / "damaged.ffr"
+    with reel.ffrecord.Writer(path) as w:
+        for i in range(30):
+            w.write({"data": b"%d" % i})
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    ds = reel.open(path)
+    schema = pa.schema([("data", pa.binary())])
+    batches = ds.to_batches(schema=schema, batch_rows=8)
+    assert next(batches).num_rows == 8
+    with pytest.raises(reel.ChecksumError) as error:
+        list(batches)
+    assert error.value.record == 29
+    with pytest.raises(reel.ChecksumError):
+        ds.to_arrow(schema=schema)
+    # Iterating a stream gives pyarrow batches and the same error.
+    stream = ds.arrow_stream(schema=schema, stop=29, batch_rows=10)
+    assert [b.num_rows for b in stream] == [10, 10, 9]
+    with pytest.raises(reel.ChecksumError):
+        list(ds.arrow_stream(schema=schema, start=20))
+
+
 def test_a_given_schema_is_used(tmp_path):
     ds = small_dataset(tmp_path, 5)
     schema = pa.schema([("label", pa.uint64()), ("caption", pa.string()), ("image", pa.binary())])

@@ -169,13 +169,17 @@ class Dataset:
     def to_arrow(self, **options: Any) -> Any:
         """A ``pyarrow.Table`` of the records; keyword arguments as for ``arrow_stream``."""
     def to_batches(self, **options: Any) -> Any:
-        """A ``pyarrow.RecordBatchReader`` reading batch by batch; as ``arrow_stream``."""
+        """A ``pyarrow.RecordBatchReader`` reading batch by batch; as ``arrow_stream``. A
+        failed read raises reel's exception (e.g. ``reel.ChecksumError``) while iterating."""
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """The Arrow PyCapsule stream protocol: every record (``pyarrow.table(ds)``)."""
 
 class ArrowStream:
-    """An Arrow stream of a dataset's records, consumed once."""
+    """An Arrow stream of a dataset's records, consumed once: through the C stream protocol
+    or by iterating it (``pyarrow.RecordBatch`` objects; a failed read raises reel's error)."""
 
+    def __iter__(self) -> ArrowStream: ...
+    def __next__(self) -> Any: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
     def __arrow_c_schema__(self) -> object: ...
 
