@@ -475,7 +475,10 @@ class ReelDatasource(Datasource):
 
     The constructor opens each dataset on the driver (metadata only) and raises reel's error
     there (``reel.NotFoundError`` for a missing path); it also reads the first records of the
-    first non-empty dataset to fix one Arrow schema that every task's blocks follow.
+    first non-empty dataset (1000 records or 16 MiB) to fix one Arrow schema that every
+    task's blocks follow. A record that fails to read fails its task with reel's exception
+    (``reel.ChecksumError`` for a damaged one). Ray's limit and projection (``select_columns``)
+    pushdowns reach the tasks: they read only that many records and those fields.
 
     Args:
         paths: one dataset (file, directory or URL) or a list of them.
@@ -508,6 +511,9 @@ class ReelDatasource(Datasource):
         self._block_bytes = block_bytes
         self._sources: list[_Source] = []
         self._schema: pa.Schema | None = None
+        # The columns a later `select_columns` pushed down (Ray's projection pushdown; None:
+        # every column read). Ray applies it to a copy (`apply_projection`).
+        self._projection_map: dict[str, str] | None = None
         for p in paths:
             path = os.fspath(p)
             ds = reel.open(path, **self._open_options)
@@ -530,7 +536,26 @@ class ReelDatasource(Datasource):
     @property
     def schema(self) -> pa.Schema | None:
         """The Arrow schema of every block (None when there are no records)."""
-        return self._schema
+        columns = self._read_columns()
+        if self._schema is None or columns is None or self._columns == columns:
+            return self._schema
+        # Projected: the pushed-down columns, in their order (a name the datasets do not have
+        # is left out here; the read task raises reel's error naming it).
+        fields = {f.name: f for f in self._schema}
+        return pa.schema([fields[c] for c in columns if c in fields], metadata=self._schema.metadata)
+
+    def _read_columns(self) -> list[str] | None:
+        """The columns the tasks read: ``columns``, narrowed by a pushed-down projection."""
+        projected = self._get_data_columns()
+        if projected is None:
+            return self._columns
+        if self._columns is None:
+            return projected
+        return [c for c in projected if c in self._columns]
+
+    def supports_projection_pushdown(self) -> bool:
+        """True: ``ds.select_columns(...)`` after ``read_reel`` reads only those fields."""
+        return True
 
     def get_name(self) -> str:
         return "Reel"
@@ -550,6 +575,8 @@ class ReelDatasource(Datasource):
         Ray pushed down), a task reads only the first that many records of its range."""
         total = self.records
         parallelism = max(1, parallelism)
+        columns = self._read_columns()
+        schema = self.schema
         tasks: list[ReadTask] = []
         for s in self._sources:
             if s.records == 0:
@@ -568,9 +595,9 @@ class ReelDatasource(Datasource):
                 )
                 # functools.partial: Ray pickles only this task's plan to the worker.
                 read = functools.partial(
-                    _read_range, s.path, self._open_options, start, stop, self._columns, self._schema, self._block_bytes
+                    _read_range, s.path, self._open_options, start, stop, columns, self._schema, self._block_bytes
                 )
-                tasks.append(ReadTask(read, meta, schema=self._schema, per_task_row_limit=per_task_row_limit))
+                tasks.append(ReadTask(read, meta, schema=schema, per_task_row_limit=per_task_row_limit))
         return tasks
 
     def default_tasks(self) -> int:
