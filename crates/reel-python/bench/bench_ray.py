@@ -15,12 +15,26 @@ not timed (``ray.init`` happens before). Data lives in ``--dir`` (default /dev/s
 and is removed at the end::
 
     python crates/reel-python/bench/bench_ray.py [--records 200000] [--max-record 2048]
+
+``--mode read`` measures reading instead: an FFRecord dataset of about ``--read-bytes``
+(default 1 GB, records up to ``--read-record`` bytes) read whole, checksums verified, by
+
+* ``reel.open(src).to_batches()`` in this process (the local baseline),
+* ``reel.ray.read_reel(src).iter_batches()`` on a local Ray with 1 and 2 CPUs (the read
+  tasks' blocks pass through Ray's object store to this driver),
+
+printing MB/s, the ratio to the local read and the number of read tasks; and what the
+driver spends planning: the time to build the ``ReelDatasource`` (open the metadata, read
+the schema sample), its resident memory growth, and the pickled size of one read task::
+
+    python crates/reel-python/bench/bench_ray.py --mode read [--read-bytes 1000000000]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import shutil
 import tempfile
 import time
@@ -48,8 +62,54 @@ def start_ray(cpus: int) -> None:
     ray.data.DataContext.get_current().enable_progress_bars = False
 
 
+def rss_bytes() -> int:
+    """This process's resident memory now (Linux)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def read_rows_locally(src: str) -> int:
+    return sum(b.num_rows for b in reel.open(src).to_batches(batch_bytes=reel.ray.BLOCK_BYTES))
+
+
+def read_rows_on_ray(src: str) -> int:
+    return sum(b.num_rows for b in reel.ray.read_reel(src).iter_batches(batch_size=None, batch_format="pyarrow"))
+
+
+def bench_read(args: argparse.Namespace, work: str) -> None:
+    src = os.path.join(work, "read.ffr")
+    records = max(1, int(args.read_bytes // (args.read_record / 2)))  # sizes up to the max
+    reel.generate(src, format="ffrecord", records=records, max_record=args.read_record)
+    size = os.path.getsize(src)
+    print(f"source: {records} records, {size / 1e6:.1f} MB FFRecord (in {work})")
+    assert read_rows_locally(src) == records
+    local = best_of(args.runs, lambda: read_rows_locally(src))
+    print(f"{'local reel.open().to_batches()':45s} {local:7.2f} s  {size / 1e6 / local:8.1f} MB/s")
+    for cpus in (1, 2):
+        start_ray(cpus)
+        try:
+            rss = rss_bytes()
+            start = time.perf_counter()
+            source = reel.ray.ReelDatasource(src)
+            planned = time.perf_counter() - start
+            grown = rss_bytes() - rss
+            tasks = source.get_read_tasks(source.default_tasks())
+            task_bytes = len(pickle.dumps(tasks[0]))
+            assert read_rows_on_ray(src) == records
+            t = best_of(args.runs, lambda: read_rows_on_ray(src))
+        finally:
+            ray.shutdown()
+        print(f"{f'read_reel().iter_batches(), {cpus} CPU(s)':45s} {t:7.2f} s  {size / 1e6 / t:8.1f} MB/s  "
+              f"{local / t:5.2f}x local, {len(tasks)} read tasks")
+        print(f"  driver: ReelDatasource built in {planned * 1e3:.0f} ms, resident memory +{grown / 1e6:.1f} MB, "
+              f"one read task pickles to {task_bytes} bytes")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
+    p.add_argument("--mode", choices=["convert", "read"], default="convert")
+    p.add_argument("--read-bytes", type=float, default=1e9)
+    p.add_argument("--read-record", type=int, default=65536)
     p.add_argument("--records", type=int, default=200_000)
     p.add_argument("--max-record", type=int, default=2048)
     p.add_argument("--to", default="granular")
@@ -60,6 +120,12 @@ def main() -> None:
     args = p.parse_args()
 
     work = tempfile.mkdtemp(prefix="reel-bench-ray-", dir=args.dir)
+    if args.mode == "read":
+        try:
+            bench_read(args, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     try:
         src = os.path.join(work, "src.ffr")
         reel.generate(src, format="ffrecord", records=args.records, max_record=args.max_record)
