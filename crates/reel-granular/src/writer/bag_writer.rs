@@ -4,7 +4,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use reel_core::{Error, ErrorKind, Result, StagedFile};
+use reel_core::{Error, ErrorKind, Result, StagedFile, UnfinishedGuard};
 
 use crate::FORMAT;
 use crate::bag::{BagKind, ENTRY, append_single_file_table};
@@ -20,7 +20,9 @@ use crate::bag_reader::index_path;
 /// entry and appends after it, misaligning every later entry, and compares the data tail
 /// with the next records — reel repairs the bag first: the index is cut to whole entries
 /// and the data file to the end of the last record. The bag files are written in place;
-/// atomic publication is the job of the dataset writers.
+/// atomic publication is the job of the dataset writers. It has no `finish` and dropping it
+/// writes what is buffered, so, unlike the other writers, dropping it loses nothing and
+/// logs no warning.
 #[derive(Debug)]
 pub struct BagWriter {
     bag_path: PathBuf,
@@ -227,6 +229,7 @@ pub struct SingleFileBagWriter {
     staged: Option<StagedFile>,
     out: Option<BufWriter<File>>,
     ends: Vec<u64>,
+    unfinished: UnfinishedGuard,
 }
 
 impl SingleFileBagWriter {
@@ -246,12 +249,15 @@ impl SingleFileBagWriter {
             .file()
             .try_clone()
             .map_err(|e| Error::io(e, "cannot clone file handle").with_path(&path))?;
+        // Dropped before finish, the staged file goes away with the records: say so once.
+        let unfinished = UnfinishedGuard::new(FORMAT, &path);
         Ok(SingleFileBagWriter {
             path,
             kind,
             staged: Some(staged),
             out: Some(BufWriter::with_capacity(1 << 20, file)),
             ends: Vec::new(),
+            unfinished,
         })
     }
 
@@ -304,6 +310,7 @@ impl SingleFileBagWriter {
             Error::new(ErrorKind::Closed, "the bag is finished").with_format(FORMAT)
         })?;
         staged.commit().map_err(|e| e.with_format(FORMAT))?;
+        self.unfinished.finished();
         Ok(self.data_len() + table.len() as u64)
     }
 }

@@ -4,7 +4,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use reel_core::{Error, ErrorKind, Limits, Result, StagedFile};
+use reel_core::{Error, ErrorKind, Limits, Result, StagedFile, UnfinishedGuard};
 
 use crate::FORMAT;
 use crate::discovery::{data_file_name, meta_file_name};
@@ -129,6 +129,9 @@ pub struct GulpChunkWriter {
     broken: bool,
     /// For a chunk inside a staged directory: the directory's final path, for summaries.
     summary_dir: Option<PathBuf>,
+    /// Warns once when a chunk writer of its own is dropped before `finish` (a chunk of a
+    /// directory writer leaves that to the directory writer's guard).
+    unfinished: UnfinishedGuard,
 }
 
 fn exists(path: &Path) -> bool {
@@ -201,6 +204,7 @@ impl GulpChunkWriter {
         );
         // Summaries name the files where they will be once the directory is published.
         w.summary_dir = Some(final_dir.to_path_buf());
+        w.unfinished.finished();
         Ok(w)
     }
 
@@ -287,6 +291,7 @@ impl GulpChunkWriter {
         options: &GulpWriteOptions,
     ) -> Self {
         GulpChunkWriter {
+            unfinished: UnfinishedGuard::new(FORMAT, &data_path),
             number,
             data_path,
             meta_path,
@@ -422,6 +427,8 @@ impl GulpChunkWriter {
 
     /// Finishes a new chunk up to, but not including, publishing it.
     pub(crate) fn prepare(mut self) -> Result<PreparedChunk> {
+        // From here the chunk is published or the error says why not: no drop warning.
+        self.unfinished.finished();
         let file = self.flushed_file()?;
         let text = self.doc.to_text();
         let io = |e: std::io::Error, what: &str, p: &Path| {
@@ -456,6 +463,7 @@ impl GulpChunkWriter {
     }
 
     fn finish_append(mut self) -> Result<ChunkSummary> {
+        self.unfinished.finished();
         let file = self.flushed_file()?;
         let io = |e: std::io::Error, what: &str, p: &Path| {
             Error::io(e, what).with_path(p).with_format(FORMAT)
