@@ -31,6 +31,11 @@ pub struct CreateOptions {
     /// Parquet and Arrow IPC: schema, batch and row-group sizes, compression.
     #[cfg(feature = "arrow")]
     pub arrow: reel_arrow::WriteOptions,
+    /// OFRecord: how values become features
+    /// ([`EncodeOptions`](reel_ofrecord::EncodeOptions): `widen_numbers`,
+    /// `flatten_arrays`), part naming and rolling, OneFlow-strict checks.
+    #[cfg(feature = "ofrecord")]
+    pub ofrecord: reel_ofrecord::OfrecordWriterOptions,
 }
 
 impl CreateOptions {
@@ -49,6 +54,23 @@ impl CreateOptions {
     /// Options carrying `schema`.
     pub fn schema(mut self, schema: Option<Vec<FieldSpec>>) -> Self {
         self.schema = schema;
+        self
+    }
+
+    /// Options writing OFRecord with `options` (e.g. widening numbers OFRecord has no list
+    /// of to the nearest list it has):
+    ///
+    /// ```no_run
+    /// use reel::ofrecord::{EncodeOptions, OfrecordWriterOptions};
+    /// let encode = EncodeOptions { widen_numbers: true, ..Default::default() };
+    /// let options = reel::CreateOptions::default()
+    ///     .ofrecord(OfrecordWriterOptions::default().encode(encode));
+    /// let sink = reel::create("out", reel::Format::Ofrecord, &options)?;
+    /// # Ok::<(), reel::Error>(())
+    /// ```
+    #[cfg(feature = "ofrecord")]
+    pub fn ofrecord(mut self, options: reel_ofrecord::OfrecordWriterOptions) -> Self {
+        self.ofrecord = options;
         self
     }
 }

@@ -96,6 +96,10 @@ pub struct ConvertOptions {
     /// Parquet and Arrow IPC targets: schema, batch and row-group sizes, compression.
     #[cfg(feature = "arrow")]
     pub arrow: reel_arrow::WriteOptions,
+    /// OFRecord targets: encoding (`widen_numbers`, `flatten_arrays`), part naming and
+    /// rolling (see [`CreateOptions::ofrecord`]).
+    #[cfg(feature = "ofrecord")]
+    pub ofrecord: reel_ofrecord::OfrecordWriterOptions,
 }
 
 impl ConvertOptions {
@@ -112,6 +116,8 @@ impl ConvertOptions {
             pack: None,
             #[cfg(feature = "arrow")]
             arrow: Default::default(),
+            #[cfg(feature = "ofrecord")]
+            ofrecord: Default::default(),
         }
     }
 
@@ -244,6 +250,8 @@ pub fn convert_source(
         overwrite: options.overwrite,
         #[cfg(feature = "arrow")]
         arrow: options.arrow.clone(),
+        #[cfg(feature = "ofrecord")]
+        ofrecord: options.ofrecord.clone(),
     };
     let (mut sink, output) = match options.shard {
         Some((k, count)) => create_part(dst, to, k, count, &create)?,
@@ -437,7 +445,7 @@ pub fn create_part(
         Format::Ofrecord => {
             let existing = if create.overwrite { Existing::Overwrite } else { Existing::Refuse };
             check_destination(&part, &[], existing)?;
-            crate::formats::ofrecord_part_sink(&part)?
+            crate::formats::ofrecord_part_sink(&part, create)?
         }
         _ => crate::create(&part, to, create)?,
     };

@@ -113,7 +113,9 @@ pub(crate) fn create(
             Ok(Box::new(reel_syrah::SyrahWriter::create_with(path, &opts)?))
         }
         #[cfg(feature = "ofrecord")]
-        Format::Ofrecord => Ok(Box::new(reel_ofrecord::OfrecordWriter::create(path)?)),
+        Format::Ofrecord => {
+            Ok(Box::new(reel_ofrecord::OfrecordWriter::create_with(path, &options.ofrecord)?))
+        }
         // The target names the generation: granular 0.24's layout, or bags 0.5.1's. Only
         // granular 0.20–0.21's refs layout is chosen by version (writing like such a source).
         #[cfg(feature = "granular")]
@@ -176,13 +178,17 @@ pub(crate) fn gulp_chunk_sink(dir: &Path, k: u64) -> Result<Box<dyn reel_core::R
 }
 
 /// A sink writing the single OFRecord part file `path` (for sharded conversion).
-pub(crate) fn ofrecord_part_sink(path: &Path) -> Result<Box<dyn reel_core::RecordSink>> {
+pub(crate) fn ofrecord_part_sink(
+    path: &Path,
+    options: &crate::CreateOptions,
+) -> Result<Box<dyn reel_core::RecordSink>> {
     #[cfg(feature = "ofrecord")]
     {
-        Ok(Box::new(reel_ofrecord::OfrecordFileWriter::create(path)?))
+        Ok(Box::new(reel_ofrecord::OfrecordFileWriter::create_with(path, &options.ofrecord)?))
     }
     #[cfg(not(feature = "ofrecord"))]
     {
+        let _ = options;
         Err(reel_core::Error::unsupported("writing ofrecord is not built into this reel")
             .with_path(path))
     }
