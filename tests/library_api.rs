@@ -220,4 +220,70 @@ fn dropping_an_unfinished_writer_warns_once() {
     }
     let syrah = warnings_while(|d| drop(syrah::SyrahWriter::create(d.join("a")).unwrap()));
     assert_eq!(syrah.len(), 1, "{syrah:?}");
+
+    // The writers that are not sinks: a Gulp chunk and a single-file bag. (A two-file
+    // BagWriter has no finish and writes what it holds when dropped: no warning.)
+    let bag = |d: &Path| {
+        let mut w =
+            granular::SingleFileBagWriter::create(d.join("a.bag"), granular::BagKind::SingleV2)
+                .unwrap();
+        w.append(b"x").unwrap();
+        w
+    };
+    let dropped = warnings_while(|d| drop(bag(d)));
+    assert_eq!(dropped.len(), 1, "{dropped:?}");
+    assert!(dropped[0].starts_with("WARN granular: "), "{dropped:?}");
+    assert!(warnings_while(|d| drop(bag(d).finish().unwrap())).is_empty());
+    let chunk = |d: &Path| {
+        let mut w = gulp::GulpChunkWriter::create(d, 0, &Default::default()).unwrap();
+        w.append_meta("v", gulp::JsonValue::object([("label", gulp::JsonValue::from(1))])).unwrap();
+        w
+    };
+    let dropped = warnings_while(|d| drop(chunk(d)));
+    assert_eq!(dropped.len(), 1, "{dropped:?}");
+    assert!(dropped[0].starts_with("WARN gulp: "), "{dropped:?}");
+    assert!(warnings_while(|d| drop(chunk(d).finish().unwrap())).is_empty());
+    // A Gulp directory writer's chunks leave the warning to it: one, not one per chunk.
+    let dir = warnings_while(|d| {
+        let mut w = gulp::GulpWriter::create(d.join("g"), &Default::default()).unwrap();
+        w.append(&Record::from_bytes(b"x")).unwrap();
+        drop(w);
+    });
+    assert_eq!(dir.len(), 1, "{dir:?}");
+}
+
+#[test]
+fn create_options_carry_ofrecord_encoding() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut record = Record::new();
+    record.push_array("pixels", DType::U8, &[3], &[1, 2, 250]).unwrap();
+    // Without widening, the refusal says where the option is.
+    let mut sink =
+        reel::create(tmp.path().join("plain"), Format::Ofrecord, &CreateOptions::default())
+            .unwrap();
+    let e = sink.append(&record).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Schema, "{e}");
+    assert!(e.message().contains("CreateOptions::ofrecord"), "{e}");
+    drop(sink);
+    let encode = ofrecord::EncodeOptions { widen_numbers: true, ..Default::default() };
+    let options = CreateOptions::default()
+        .ofrecord(ofrecord::OfrecordWriterOptions::default().encode(encode));
+    let path = tmp.path().join("widened");
+    let mut sink = reel::create(&path, Format::Ofrecord, &options).unwrap();
+    sink.append(&record).unwrap();
+    sink.finish().unwrap();
+    let back = reel::open(&path).unwrap().read(0).unwrap();
+    let pixels = back.get("pixels").and_then(|v| v.as_array()).expect("an array");
+    assert_eq!(pixels.to_vec::<i32>().unwrap(), [1, 2, 250]);
+    // The same through a conversion.
+    let mut convert = ConvertOptions::new(Format::Ofrecord);
+    convert.ofrecord = ofrecord::OfrecordWriterOptions::default().encode(encode);
+    let src = tmp.path().join("src.syr");
+    let mut w = syrah::SyrahWriter::create(&src).unwrap();
+    w.append(&record).unwrap();
+    w.finish().unwrap();
+    let e = reel::convert(&src, tmp.path().join("c1"), &ConvertOptions::new(Format::Ofrecord))
+        .unwrap_err();
+    assert!(e.to_string().contains("ConvertOptions::ofrecord"), "{e}");
+    reel::convert(&src, tmp.path().join("c2"), &convert).unwrap();
 }
