@@ -1,5 +1,5 @@
 //! What a program that depends on `reel-ffrecord` alone does: write 10,000 records, read
-//! them back one by one and in batches. CI builds and runs this file in a crate whose only
+//! them back one by one and in batches. CI checks that this file builds in a crate whose only
 //! dependency is `reel-ffrecord`, so the crate's own API is enough for it.
 //!
 //! ```text

@@ -1,6 +1,6 @@
 //! What a program that depends on `reel-granular` alone does: write a dataset in the
-//! current layout, read it back whole, masked to some keys, and in batches. CI builds and
-//! runs this file in a crate whose only dependency is `reel-granular`.
+//! current layout, read it back whole, masked to some keys, and in batches. CI checks
+//! that this file builds in a crate whose only dependency is `reel-granular`.
 //!
 //! ```text
 //! cargo run -p reel-granular --example quickstart

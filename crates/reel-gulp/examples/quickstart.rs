@@ -1,6 +1,6 @@
 //! What a program that depends on `reel-gulp` alone does: write a gulp directory of
 //! videos (frames given as pixels, encoded to JPEG like the reference), read videos back by
-//! index and id, with frame selection. CI builds and runs this file in a crate whose only
+//! index and id, with frame selection. CI checks that this file builds in a crate whose only
 //! dependency is `reel-gulp`.
 //!
 //! ```text

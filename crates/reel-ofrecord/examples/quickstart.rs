@@ -1,5 +1,5 @@
 //! What a program that depends on `reel-ofrecord` alone does: write a directory of part
-//! files, read it back with typed accessors and in batches. CI builds and runs this file in
+//! files, read it back with typed accessors and in batches. CI checks that this file builds in
 //! a crate whose only dependency is `reel-ofrecord`.
 //!
 //! ```text

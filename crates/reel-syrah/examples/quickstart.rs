@@ -1,5 +1,5 @@
 //! What a program that depends on `reel-syrah` alone does: write items of named arrays,
-//! read them back whole, one array at a time, and in batches. CI builds and runs this file
+//! read them back whole, one array at a time, and in batches. CI checks that this file builds
 //! in a crate whose only dependency is `reel-syrah`.
 //!
 //! ```text
