@@ -233,7 +233,12 @@ fn dropping_an_unfinished_writer_warns_once() {
     let dropped = warnings_while(|d| drop(bag(d)));
     assert_eq!(dropped.len(), 1, "{dropped:?}");
     assert!(dropped[0].starts_with("WARN granular: "), "{dropped:?}");
-    assert!(warnings_while(|d| drop(bag(d).finish().unwrap())).is_empty());
+    assert!(
+        warnings_while(|d| {
+            bag(d).finish().unwrap();
+        })
+        .is_empty()
+    );
     let chunk = |d: &Path| {
         let mut w = gulp::GulpChunkWriter::create(d, 0, &Default::default()).unwrap();
         w.append_meta("v", gulp::JsonValue::object([("label", gulp::JsonValue::from(1))])).unwrap();
@@ -242,11 +247,17 @@ fn dropping_an_unfinished_writer_warns_once() {
     let dropped = warnings_while(|d| drop(chunk(d)));
     assert_eq!(dropped.len(), 1, "{dropped:?}");
     assert!(dropped[0].starts_with("WARN gulp: "), "{dropped:?}");
-    assert!(warnings_while(|d| drop(chunk(d).finish().unwrap())).is_empty());
+    assert!(
+        warnings_while(|d| {
+            chunk(d).finish().unwrap();
+        })
+        .is_empty()
+    );
     // A Gulp directory writer's chunks leave the warning to it: one, not one per chunk.
     let dir = warnings_while(|d| {
         let mut w = gulp::GulpWriter::create(d.join("g"), &Default::default()).unwrap();
-        w.append(&Record::from_bytes(b"x")).unwrap();
+        w.write_video("v", gulp::JsonValue::object([("label", gulp::JsonValue::from(1))]), &[])
+            .unwrap();
         drop(w);
     });
     assert_eq!(dir.len(), 1, "{dir:?}");
@@ -275,15 +286,25 @@ fn create_options_carry_ofrecord_encoding() {
     let back = reel::open(&path).unwrap().read(0).unwrap();
     let pixels = back.get("pixels").and_then(|v| v.as_array()).expect("an array");
     assert_eq!(pixels.to_vec::<i32>().unwrap(), [1, 2, 250]);
-    // The same through a conversion.
-    let mut convert = ConvertOptions::new(Format::Ofrecord);
-    convert.ofrecord = ofrecord::OfrecordWriterOptions::default().encode(encode);
+    // A conversion states the widening as a loss by itself; its OFRecord options carry the
+    // part rolling to the writer.
     let src = tmp.path().join("src.syr");
     let mut w = syrah::SyrahWriter::create(&src).unwrap();
-    w.append(&record).unwrap();
+    for _ in 0..3 {
+        w.append(&record).unwrap();
+    }
     w.finish().unwrap();
-    let e = reel::convert(&src, tmp.path().join("c1"), &ConvertOptions::new(Format::Ofrecord))
-        .unwrap_err();
-    assert!(e.to_string().contains("ConvertOptions::ofrecord"), "{e}");
-    reel::convert(&src, tmp.path().join("c2"), &convert).unwrap();
+    let mut convert = ConvertOptions::new(Format::Ofrecord);
+    convert.ofrecord =
+        ofrecord::OfrecordWriterOptions { max_records_per_part: Some(1), ..Default::default() };
+    let out = tmp.path().join("c");
+    let report = reel::convert(&src, &out, &convert).unwrap();
+    assert!(report.losses.iter().any(|l| l.what.contains("widened")), "{report:?}");
+    let mut parts: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    parts.sort();
+    assert_eq!(parts, ["part-00000", "part-00001", "part-00002"]);
+    assert_eq!(reel::open(&out).unwrap().len(), 3);
 }

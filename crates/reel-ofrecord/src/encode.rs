@@ -118,8 +118,8 @@ fn array_source<'a>(name: &str, a: ArrayRef<'a>, options: EncodeOptions) -> Resu
             format_args!(
                 "an array of shape {:?} would lose its shape as an OFRecord list; write it \
                  one-dimensional (and its shape as another feature), or enable \
-                 EncodeOptions::flatten_arrays (through CreateOptions::ofrecord or \
-                 ConvertOptions::ofrecord in the reel facade)",
+                 EncodeOptions::flatten_arrays (through CreateOptions::ofrecord in the reel \
+                 facade)",
                 a.shape
             ),
         ));
@@ -133,7 +133,7 @@ fn array_source<'a>(name: &str, a: ArrayRef<'a>, options: EncodeOptions) -> Resu
             format_args!(
                 "OFRecord has no list of {}; convert it to float32/float64/int32/int64, or \
                  enable EncodeOptions::widen_numbers (through \
-                 CreateOptions::ofrecord or ConvertOptions::ofrecord in the reel facade)",
+                 CreateOptions::ofrecord in the reel facade)",
                 a.dtype
             ),
         ));

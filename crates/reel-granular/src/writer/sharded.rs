@@ -89,9 +89,11 @@ impl ShardedWriterOptions {
     }
 }
 
+/// The writer of the shard being filled. The bags writer is boxed: it holds one bag
+/// writer per key and is much larger than the indexed writer.
 enum ShardSink {
     Indexed(GranularWriter),
-    Refs(BagsWriter),
+    Refs(Box<BagsWriter>),
 }
 
 impl ShardSink {
@@ -341,7 +343,7 @@ impl ShardedWriter {
                         self.options.writer.encode,
                     )?;
                     w.unfinished.finished(); // this writer warns for the whole dataset
-                    ShardSink::Refs(w)
+                    ShardSink::Refs(Box::new(w))
                 }
             };
             self.current = Some(sink);

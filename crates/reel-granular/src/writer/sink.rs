@@ -12,9 +12,11 @@ use super::sharded::ShardFormat;
 use crate::FORMAT;
 use crate::spec::GranularSpec;
 
+/// The writer chosen at the first record. The bags writer is boxed: it holds one bag
+/// writer per key and is much larger than the indexed writer.
 enum Target {
     Current(GranularWriter),
-    Refs(BagsWriter),
+    Refs(Box<BagsWriter>),
 }
 
 /// A [`RecordSink`] writing a Granular dataset of a chosen generation whose spec need not be
@@ -71,13 +73,13 @@ impl GranularSink {
             let spec = fit_spec(self.declared.as_ref(), first, self.layout)
                 .map_err(|e| e.with_path(&self.path).with_format(FORMAT))?;
             let target = match self.layout {
-                ShardFormat::Refs(flavor) => Target::Refs(BagsWriter::create_with(
+                ShardFormat::Refs(flavor) => Target::Refs(Box::new(BagsWriter::create_with(
                     &self.path,
                     &spec,
                     flavor,
                     &self.options.codecs,
                     self.options.encode,
-                )?),
+                )?)),
                 ShardFormat::Indexed => {
                     Target::Current(GranularWriter::create_with(&self.path, &spec, &self.options)?)
                 }

@@ -125,6 +125,19 @@ impl From<i64> for JsonValue {
     }
 }
 
+/// So that an integer literal (`JsonValue::from(1)`, typed `i32` by default) converts.
+impl From<i32> for JsonValue {
+    fn from(v: i32) -> Self {
+        JsonValue::Int(v.into())
+    }
+}
+
+impl From<u32> for JsonValue {
+    fn from(v: u32) -> Self {
+        JsonValue::Int(v.into())
+    }
+}
+
 impl From<u64> for JsonValue {
     fn from(v: u64) -> Self {
         JsonValue::from_u64(v)

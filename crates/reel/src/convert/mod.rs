@@ -96,8 +96,9 @@ pub struct ConvertOptions {
     /// Parquet and Arrow IPC targets: schema, batch and row-group sizes, compression.
     #[cfg(feature = "arrow")]
     pub arrow: reel_arrow::WriteOptions,
-    /// OFRecord targets: encoding (`widen_numbers`, `flatten_arrays`), part naming and
-    /// rolling (see [`CreateOptions::ofrecord`]).
+    /// OFRecord targets: part naming and rolling (see [`CreateOptions::ofrecord`]). The
+    /// conversion rules already widen and flatten values OFRecord has no form for, stating
+    /// the loss, so the encoding options change nothing here.
     #[cfg(feature = "ofrecord")]
     pub ofrecord: reel_ofrecord::OfrecordWriterOptions,
 }
