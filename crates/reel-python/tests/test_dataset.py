@@ -166,12 +166,19 @@ def test_reads_release_the_gil():
     old = sys.getswitchinterval()
     t = threading.Thread(target=spin)
     t.start()
-    sys.setswitchinterval(0.5)
+    sys.setswitchinterval(2.0)
     try:
         go.set()
         time.sleep(0.05)  # the spinner takes the GIL; we get it back after the interval
+        # On a busy machine the spinner may not be scheduled during one short read, so read
+        # until it has ticked, for less than the switch interval: reads that kept the GIL
+        # would not let it tick before the interval forces a switch.
         before = state["ticks"]
-        ds.read_batch(everything * 20)
+        deadline = time.monotonic() + 1.5
+        for _ in range(500):
+            ds.read_batch(everything * 20)
+            if state["ticks"] != before or time.monotonic() > deadline:
+                break
         seen = state["ticks"] - before
     finally:
         state["stop"] = True
