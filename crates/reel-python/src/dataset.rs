@@ -1,7 +1,7 @@
 //! `reel.open` and the `Dataset` it returns: the Python face of `RecordSource`.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use pyo3::exceptions::PyTypeError;
@@ -48,8 +48,8 @@ impl OpenArgs {
         Ok(OpenOptions::default().backend(self.backend()?).verify(self.verify))
     }
 
-    /// The format asked for, or the one the files have.
-    pub(crate) fn format(&self) -> reel::Result<Format> {
+    /// The format asked for, or the one the files at `path` in `store` have.
+    fn format_in(&self, store: &dyn reel::Store, path: &Path) -> reel::Result<Format> {
         match &self.format {
             Some(name) => Format::from_name(name).ok_or_else(|| {
                 let known: Vec<_> = Format::enabled().map(Format::name).collect();
@@ -58,14 +58,17 @@ impl OpenArgs {
                     known.join(", ")
                 ))
             }),
-            None => reel::sniff(&self.path),
+            None => reel::sniff_in(store, path),
         }
     }
 
     /// Opens the source (no Python involved: call it with the GIL released).
     pub(crate) fn open(&self) -> reel::Result<Box<dyn RecordSource>> {
-        let options = self.options()?;
-        let format = self.format()?;
+        // An object URL becomes the URL in a store made for it, for sniffing and for the
+        // two readers opened directly below as well as for the facade.
+        let (path, options) = reel::locate(&self.path, &self.options()?)?;
+        let path = path.as_path();
+        let format = self.format_in(&*options.store, path)?;
         // Images decoded as the reference packages return them: the facade keeps the
         // stored JPEG/PNG bytes (lossless, for conversion), so these two open directly.
         if format == Format::Gulp && self.decode_images {
@@ -78,12 +81,12 @@ impl OpenArgs {
                 decode: FrameDecode::Auto,
                 strictness,
             };
-            return Ok(Box::new(GulpReader::open_with(&self.path, &opts)?));
+            return Ok(Box::new(GulpReader::open_with(path, &opts)?));
         }
         // A directory holding one bare bag (no spec.json, no shards) has no image columns:
         // the facade opens it as that bag.
-        let dataset_dir = options.store.exists(&self.path.join("spec.json"))
-            || options.store.exists(&self.path.join(reel::granular::shard_name(0)));
+        let dataset_dir = options.store.exists(&path.join("spec.json"))
+            || options.store.exists(&path.join(reel::granular::shard_name(0)));
         if matches!(format, Format::Granular | Format::Bags)
             && (self.decode_images || !self.decode)
             && dataset_dir
@@ -94,9 +97,9 @@ impl OpenArgs {
                 .limits(options.limits)
                 .decode_images(self.decode_images && self.decode);
             opts.decode = self.decode;
-            return Ok(Box::new(GranularReader::open_with(&self.path, &opts)?));
+            return Ok(Box::new(GranularReader::open_with(path, &opts)?));
         }
-        reel::open_as(&self.path, format, &options)
+        reel::open_as(path, format, &options)
     }
 }
 

@@ -246,8 +246,10 @@ pub fn open_as(
 
 /// Where `path` is read from: an object URL (feature `object-store`) becomes the URL in a
 /// store made for it from the options; `file://` URLs become paths; anything else is read
-/// from `options.store` as it is. A store set by the caller is kept.
-pub(crate) fn locate(path: &Path, options: &OpenOptions) -> Result<(PathBuf, OpenOptions)> {
+/// from `options.store` as it is. A store set by the caller is kept. [`open_with`] and
+/// [`open_as`] call it; a caller that opens a format's reader itself (with its own
+/// options) calls it first so that URLs work there too.
+pub fn locate(path: &Path, options: &OpenOptions) -> Result<(PathBuf, OpenOptions)> {
     #[cfg(feature = "object-store")]
     if options.store.name() == "file"
         && let Some(text) = path.to_str()
