@@ -167,7 +167,7 @@ class ReelDatasink(Datasink):
             raise ValueError(
                 f"{format!r} {why}: Ray writes one part per task (formats it can write: {known})"
             )
-        self.path = os.path.abspath(os.fspath(path))
+        self.path = _local_destination(path)
         self.format = format
         self.schema = schema
         self.overwrite = overwrite
@@ -271,6 +271,21 @@ def write_reel(
     return sink.summary
 
 
+def _local_destination(path: str | os.PathLike[str]) -> str:
+    """The absolute path a job publishes at. An object storage URL is refused by name: the
+    parts are published by renames in a directory (taken as a relative path, ``s3://b/k``
+    would be written under ``./s3:/b/k``)."""
+    text = os.fspath(path)
+    if "://" in text:
+        if text.startswith("file://"):
+            return os.path.abspath(text[len("file://") :])
+        raise ValueError(
+            f"{text}: reel.ray writes to a directory every node sees (a shared volume); "
+            "object storage URLs are read (read_reel) but not yet written"
+        )
+    return os.path.abspath(text)
+
+
 def _stored_bytes(files: Sequence[Any]) -> int | None:
     """The total size of a dataset's files, or None when one cannot be sized here."""
     total = 0
@@ -335,7 +350,7 @@ def convert(
     ``reel.convert``, and ``parts`` and ``nodes`` (the Ray node ids that ran parts).
     """
     src = os.fspath(src)
-    dst_path = os.path.abspath(os.fspath(dst))
+    dst_path = _local_destination(dst)
     source = reel.open(src, verify=verify)
     records = len(source)
     if parts is None:
