@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import socket
 import struct
 from pathlib import Path
 
@@ -148,3 +150,49 @@ def quiet_ray_env() -> None:
     """Ray started by the tests sends no usage statistics and asks for no authentication."""
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     os.environ["RAY_AUTH_MODE"] = "disabled"
+
+
+@contextlib.contextmanager
+def moto_s3(bucket: str):
+    """moto's S3 server on a free 127.0.0.1 port with `bucket` created, and reel pointed at it
+    the standard way (AWS_ENDPOINT_URL, AWS_ALLOW_HTTP, test credentials in the environment,
+    restored at the end). Yields a boto3 client of the server. Ray started inside inherits
+    the environment, so its workers reach the bucket too."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ALLOW_HTTP": "true",
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        client.create_bucket(Bucket=bucket)
+        yield client
+    finally:
+        server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def upload_tree(client, bucket: str, root, prefix: str) -> None:
+    """Every file under `root` to `bucket` under `prefix`, keeping the relative layout."""
+    for directory, _, files in os.walk(root):
+        for name in files:
+            local = os.path.join(directory, name)
+            client.upload_file(local, bucket, f"{prefix}/{os.path.relpath(local, root)}")

@@ -10,16 +10,13 @@ needs the store's settings. The environment is restored at the end.
 from __future__ import annotations
 
 import os
-import socket
 
-import boto3
 import pytest
 import ray
-from moto.server import ThreadedMotoServer
 
 import reel
 import reel.ray
-from conftest import dataset_path, quiet_ray_env, same
+from conftest import dataset_path, moto_s3, quiet_ray_env, same, upload_tree
 from test_golden import FORMATS as GOLDEN_FORMATS
 
 TEST_SECONDS = 120
@@ -36,39 +33,14 @@ CASES = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module", autouse=True)
 def s3_and_ray():
     """moto on loopback, a bucket holding the golden cases, and a Ray started after the
     environment names the store."""
     quiet_ray_env()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    env = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ALLOW_HTTP": "true",
-    }
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
-        client.create_bucket(Bucket=BUCKET)
+    with moto_s3(BUCKET) as client:
         for key, case in CASES:
-            root = dataset_path(key, case)
-            for directory, _, files in os.walk(root):
-                for name in files:
-                    local = os.path.join(directory, name)
-                    client.upload_file(local, BUCKET, f"{key}/{case}/{os.path.relpath(local, root)}")
+            upload_tree(client, BUCKET, dataset_path(key, case), f"{key}/{case}")
         ray.init(
             address="local",
             num_cpus=2,
@@ -84,13 +56,6 @@ def s3_and_ray():
             yield
         finally:
             ray.shutdown()
-    finally:
-        server.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 pytestmark = pytest.mark.usefixtures("time_limit")
