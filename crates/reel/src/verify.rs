@@ -120,7 +120,7 @@ pub fn verify_with_progress(
     if let Some(extra) = crate::formats::check(format) {
         report.problems.extend(extra(path, &options)?);
     }
-    check_records(&*source, &mut report, progress)?;
+    check_records(source, &mut report, progress)?;
     // A record can read back and still be bad (a gulp video with a frame that does not
     // decode), so the good ones are those no problem names.
     let bad = report.bad_records().iter().filter(|&&i| i < report.records).count() as u64;
@@ -142,43 +142,66 @@ pub fn streaming(options: &OpenOptions) -> OpenOptions {
     options
 }
 
-/// Reads every record in batches that fit the batch budget; a failing batch is re-read one
-/// record at a time so that every bad record is named, not just the first.
+/// Reads every record in batches through a [`BatchStream`](reel_core::BatchStream), so the
+/// next batches are read while this one is counted; a failing batch (damaged, or over the
+/// batch budget) is read again on this thread, in batches that fit the budget and then one
+/// record at a time, so that every bad record is named, not just the first.
 fn check_records(
-    source: &dyn RecordSource,
+    source: Box<dyn RecordSource>,
     report: &mut VerifyReport,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<()> {
     const BATCH: u64 = 256;
+    let source: std::sync::Arc<dyn RecordSource> = std::sync::Arc::from(source);
     let n = source.len();
+    let plan = reel_core::BatchPlan::sequential(0..n, BATCH as usize);
+    // Batches wait at most one budget's worth of bytes beyond the one being read.
+    let options = reel_core::StreamOptions::default().max_ahead_bytes(STREAM_BATCH_BYTES);
+    let stream = reel_core::BatchStream::new(source.clone(), plan, &options)?;
+    for (seq, item) in stream.enumerate() {
+        let start = seq as u64 * BATCH;
+        let end = n.min(start + BATCH);
+        match item {
+            Ok(batch) => report.good_records += batch.len() as u64,
+            Err(e) if e.kind() == ErrorKind::Io => return Err(e),
+            Err(_) => recheck(&*source, start..end, report)?,
+        }
+        progress(end, n);
+    }
+    Ok(())
+}
+
+/// Reads `range` again on this thread: in batches that fit the budget while they read, one
+/// record at a time after a batch fails.
+fn recheck(
+    source: &dyn RecordSource,
+    range: std::ops::Range<u64>,
+    report: &mut VerifyReport,
+) -> Result<()> {
     let mut batch = RecordBatch::new();
     let mut record = reel_core::Record::new();
-    let mut indices = Vec::with_capacity(BATCH as usize);
+    let indices: Vec<u64> = range.clone().collect();
     let mut start = 0;
-    while start < n {
-        let end = n.min(start + BATCH);
-        indices.clear();
-        indices.extend(start..end);
-        match source.read_batch_fitting(&indices, &mut batch) {
+    while start < indices.len() {
+        match source.read_batch_fitting(&indices[start..], &mut batch) {
             Ok(read) => {
                 report.good_records += read as u64;
-                start += read as u64;
+                start += read;
             }
             Err(e) if e.kind() == ErrorKind::Io => return Err(e),
             Err(_) => {
                 // The failed batch's memory is given back before records are read alone.
                 batch = RecordBatch::new();
-                for i in start..end {
+                for &i in &indices[start..] {
                     match source.read_into(i, &mut record) {
                         Ok(()) => report.good_records += 1,
                         Err(e) if e.kind() == ErrorKind::Io => return Err(e),
                         Err(e) => report.problems.push(Problem::from_error(&e.with_record(i))),
                     }
                 }
-                start = end;
+                start = indices.len();
             }
         }
-        progress(start, n);
     }
     Ok(())
 }

@@ -81,6 +81,12 @@ pub struct BenchArgs {
     /// Measure each reader this many times, alternating, and keep its best run.
     #[arg(long, default_value_t = 1)]
     repeat: usize,
+    /// Also measure each backend through a `BatchStream` (rows "<backend>, stream").
+    #[arg(long)]
+    stream: bool,
+    /// Batches a stream reads ahead (with `--stream`).
+    #[arg(long, default_value_t = 2)]
+    read_ahead: usize,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -261,6 +267,13 @@ fn measure_round(
             note = "slow to open".into();
         }
         rows.push(row(name, run, note));
+        if args.stream {
+            if cold {
+                evict(&ds.formatted);
+            }
+            let run = reel_stream_run(ds, backend.clone(), args, budget, cold)?;
+            rows.push(row(&format!("{name}, stream"), run, String::new()));
+        }
     }
     Ok(rows)
 }
@@ -309,6 +322,39 @@ fn reel_run(
             let idx = batches.next_batch();
             reader.read_batch_into(idx, &mut out)?;
             Ok((idx.len() as u64, out.buffer_len() as u64))
+        })
+    })
+}
+
+/// Random batches through a [`reel::BatchStream`] on `backend`: one helper thread per
+/// reader thread reads the next batches while the reader takes this one.
+fn reel_stream_run(
+    ds: &Dataset,
+    backend: Backend,
+    args: &BenchArgs,
+    budget: Duration,
+    cold: bool,
+) -> reel::Result<Run> {
+    let options = reel::OpenOptions::default().backend(backend).verify(false);
+    let reader: std::sync::Arc<dyn RecordSource> =
+        std::sync::Arc::from(reel::open_as(&ds.formatted, ds.format, &options)?);
+    let warmup = if cold { 2 } else { 0 };
+    let eviction = ColdEviction::new(cold, &ds.formatted);
+    let stream_options = reel::StreamOptions::default().read_ahead(args.read_ahead);
+    run_parallel(args.threads, budget, warmup, |t| {
+        let eviction = &eviction;
+        let mut batches = Batches::new(ds.records, args.batch, SEED + t as u64);
+        let plan = reel::BatchPlan::from_fn(move |out| {
+            out.extend_from_slice(batches.next_batch());
+            true
+        });
+        let mut stream = reel::BatchStream::new(reader.clone(), plan, &stream_options)?;
+        Ok(move || {
+            eviction.tick();
+            let batch = stream
+                .next()
+                .unwrap_or_else(|| Err(reel::Error::invalid_input("the stream ended")))?;
+            Ok((batch.len() as u64, batch.buffer_len() as u64))
         })
     })
 }
