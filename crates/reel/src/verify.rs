@@ -205,3 +205,49 @@ fn recheck(
     }
     Ok(())
 }
+
+#[cfg(all(test, feature = "ffrecord"))]
+mod tests {
+    use super::*;
+
+    /// An FFRecord file of `n` records, record `i` being 64 bytes that spell `i`.
+    fn ffrecord_file(path: &Path, n: u64) -> Vec<Vec<u8>> {
+        let records: Vec<Vec<u8>> =
+            (0..n).map(|i| format!("record {i:08} ").repeat(4).into_bytes()).collect();
+        let mut w = reel_ffrecord::FfrecordWriter::create(path, n).unwrap();
+        for r in &records {
+            w.append(&reel_core::Record::from_bytes(r)).unwrap();
+        }
+        w.finish().unwrap();
+        records
+    }
+
+    /// Flips a byte inside `record`'s bytes in the file, so its checksum fails.
+    fn damage(path: &Path, record: &[u8]) {
+        let mut bytes = std::fs::read(path).unwrap();
+        let at = bytes.windows(record.len()).position(|w| w == record).unwrap();
+        bytes[at + 3] ^= 0x55;
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    /// Records damaged in different batches of the stream are each named, the good ones
+    /// are counted, and progress reaches the end.
+    #[test]
+    fn every_damaged_record_is_named_across_stream_batches() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("data.ffr");
+        let records = ffrecord_file(&path, 1000);
+        for i in [5, 400, 999] {
+            damage(&path, &records[i]);
+        }
+        let mut last = (0, 0);
+        let report =
+            verify_with_progress(&path, &OpenOptions::default(), &mut |d, n| last = (d, n))
+                .unwrap();
+        assert!(report.opened);
+        assert_eq!(report.records, 1000);
+        assert_eq!(report.good_records, 997);
+        assert_eq!(report.bad_records(), [5, 400, 999]);
+        assert_eq!(last, (1000, 1000));
+    }
+}
