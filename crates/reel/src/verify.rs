@@ -206,7 +206,8 @@ fn recheck(
     Ok(())
 }
 
-#[cfg(all(test, feature = "ffrecord"))]
+#[cfg(test)]
+#[cfg(feature = "ffrecord")]
 mod tests {
     use super::*;
 
