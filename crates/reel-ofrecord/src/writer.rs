@@ -220,11 +220,7 @@ impl OfrecordWriter {
     /// become features) and returns its index; `&record` and `record.view()` both work.
     pub fn append<'a>(&mut self, record: impl Into<RecordRef<'a>>) -> Result<u64> {
         let record = record.into();
-        self.appending(|w| {
-            w.check_open()?;
-            w.encoder.record(record)?;
-            w.write_current()
-        })
+        self.append_encoded(|e| e.record(record).map(drop))
     }
 
     /// An alias of [`append`](Self::append), the name earlier reel versions used.
@@ -234,11 +230,7 @@ impl OfrecordWriter {
 
     /// Appends a record given as the prost message.
     pub fn write_proto(&mut self, record: &OfRecord) -> Result<u64> {
-        self.appending(|w| {
-            w.check_open()?;
-            w.encoder.proto(record)?;
-            w.write_current()
-        })
+        self.append_encoded(|e| e.proto(record).map(drop))
     }
 
     /// Appends an already serialized `oneflow.OFRecord` (e.g. from
@@ -246,17 +238,7 @@ impl OfrecordWriter {
     /// It is parsed first, so bytes that are not a valid record are refused
     /// ([`ErrorKind::InvalidInput`]).
     pub fn write_serialized(&mut self, payload: &[u8]) -> Result<u64> {
-        self.appending(|w| {
-            w.check_open()?;
-            w.encoder.serialized(payload)?;
-            w.write_current()
-        })
-    }
-
-    /// Runs one append, naming the format, the dataset and the record in its error.
-    fn appending(&mut self, append: impl FnOnce(&mut Self) -> Result<u64>) -> Result<u64> {
-        let index = self.records;
-        append(self).map_err(|e| e.with_format(FORMAT).with_path(&self.path).with_record(index))
+        self.append_encoded(|e| e.serialized(payload).map(drop))
     }
 
     /// Ends the current part: the next record starts a new one. Does nothing if the current
@@ -415,11 +397,7 @@ impl OfrecordFileWriter {
     /// become features) and returns its index; `&record` and `record.view()` both work.
     pub fn append<'a>(&mut self, record: impl Into<RecordRef<'a>>) -> Result<u64> {
         let record = record.into();
-        self.appending(|w| {
-            w.check_open()?;
-            w.encoder.record(record)?;
-            w.write_current()
-        })
+        self.append_encoded(|e| e.record(record).map(drop))
     }
 
     /// An alias of [`append`](Self::append), the name earlier reel versions used.
@@ -429,26 +407,12 @@ impl OfrecordFileWriter {
 
     /// Appends a record given as the prost message.
     pub fn write_proto(&mut self, record: &OfRecord) -> Result<u64> {
-        self.appending(|w| {
-            w.check_open()?;
-            w.encoder.proto(record)?;
-            w.write_current()
-        })
+        self.append_encoded(|e| e.proto(record).map(drop))
     }
 
     /// Appends an already serialized `oneflow.OFRecord` as is (after checking it parses).
     pub fn write_serialized(&mut self, payload: &[u8]) -> Result<u64> {
-        self.appending(|w| {
-            w.check_open()?;
-            w.encoder.serialized(payload)?;
-            w.write_current()
-        })
-    }
-
-    /// Runs one append, naming the format, the dataset and the record in its error.
-    fn appending(&mut self, append: impl FnOnce(&mut Self) -> Result<u64>) -> Result<u64> {
-        let index = self.records;
-        append(self).map_err(|e| e.with_format(FORMAT).with_path(&self.path).with_record(index))
+        self.append_encoded(|e| e.serialized(payload).map(drop))
     }
 
     fn check_open(&self) -> Result<()> {
@@ -505,6 +469,60 @@ impl RecordSink for OfrecordFileWriter {
         OfrecordFileWriter::finish(self)
     }
 }
+
+/// What the directory and the single-file writer share around one frame, so that their
+/// append paths (records, prost messages, serialized bytes) are written once.
+trait FrameWriter {
+    /// The frame encoder, holding the payload to write.
+    fn encoder(&mut self) -> &mut FrameEncoder;
+    /// Fails if the writer is finished or broken.
+    fn check_open(&self) -> Result<()>;
+    /// Writes the frame the encoder holds and returns the record's index.
+    fn write_current(&mut self) -> Result<u64>;
+    /// The dataset's path, for errors.
+    fn path(&self) -> &Path;
+    /// The index the next record gets.
+    fn next_index(&self) -> u64;
+
+    /// Encodes one record with `encode` and writes it, naming the format, the dataset and
+    /// the record in its error.
+    fn append_encoded(
+        &mut self,
+        encode: impl FnOnce(&mut FrameEncoder) -> Result<()>,
+    ) -> Result<u64> {
+        let index = self.next_index();
+        let append = || {
+            self.check_open()?;
+            encode(self.encoder())?;
+            self.write_current()
+        };
+        append().map_err(|e| e.with_format(FORMAT).with_path(self.path()).with_record(index))
+    }
+}
+
+macro_rules! frame_writer {
+    ($writer:ty) => {
+        impl FrameWriter for $writer {
+            fn encoder(&mut self) -> &mut FrameEncoder {
+                &mut self.encoder
+            }
+            fn check_open(&self) -> Result<()> {
+                <$writer>::check_open(self)
+            }
+            fn write_current(&mut self) -> Result<u64> {
+                <$writer>::write_current(self)
+            }
+            fn path(&self) -> &Path {
+                &self.path
+            }
+            fn next_index(&self) -> u64 {
+                self.records
+            }
+        }
+    };
+}
+frame_writer!(OfrecordWriter);
+frame_writer!(OfrecordFileWriter);
 
 /// The error for appending to a writer that is finished, or broken by an earlier failed
 /// write (whose output would have a hole).
