@@ -309,6 +309,20 @@ impl Dataset {
         self.source.info().format
     }
 
+    /// The total size of the dataset's files in bytes: one stat per file (for an object
+    /// URL, one request per object). For sizing work, e.g. Ray read tasks.
+    #[getter]
+    fn stored_bytes(&self, py: Python<'_>) -> PyResult<u64> {
+        let paths = self.source.info().paths.clone();
+        let args = self.args.clone();
+        py.detach(move || {
+            // The store the dataset was opened from (an object URL's, or the local one).
+            let (_, options) = reel::locate(&args.path, &args.options()?)?;
+            paths.iter().try_fold(0u64, |sum, p| Ok(sum.saturating_add(options.store.size(p)?)))
+        })
+        .py_err(py)
+    }
+
     /// The I/O backend reads go through.
     #[getter]
     fn backend(&self) -> &'static str {

@@ -55,6 +55,13 @@ def test_info(ds):
     assert ("u8", "uint8") in syrah.schema
 
 
+def test_stored_bytes_is_the_files_total_size(ds):
+    assert ds.stored_bytes == os.path.getsize(golden_root() / FFR / "data.ffr")
+    gulp = reel.open(golden_root() / "gulpio2/normal")
+    assert len(gulp.info.files) > 1
+    assert gulp.stored_bytes == sum(os.path.getsize(f) for f in gulp.info.files)
+
+
 def test_zero_copy_bytes(ds):
     viewed = ds.read_batch([0, 1, 299], copy=False)
     copied = ds.read_batch([0, 1, 299])

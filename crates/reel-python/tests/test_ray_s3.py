@@ -103,3 +103,17 @@ def test_writing_to_a_url_is_refused_by_name(tmp_path):
     with pytest.raises(ValueError, match="not yet written"):
         reel.ray.convert(dataset_path("ffrecord", "normal"), f"s3://{BUCKET}/out", to="granular")
     assert not os.path.exists("s3:")
+
+
+def test_read_tasks_are_sized_from_the_objects():
+    """The driver sizes the objects (as files on disk): task sizes in the block metadata, and
+    max_task_bytes splitting the work, come out as for the same dataset on disk."""
+    key, case = "ffrecord", "normal"
+    local = reel.open(dataset_path(key, case))
+    remote = reel.open(f"s3://{BUCKET}/{key}/{case}")
+    assert remote.stored_bytes == local.stored_bytes > 0
+    source = reel.ray.ReelDatasource(f"s3://{BUCKET}/{key}/{case}", max_task_bytes=local.stored_bytes // 4)
+    tasks = source.get_read_tasks(1)
+    assert len(tasks) >= 4
+    assert sum(t.metadata.size_bytes for t in tasks) <= local.stored_bytes
+    assert all(t.metadata.size_bytes > 0 for t in tasks)

@@ -118,6 +118,9 @@ class Dataset:
     @property
     def format(self) -> str: ...
     @property
+    def stored_bytes(self) -> int:
+        """The total size of the dataset's files (one stat, or request, per file)."""
+    @property
     def backend(self) -> str: ...
     def plan(
         self,

@@ -286,15 +286,13 @@ def _local_destination(path: str | os.PathLike[str]) -> str:
     return os.path.abspath(text)
 
 
-def _stored_bytes(files: Sequence[Any]) -> int | None:
-    """The total size of a dataset's files, or None when one cannot be sized here."""
-    total = 0
-    for f in files:
-        try:
-            total += os.stat(f).st_size
-        except (OSError, TypeError, ValueError):
-            return None
-    return total
+def _stored_bytes(dataset: reel.Dataset) -> int | None:
+    """The total size of a dataset's files or objects, or None when one cannot be sized
+    (the plan then goes by the cluster's CPUs alone)."""
+    try:
+        return dataset.stored_bytes
+    except reel.ReelError:
+        return None
 
 
 def _cluster_cpus() -> int:
@@ -354,7 +352,7 @@ def convert(
     source = reel.open(src, verify=verify)
     records = len(source)
     if parts is None:
-        stored = _stored_bytes(source.info.files) or 0
+        stored = _stored_bytes(source) or 0
         parts = max(_cluster_cpus(), -(-stored // PART_BYTES))
     parts = max(1, min(parts, records)) if records else 1
     if os.path.lexists(dst_path) and not overwrite:
@@ -532,7 +530,7 @@ class ReelDatasource(Datasource):
         for p in paths:
             path = os.fspath(p)
             ds = reel.open(path, **self._open_options)
-            self._sources.append(_Source(path, len(ds), _stored_bytes(ds.info.files)))
+            self._sources.append(_Source(path, len(ds), _stored_bytes(ds)))
             if self._schema is None and len(ds):
                 stream = ds.arrow_stream(columns=self._columns, sample_records=SCHEMA_SAMPLE)
                 self._schema = pa.schema(stream)
