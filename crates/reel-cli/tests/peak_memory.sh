@@ -11,7 +11,7 @@ dir=${1:-$(mktemp -d /tmp/reel-hostile.XXXXXX)}
 rm -rf "$dir"
 REEL_HOSTILE_DIR=$dir cargo test -q -p reel-cli --test hostile -- --ignored write_hostile_cases >/dev/null
 cargo build -q -p reel-cli
-reel=$(pwd)/target/debug/reel
+reel=${CARGO_TARGET_DIR:-$(pwd)/target}/debug/reel
 printf '%-28s %12s %8s %5s\n' case max-RSS-KiB seconds exit
 for case in "$dir"/*; do
     name=$(basename "$case")
