@@ -22,6 +22,9 @@ pub mod read;
 mod remote;
 pub mod runtime;
 mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
+mod upload;
 
 pub use address::{Address, ObjectUrl, StoreKind, is_remote};
 pub use error::store_error;
@@ -32,3 +35,4 @@ pub use read::{ObjectFiles, ReadSettings, ReadStats};
 pub use remote::RemoteStore;
 pub use runtime::block_on;
 pub use store::Store;
+pub use upload::{MULTIPART_PART_BYTES, UploadItem};

@@ -36,6 +36,10 @@ pub struct CreateOptions {
     /// `flatten_arrays`), part naming and rolling, OneFlow-strict checks.
     #[cfg(feature = "ofrecord")]
     pub ofrecord: reel_ofrecord::OfrecordWriterOptions,
+    /// The object store's settings when the path is a URL (endpoint, credentials, retries,
+    /// deadlines; by default the environment's).
+    #[cfg(feature = "object-store")]
+    pub store: reel_store::StoreOptions,
 }
 
 impl CreateOptions {
@@ -76,7 +80,14 @@ impl CreateOptions {
 }
 
 /// A writer for a new `format` dataset at `path`. The dataset appears only when the sink
-/// finishes. Something already at `path` is refused with
+/// finishes.
+///
+/// `path` may be an object-store URL (`s3://bucket/key`, `gs://…`, `az://…`, feature
+/// `object-store`): the format's writer then fills a local staging directory
+/// ([`REEL_STAGING_DIR`](crate::remote_sink::STAGING_DIR_ENV), default the system's temporary
+/// directory) and `finish` uploads it, large files as multipart uploads, the objects that make
+/// the dataset openable last; a failed upload removes what it wrote, and a sink dropped
+/// before `finish` uploads nothing. Something already at `path` is refused with
 /// [`ErrorKind::InvalidInput`](reel_core::ErrorKind::InvalidInput) naming it, unless
 /// [`CreateOptions::overwrite`] is set (an empty directory is always replaced).
 pub fn create(
@@ -94,6 +105,10 @@ pub(crate) fn create_checked(
     options: &CreateOptions,
     inputs: &[&Path],
 ) -> Result<Box<dyn RecordSink>> {
+    #[cfg(feature = "object-store")]
+    if let Some(reel_store::Address::Remote(url)) = remote_address(path)? {
+        return crate::remote_sink::create_remote(&url, format, options);
+    }
     let existing = if options.overwrite { Existing::Overwrite } else { Existing::Refuse };
     check_destination(path, inputs, existing)?;
     if std::fs::symlink_metadata(path).is_err() {
@@ -103,6 +118,15 @@ pub(crate) fn create_checked(
     let staging = staging_path(path)?;
     let inner = crate::formats::create(format, &staging, options)?;
     Ok(Box::new(Replacing { inner, staging, target: path.to_path_buf() }))
+}
+
+/// The object-store address `path` spells, if it is one (`s3://…`, `gs://…` …).
+#[cfg(feature = "object-store")]
+pub(crate) fn remote_address(path: &Path) -> Result<Option<reel_store::Address>> {
+    match path.to_str() {
+        Some(text) if reel_store::is_remote(text) => reel_store::Address::parse(text).map(Some),
+        _ => Ok(None),
+    }
 }
 
 /// A sink writing a complete dataset under a staging name and then moving it over what was

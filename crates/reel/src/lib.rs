@@ -30,6 +30,8 @@ mod create;
 mod formats;
 mod open;
 pub mod payload;
+#[cfg(feature = "object-store")]
+pub mod remote_sink;
 pub mod synth;
 #[cfg(all(target_os = "linux", feature = "io-uring"))]
 pub mod uring;

@@ -101,6 +101,10 @@ pub struct ConvertOptions {
     /// the loss, so the encoding options change nothing here.
     #[cfg(feature = "ofrecord")]
     pub ofrecord: reel_ofrecord::OfrecordWriterOptions,
+    /// The destination's object-store settings when `dst` is a URL (see
+    /// [`CreateOptions::store`]).
+    #[cfg(feature = "object-store")]
+    pub output_store: reel_store::StoreOptions,
 }
 
 impl ConvertOptions {
@@ -119,6 +123,8 @@ impl ConvertOptions {
             arrow: Default::default(),
             #[cfg(feature = "ofrecord")]
             ofrecord: Default::default(),
+            #[cfg(feature = "object-store")]
+            output_store: Default::default(),
         }
     }
 
@@ -177,7 +183,14 @@ pub fn convert_with_progress(
     } else {
         Existing::Refuse
     };
-    check_destination(dst, &[src], existing)?;
+    if !is_remote(dst)? {
+        check_destination(dst, &[src], existing)?;
+    } else if options.shard.is_some() {
+        return Err(Error::unsupported(
+            "--shard writes parts into a local directory; convert to a local path, then upload",
+        )
+        .with_path(dst));
+    }
     // A conversion reads its source once, front to back. Under the default backend it reads
     // with pread, so the kernel reads ahead and the process holds only the batches in
     // flight, instead of mapping the source (which shows the whole source as resident).
@@ -187,6 +200,14 @@ pub fn convert_with_progress(
     }
     let source = crate::open_with(src, &crate::streaming(&open))?;
     convert_source(&*source, dst, options, progress)
+}
+
+/// Whether `dst` is an object-store address (checked by the store when the sink is made).
+fn is_remote(dst: &Path) -> Result<bool> {
+    #[cfg(feature = "object-store")]
+    return Ok(crate::create::remote_address(dst)?.is_some());
+    #[cfg(not(feature = "object-store"))]
+    return Ok(false);
 }
 
 /// Records per batch read: enough to amortise a read call, few enough that the batches in
@@ -253,6 +274,8 @@ pub fn convert_source(
         arrow: options.arrow.clone(),
         #[cfg(feature = "ofrecord")]
         ofrecord: options.ofrecord.clone(),
+        #[cfg(feature = "object-store")]
+        store: options.output_store.clone(),
     };
     let (mut sink, output) = match options.shard {
         Some((k, count)) => create_part(dst, to, k, count, &create)?,

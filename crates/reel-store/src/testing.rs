@@ -1,0 +1,138 @@
+//! A moto S3 server on loopback for tests (feature `testing`).
+//!
+//! Tests that need it are `#[ignore = "needs the moto S3 server; .ci/run runs them"]` and
+//! call [`MotoServer::start`], which fails loudly when [`MOTO_PYTHON_ENV`] is not set, so a
+//! run with `--ignored` never skips them silently. `.ci/run` sets it to a Python that has
+//! `moto[server]` installed.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use reel_core::{Error, ErrorKind, Result};
+
+use crate::StoreOptions;
+
+/// The environment variable naming a Python interpreter that has `moto[server]`.
+pub const MOTO_PYTHON_ENV: &str = "REEL_TEST_MOTO_PYTHON";
+
+/// How long the server may take to start answering.
+const START_DEADLINE: Duration = Duration::from_secs(60);
+
+/// A running `python -m moto.server` on 127.0.0.1, stopped when dropped.
+#[derive(Debug)]
+pub struct MotoServer {
+    child: Child,
+    port: u16,
+}
+
+impl MotoServer {
+    /// Starts the server on a free loopback port and waits (bounded) until it answers.
+    pub fn start() -> Result<MotoServer> {
+        let python = std::env::var_os(MOTO_PYTHON_ENV).ok_or_else(|| {
+            Error::invalid_input(format!(
+                "{MOTO_PYTHON_ENV} is not set: point it at a Python with moto[server] \
+                 (python -m pip install 'moto[server]'), as .ci/run does"
+            ))
+        })?;
+        let mut last = None;
+        // A free port can be taken by someone else before the server binds it: try again.
+        for _ in 0..3 {
+            let port = free_port()?;
+            let child = Command::new(&python)
+                .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| Error::io(e, format!("cannot start moto with {python:?}")))?;
+            let mut server = MotoServer { child, port };
+            match server.wait_until_up() {
+                Ok(()) => return Ok(server),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::new(ErrorKind::Io, "moto did not start")))
+    }
+
+    fn wait_until_up(&mut self) -> Result<()> {
+        let started = Instant::now();
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        while started.elapsed() < START_DEADLINE {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(Error::new(ErrorKind::Io, format!("moto exited at start: {status}")));
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(Error::new(ErrorKind::Io, format!("moto did not answer within {START_DEADLINE:?}")))
+    }
+
+    /// The server's endpoint, `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Store options for this server (its endpoint, plain HTTP, a region, moto's dummy
+    /// credentials), ignoring the environment so a developer's AWS settings do not leak in.
+    pub fn options(&self) -> StoreOptions {
+        StoreOptions { use_env: false, ..StoreOptions::default() }
+            .with("aws_endpoint", self.endpoint())
+            .with("aws_allow_http", "true")
+            .with("aws_region", "us-east-1")
+            .with("aws_access_key_id", "testing")
+            .with("aws_secret_access_key", "testing")
+    }
+
+    /// The environment variables that point a child process (the `reel` command, Python) at
+    /// this server through the standard AWS settings.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL", self.endpoint()),
+            ("AWS_ALLOW_HTTP", "true".into()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ACCESS_KEY_ID", "testing".into()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".into()),
+        ]
+    }
+
+    /// Creates a bucket (moto accepts unsigned requests).
+    pub fn create_bucket(&self, name: &str) -> Result<()> {
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        let io = |e| Error::io(e, format!("cannot create bucket {name}"));
+        let mut conn = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(io)?;
+        conn.set_read_timeout(Some(Duration::from_secs(30))).map_err(io)?;
+        write!(
+            conn,
+            "PUT /{name} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\n\
+             Connection: close\r\n\r\n",
+            self.port
+        )
+        .map_err(io)?;
+        let mut answer = String::new();
+        conn.read_to_string(&mut answer).map_err(io)?;
+        let status = answer.split_whitespace().nth(1).unwrap_or("");
+        if status != "200" {
+            let first = answer.lines().next().unwrap_or("");
+            return Err(Error::new(ErrorKind::Io, format!("cannot create bucket {name}: {first}")));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for MotoServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| Error::io(e, "cannot find a free loopback port"))?;
+    let port = listener.local_addr().map_err(|e| Error::io(e, "no local address"))?.port();
+    Ok(port)
+}

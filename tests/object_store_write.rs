@@ -1,0 +1,190 @@
+//! Writing datasets to object storage, against a real S3 protocol server (moto) on loopback:
+//! every format converted to `s3://…` by `reel::convert`, downloaded, and read back by reel
+//! (and, in `written_datasets_read_by_the_reference`, by the reference readers through
+//! `refread`). Ignored by a plain `cargo test`: `.ci/run` runs them with `--ignored` and
+//! `REEL_TEST_MOTO_PYTHON` set; see the README's "Object storage" section to run them by hand.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+use reel::store::testing::MotoServer;
+use reel::store::{ObjectPath, ObjectUrl, Store};
+use reel::{ConvertOptions, Format, RecordSink, RecordSourceExt};
+
+fn golden(rel: &str) -> PathBuf {
+    let root = std::env::var_os("REEL_GOLDEN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden"));
+    root.join(rel)
+}
+
+/// (label, golden source, target format, reference reader name for refread).
+fn cases() -> Vec<(&'static str, &'static str, Format, Option<&'static str>)> {
+    vec![
+        ("ffrecord", "ffrecord/normal/data.ffr", Format::Ffrecord, Some("ffrecord")),
+        ("syrah", "syrah/normal/data.syr", Format::Syrah, Some("syrah")),
+        ("ofrecord", "ofrecord/normal", Format::Ofrecord, Some("ofrecord")),
+        ("granular", "granular/granular-0.24.2/normal", Format::Granular, Some("granular")),
+        ("bags", "granular/bags-0.5.1/normal", Format::Bags, Some("bags")),
+        ("gulp", "gulpio2/many_chunks", Format::Gulp, Some("gulpio2")),
+        ("parquet", "ffrecord/normal/data.ffr", Format::Parquet, None),
+        ("arrow", "ffrecord/normal/data.ffr", Format::ArrowIpc, None),
+    ]
+}
+
+/// Downloads everything at or under `url` into `dir`, as the dataset's file or directory.
+fn download(store: &Store, url: &ObjectUrl, dir: &Path) -> PathBuf {
+    let key = url.path();
+    let name = key.filename().unwrap().to_string();
+    let local = dir.join(&name);
+    let under = store.list(key).unwrap();
+    if under.is_empty() {
+        std::fs::write(&local, store.read_all(key).unwrap()).unwrap();
+        return local;
+    }
+    for (object, _) in under {
+        let rel = object.as_ref().strip_prefix(key.as_ref()).unwrap().trim_start_matches('/');
+        let path = local.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, store.read_all(&object).unwrap()).unwrap();
+    }
+    local
+}
+
+struct Written {
+    label: &'static str,
+    local: PathBuf,
+    reference: Option<&'static str>,
+}
+
+/// Converts every case to the server and downloads the results into `dir`, checking each
+/// reads back as the source's records.
+fn write_every_format(server: &MotoServer, dir: &Path) -> Vec<Written> {
+    server.create_bucket("written").unwrap();
+    let mut out = Vec::new();
+    for (label, src, format, reference) in cases() {
+        let src = golden(src);
+        let ext = match format {
+            Format::Ffrecord => ".ffr",
+            Format::Syrah => ".syr",
+            Format::Parquet => ".parquet",
+            Format::ArrowIpc => ".arrow",
+            _ => "",
+        };
+        let address = format!("s3://written/datasets/{label}{ext}");
+        let mut options = ConvertOptions::new(format);
+        options.output_store = server.options();
+        let report = reel::convert(&src, &address, &options)
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert_eq!(report.outputs, [PathBuf::from(&address)], "{label}");
+        let url = ObjectUrl::parse(&address).unwrap();
+        let store = Store::new(&url, &server.options()).unwrap();
+        let local = download(&store, &url, dir);
+        let source = reel::open(&src).unwrap();
+        let copy = reel::open(&local).unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert_eq!(copy.len(), source.len(), "{label}");
+        for i in 0..source.len() {
+            if matches!(format, Format::Parquet | Format::ArrowIpc) {
+                // Arrow targets add an index column and map types; the count and the
+                // readable records are what this test is about.
+                copy.read(i).unwrap();
+            } else {
+                assert!(copy.read(i).unwrap() == source.read(i).unwrap(), "{label} record {i}");
+            }
+        }
+        out.push(Written { label, local, reference });
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs the moto S3 server; .ci/run runs them"]
+fn every_format_written_to_s3_reads_back() {
+    let server = MotoServer::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let written = write_every_format(&server, dir.path());
+    assert_eq!(written.len(), cases().len());
+}
+
+/// The same datasets read by the reference implementations. Needs `REEL_REFREAD` (the
+/// developers' `refread` tool, not part of this repository) and fails without it; run by
+/// `tests/refread_s3.sh`.
+#[test]
+#[ignore = "needs the moto S3 server and REEL_REFREAD; run by tests/refread_s3.sh"]
+fn written_datasets_read_by_the_reference() {
+    let refread = std::env::var_os("REEL_REFREAD")
+        .expect("REEL_REFREAD must name the refread tool (see tests/refread_s3.sh)");
+    let server = MotoServer::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for w in write_every_format(&server, dir.path()) {
+        let Some(reader) = w.reference else { continue };
+        let out = std::process::Command::new(&refread).arg(reader).arg(&w.local).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}: the reference could not read what reel wrote to S3: {}{}",
+            w.label,
+            String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or(""),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let source = reel::open(&w.local).unwrap();
+        let lines = String::from_utf8_lossy(&out.stdout).lines().count() as u64;
+        assert_eq!(lines, source.len(), "{}: records the reference read", w.label);
+    }
+}
+
+#[test]
+#[ignore = "needs the moto S3 server; .ci/run runs them"]
+fn a_dropped_or_failed_writer_leaves_nothing() {
+    let server = MotoServer::start().unwrap();
+    server.create_bucket("dropped").unwrap();
+    let mut on_server = reel::CreateOptions::default();
+    on_server.store = server.options();
+    let url = ObjectUrl::parse("s3://dropped/ds").unwrap();
+    let store = Store::new(&url, &server.options()).unwrap();
+    let src = reel::open(golden("gulpio2/many_chunks")).unwrap();
+
+    // Dropped before finish: nothing is uploaded.
+    {
+        let mut sink = reel::create("s3://dropped/ds", Format::Gulp, &on_server).unwrap();
+        for i in 0..src.len() {
+            sink.append(src.read(i).unwrap().view()).unwrap();
+        }
+    }
+    assert!(store.list(&ObjectPath::from("")).unwrap().is_empty());
+
+    // Existing objects are refused unless overwrite is asked for.
+    store.put(&ObjectPath::from("ds/other"), vec![1u8].into()).unwrap();
+    let e = reel::create("s3://dropped/ds", Format::Gulp, &on_server).err().unwrap();
+    assert_eq!(e.kind(), reel::ErrorKind::InvalidInput, "{e}");
+    assert!(e.to_string().contains("s3://dropped/ds"), "{e}");
+
+    // With overwrite, the new dataset replaces the old objects (none is left behind).
+    let mut sink = reel::create(
+        "s3://dropped/ds",
+        Format::Gulp,
+        &on_server.clone().overwrite(true),
+    )
+    .unwrap();
+    for i in 0..src.len() {
+        sink.append(src.read(i).unwrap().view()).unwrap();
+    }
+    sink.finish().unwrap();
+    let keys: Vec<String> =
+        store.list(&ObjectPath::from("ds")).unwrap().into_iter().map(|(k, _)| k.to_string()).collect();
+    assert!(!keys.contains(&"ds/other".to_string()), "{keys:?}");
+    assert!(keys.contains(&"ds/meta_0.gmeta".to_string()), "{keys:?}");
+
+    // A bucket that does not exist: the writer fails (when it is made or at finish) and
+    // names the address.
+    let mut no_retries = on_server.clone();
+    no_retries.store.retry.max_retries = 0;
+    let mut sink = reel::create("s3://no-such-bucket/ds", Format::Ffrecord, &no_retries);
+    if let Ok(sink) = &mut sink {
+        sink.append(src.read(0).unwrap().view()).unwrap();
+        let e = sink.finish().unwrap_err();
+        assert!(e.to_string().contains("s3://no-such-bucket"), "{e}");
+    } else {
+        let e = sink.err().unwrap();
+        assert!(e.to_string().contains("s3://no-such-bucket"), "{e}");
+    }
+}
