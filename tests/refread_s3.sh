@@ -4,9 +4,8 @@
 # the reference Python packages; not part of this repository, so CI cannot run this).
 #
 # Usage: tests/refread_s3.sh /path/to/refread     (or REEL_REFREAD=/path/to/refread)
-# Needs REEL_TEST_MOTO_PYTHON: a Python with moto[server] (.ci/run builds one under
-# ~/.cache/reel-ci/moto-*; `python3 -m venv v && v/bin/pip install -r tests/s3/requirements.txt`
-# makes another).
+# Needs REEL_TEST_MOTO_PYTHON: a Python with moto[server] (.ci/run's environment under
+# ~/.cache/reel-ci/venv-* has it; so does any venv with `pip install 'moto[server]'`).
 set -euo pipefail
 refread="${1:-${REEL_REFREAD:-}}"
 if [[ -z "$refread" || ! -x "$refread" ]]; then
@@ -19,4 +18,4 @@ if [[ -z "${REEL_TEST_MOTO_PYTHON:-}" ]]; then
 fi
 cd "$(dirname "$0")/.."
 REEL_REFREAD="$(cd "$(dirname "$refread")" && pwd)/$(basename "$refread")" \
-    cargo test -p reel --test object_store_write -- --ignored --nocapture written_datasets_read_by_the_reference
+    cargo test --workspace --test object_store_write -- --ignored --nocapture written_datasets_read_by_the_reference

@@ -99,6 +99,44 @@ impl Store {
         Ok(bytes)
     }
 
+    /// The size of the object `key` (one HEAD). A missing object is
+    /// [`ErrorKind::NotFound`](reel_core::ErrorKind::NotFound).
+    pub fn size(&self, key: &ObjectPath) -> Result<u64> {
+        let client = self.client()?;
+        let meta = block_on(async { client.head(key).await })?
+            .map_err(|e| store_error(e, &self.address_of(key), "cannot get the object's size"))?;
+        Ok(meta.size)
+    }
+
+    /// The whole object `key` (one GET).
+    pub fn read_all(&self, key: &ObjectPath) -> Result<Bytes> {
+        let client = self.client()?;
+        let what = "cannot read the object";
+        block_on(async {
+            let body = client.get(key).await?;
+            body.bytes().await
+        })?
+        .map_err(|e| store_error(e, &self.address_of(key), what))
+    }
+
+    /// Writes `bytes` as the object `key` in one request (it appears whole or not at all).
+    /// Large files go through [`Store::upload_file`] instead.
+    pub fn put(&self, key: &ObjectPath, bytes: Bytes) -> Result<()> {
+        let client = self.client()?;
+        block_on(async { client.put(key, bytes.into()).await })?
+            .map_err(|e| store_error(e, &self.address_of(key), "cannot write the object"))?;
+        Ok(())
+    }
+
+    /// Deletes the object `key`; deleting an object that is not there succeeds.
+    pub fn delete(&self, key: &ObjectPath) -> Result<()> {
+        let client = self.client()?;
+        match block_on(async { client.delete(key).await })? {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(store_error(e, &self.address_of(key), "cannot delete the object")),
+        }
+    }
+
     /// Every object under `prefix` (recursively), as (key, size), sorted by key.
     pub fn list(&self, prefix: &ObjectPath) -> Result<Vec<(ObjectPath, u64)>> {
         let client = self.client()?;

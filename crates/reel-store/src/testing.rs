@@ -101,25 +101,56 @@ impl MotoServer {
 
     /// Creates a bucket (moto accepts unsigned requests).
     pub fn create_bucket(&self, name: &str) -> Result<()> {
+        let (status, answer) = self.unsigned("PUT", &format!("/{name}"))?;
+        if status != "200" {
+            let first = answer.lines().next().unwrap_or("");
+            return Err(Error::new(ErrorKind::Io, format!("cannot create bucket {name}: {first}")));
+        }
+        Ok(())
+    }
+
+    /// The multipart uploads of `bucket` that were started and neither completed nor
+    /// aborted (S3's ListMultipartUploads), as their keys.
+    pub fn pending_uploads(&self, bucket: &str) -> Result<Vec<String>> {
+        let (status, answer) = self.unsigned("GET", &format!("/{bucket}?uploads"))?;
+        if status != "200" {
+            let first = answer.lines().next().unwrap_or("");
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("cannot list the multipart uploads of {bucket}: {first}"),
+            ));
+        }
+        // Each <Upload> element holds one <Key>; moto answers with one small XML document.
+        let keys = answer
+            .split("<Upload>")
+            .skip(1)
+            .filter_map(|upload| {
+                let start = upload.find("<Key>")? + "<Key>".len();
+                let end = upload[start..].find("</Key>")? + start;
+                Some(upload[start..end].to_string())
+            })
+            .collect();
+        Ok(keys)
+    }
+
+    /// One unsigned HTTP/1.1 request to the server (moto accepts them): the status code and
+    /// the whole answer.
+    fn unsigned(&self, method: &str, target: &str) -> Result<(String, String)> {
         let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
-        let io = |e| Error::io(e, format!("cannot create bucket {name}"));
+        let io = |e| Error::io(e, format!("{method} {target} on moto"));
         let mut conn = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(io)?;
         conn.set_read_timeout(Some(Duration::from_secs(30))).map_err(io)?;
         write!(
             conn,
-            "PUT /{name} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\n\
+            "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\n\
              Connection: close\r\n\r\n",
             self.port
         )
         .map_err(io)?;
         let mut answer = String::new();
         conn.read_to_string(&mut answer).map_err(io)?;
-        let status = answer.split_whitespace().nth(1).unwrap_or("");
-        if status != "200" {
-            let first = answer.lines().next().unwrap_or("");
-            return Err(Error::new(ErrorKind::Io, format!("cannot create bucket {name}: {first}")));
-        }
-        Ok(())
+        let status = answer.split_whitespace().nth(1).unwrap_or("").to_string();
+        Ok((status, answer))
     }
 }
 

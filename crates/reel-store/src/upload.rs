@@ -3,6 +3,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use futures_util::StreamExt;
 use object_store::path::Path as ObjectPath;
@@ -45,6 +46,21 @@ impl Store {
         block_on(upload_one(client.as_ref(), local, key, &address))?
     }
 
+    /// Uploads the `size` bytes that `reader` gives as the object `key`, like
+    /// [`Store::upload_file`]; a reader that fails, ends early or runs long aborts the
+    /// upload and leaves no object. `source` names the reader in errors.
+    pub fn upload_reader(
+        &self,
+        reader: &mut (dyn Read + Send),
+        size: u64,
+        key: &ObjectPath,
+        source: &str,
+    ) -> Result<u64> {
+        let client = self.client()?;
+        let address = self.address_of(key);
+        block_on(upload_reader(client.as_ref(), reader, size, key, &address, source))?
+    }
+
     /// Uploads `items` stage by stage (see [`UploadItem::stage`]). When anything fails, the
     /// uploads in flight are aborted and every object this call already wrote is deleted
     /// (best effort: a store that stops answering keeps what it had), then the first error
@@ -57,19 +73,27 @@ impl Store {
         let mut written: Vec<ObjectPath> = Vec::new();
         let mut total = 0u64;
         for stage in stages {
-            let batch: Vec<&UploadItem> = items.iter().filter(|i| i.stage == stage).collect();
-            let results = block_on(async {
-                futures_util::stream::iter(batch.iter().map(|item| {
-                    let client = client.as_ref();
+            // The futures own what they use (no closure borrows across the await), which
+            // keeps the future `Send` for the runtime.
+            let uploads: Vec<_> = items
+                .iter()
+                .filter(|i| i.stage == stage)
+                .map(|item| {
+                    let client = Arc::clone(&client);
                     let address = self.address_of(&item.key);
+                    let item = item.clone();
                     async move {
-                        (item, upload_one(client, &item.local, &item.key, &address).await)
+                        let result =
+                            upload_one(client.as_ref(), &item.local, &item.key, &address).await;
+                        (item, result)
                     }
-                }))
-                .buffer_unordered(FILES_IN_FLIGHT)
-                .collect::<Vec<_>>()
-                .await
-            })?;
+                })
+                .collect();
+            let results = block_on(
+                futures_util::stream::iter(uploads)
+                    .buffer_unordered(FILES_IN_FLIGHT)
+                    .collect::<Vec<_>>(),
+            )?;
             let mut failure = None;
             for (item, result) in results {
                 match result {
@@ -101,14 +125,40 @@ async fn upload_one(
     key: &ObjectPath,
     address: &str,
 ) -> Result<u64> {
-    let read_error = |e: std::io::Error| {
+    let open_error = |e: std::io::Error| {
         Error::io(e, format!("cannot read {} to upload it", local.display())).with_path(address)
     };
-    let mut file = std::fs::File::open(local).map_err(read_error)?;
-    let size = file.metadata().map_err(read_error)?.len();
+    let mut file = std::fs::File::open(local).map_err(open_error)?;
+    let size = file.metadata().map_err(open_error)?.len();
+    upload_reader(client, &mut file, size, key, address, &local.display().to_string()).await
+}
+
+/// Uploads the `size` bytes `reader` gives as `key`; `source` names the reader in errors.
+/// Over [`MULTIPART_PART_BYTES`] this is a multipart upload, aborted when anything fails
+/// (a read error, a reader that ends early or runs long, a part the store refuses), so no
+/// incomplete upload is left to be billed or completed by mistake.
+async fn upload_reader(
+    client: &dyn ObjectStore,
+    reader: &mut (dyn Read + Send),
+    size: u64,
+    key: &ObjectPath,
+    address: &str,
+    source: &str,
+) -> Result<u64> {
+    let read_error = |e: std::io::Error| {
+        Error::io(e, format!("cannot read {source} to upload it")).with_path(address)
+    };
+    let changed = || {
+        Error::new(reel_core::ErrorKind::Io, format!("{source} changed size while it was uploaded"))
+            .with_path(address)
+    };
     if size <= MULTIPART_PART_BYTES as u64 {
         let mut bytes = Vec::with_capacity(size as usize);
-        file.read_to_end(&mut bytes).map_err(read_error)?;
+        // One byte more than announced shows a reader that runs long.
+        reader.take(size + 1).read_to_end(&mut bytes).map_err(read_error)?;
+        if bytes.len() as u64 != size {
+            return Err(changed());
+        }
         client
             .put(key, PutPayload::from(bytes))
             .await
@@ -128,31 +178,29 @@ async fn upload_one(
                 .wait_for_capacity(PARTS_IN_FLIGHT)
                 .await
                 .map_err(|e| store_error(e, address, "cannot upload a part"))?;
-            let n = read_full(&mut file, &mut buf).map_err(read_error)?;
+            let n = read_full(reader, &mut buf).map_err(read_error)?;
             if n == 0 {
                 break;
             }
-            writer.write(&buf[..n]);
             sent += n as u64;
+            if sent > size {
+                return Err(changed());
+            }
+            writer.write(&buf[..n]);
         }
         if sent != size {
-            return Err(Error::new(
-                reel_core::ErrorKind::Io,
-                format!("{} changed size while it was uploaded", local.display()),
-            )
-            .with_path(address));
+            return Err(changed());
         }
         Ok(())
     }
     .await;
     match outcome {
-        Ok(()) => {
-            writer
-                .finish()
-                .await
-                .map_err(|e| store_error(e, address, "cannot complete the multipart upload"))?;
-            Ok(size)
-        }
+        // `finish` aborts the upload itself when a part or the completion fails.
+        Ok(()) => writer
+            .finish()
+            .await
+            .map(|_| size)
+            .map_err(|e| store_error(e, address, "cannot complete the multipart upload")),
         Err(e) => {
             if let Err(abort) = writer.abort().await {
                 log::warn!("{address}: cannot abort the multipart upload: {abort}");
@@ -163,7 +211,7 @@ async fn upload_one(
 }
 
 /// Reads until `buf` is full or the file ends.
-fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+fn read_full(file: &mut (dyn Read + Send), buf: &mut [u8]) -> std::io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
         match file.read(&mut buf[filled..]) {

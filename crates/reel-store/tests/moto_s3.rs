@@ -1,10 +1,12 @@
 //! The store against a real S3 protocol server (moto) on loopback. Ignored by a plain
 //! `cargo test`; `.ci/run` runs them with `--ignored` and `REEL_TEST_MOTO_PYTHON` set (see the
 //! README, "Object storage").
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::Write;
 
 use reel_core::ErrorKind;
+use reel_store::object_store::ObjectStoreExt;
 use reel_store::testing::MotoServer;
 use reel_store::{ObjectPath, ObjectUrl, Store, UploadItem};
 
@@ -55,9 +57,8 @@ fn large_files_go_up_in_parts_and_stages_in_order() {
     let store = store(&server, "upload");
     let dir = tempfile::tempdir().unwrap();
     // Two and a half parts, so the multipart path with a short last part is taken.
-    let big: Vec<u8> = (0..(reel_store::MULTIPART_PART_BYTES * 5 / 2))
-        .map(|i| (i % 251) as u8)
-        .collect();
+    let big: Vec<u8> =
+        (0..(reel_store::MULTIPART_PART_BYTES * 5 / 2)).map(|i| (i % 251) as u8).collect();
     let big_path = file_with(dir.path(), "big", &big);
     let small_path = file_with(dir.path(), "small", b"meta");
     let items = [
@@ -107,4 +108,54 @@ fn environment_configuration_reaches_the_store() {
     let store = Store::new(&url, &options).unwrap();
     store.put(&ObjectPath::from("x/y"), vec![5u8; 3].into()).unwrap();
     assert_eq!(store.size(&ObjectPath::from("x/y")).unwrap(), 3);
+}
+
+/// Gives `good` bytes of a pattern, then fails (or, with `fail` false, ends early).
+struct Failing {
+    good: usize,
+    given: usize,
+    fail: bool,
+}
+
+impl std::io::Read for Failing {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.given >= self.good {
+            return if self.fail {
+                Err(std::io::Error::other("the disk went away"))
+            } else {
+                Ok(0)
+            };
+        }
+        let n = buf.len().min(self.good - self.given);
+        buf[..n].fill(7);
+        self.given += n;
+        Ok(n)
+    }
+}
+
+#[test]
+#[ignore = "needs the moto S3 server; .ci/run runs them"]
+fn a_failed_multipart_upload_is_aborted() {
+    let server = MotoServer::start().unwrap();
+    let store = store(&server, "aborted");
+    let part = reel_store::MULTIPART_PART_BYTES;
+    let key = ObjectPath::from("data/big");
+    // Fails after two parts went up; then a reader that ends early; then one that runs long.
+    let cases = [
+        (Failing { good: part * 2 + 5, given: 0, fail: true }, (part * 3) as u64, "disk went away"),
+        (Failing { good: part * 2 + 5, given: 0, fail: false }, (part * 3) as u64, "changed size"),
+        (Failing { good: part * 3, given: 0, fail: false }, (part * 2) as u64, "changed size"),
+    ];
+    for (mut reader, size, message) in cases {
+        let e = store.upload_reader(&mut reader, size, &key, "the test reader").unwrap_err();
+        assert!(e.to_string().contains(message), "{e}");
+        assert!(e.to_string().contains("s3://aborted/data/big"), "{e}");
+        assert_eq!(store.size(&key).unwrap_err().kind(), ErrorKind::NotFound);
+        assert_eq!(server.pending_uploads("aborted").unwrap(), Vec::<String>::new());
+    }
+    // The control: an upload left open is seen by `pending_uploads`, so the check above
+    // can fail.
+    let client = store.client().unwrap();
+    let _open = reel_store::block_on(async { client.put_multipart(&key).await }).unwrap().unwrap();
+    assert_eq!(server.pending_uploads("aborted").unwrap(), ["data/big"]);
 }

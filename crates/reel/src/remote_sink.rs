@@ -25,13 +25,14 @@ pub(crate) fn create_remote(
     let old = existing_objects(&store, &key)?;
     if !old.is_empty() && !options.overwrite {
         return Err(Error::invalid_input(format!(
-            "{} objects already exist there (the first: {}); pass overwrite to replace them",
+            "{} objects already exist there (the first: {}); replace them with overwrite (`--force` on the command line)",
             old.len(),
             old[0]
         ))
         .with_path(url.to_string()));
     }
-    let root = std::env::var_os(STAGING_DIR_ENV).map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let root =
+        std::env::var_os(STAGING_DIR_ENV).map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
     let staging = tempfile::Builder::new()
         .prefix(".reel-upload-")
         .tempdir_in(&root)
@@ -85,14 +86,34 @@ impl RecordSink for RemoteSink {
     fn finish(&mut self) -> Result<SinkSummary> {
         let mut summary = self.inner.finish()?;
         let items = upload_items(&self.local, self.url.path(), self.format)?;
-        self.store.upload_staged(&items)?;
-        // Replaced objects the new dataset does not have would be read as part of it.
-        for stale in self.old.iter().filter(|o| !items.iter().any(|i| &i.key == *o)) {
-            self.store.delete(stale)?;
+        // A bucket cannot swap many objects at once. A single object is replaced whole by
+        // its PUT, so the old one stays readable until then; anything else is removed
+        // first, so that old and new objects never mix into something that opens.
+        let replaced_whole = matches!(&items[..], [one] if self.old.iter().all(|o| o == &one.key));
+        if !replaced_whole {
+            remove_dataset(&self.store, std::mem::take(&mut self.old))?;
         }
+        self.store.upload_staged(&items)?;
         summary.paths = vec![PathBuf::from(self.url.to_string())];
         Ok(summary)
     }
+}
+
+/// Deletes the objects of a replaced dataset, those that make it openable first (its
+/// `spec.json`, then indexes and metadata, then data in name order, so an OFRecord
+/// directory loses `part-00000` before the rest): from the first deletion on, what is left
+/// does not open.
+fn remove_dataset(store: &Store, mut old: Vec<ObjectPath>) -> Result<()> {
+    let rank = |key: &ObjectPath| match key.filename().unwrap_or("") {
+        "spec.json" => 0,
+        name if name.ends_with(".gmeta") || name.ends_with(".idx") || name.ends_with(".json") => 1,
+        _ => 2,
+    };
+    old.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
+    for key in &old {
+        store.delete(key)?;
+    }
+    Ok(())
 }
 
 /// The files of the finished local dataset at `local` with their keys under `key` and
@@ -119,7 +140,11 @@ fn upload_items(local: &Path, key: &ObjectPath, format: Format) -> Result<Vec<Up
         for part in rel_text.split(std::path::MAIN_SEPARATOR) {
             child = child.clone().join(part);
         }
-        items.push(UploadItem { local: file.clone(), key: child, stage: upload_stage(format, rel_text) });
+        items.push(UploadItem {
+            local: file.clone(),
+            key: child,
+            stage: upload_stage(format, rel_text),
+        });
     }
     // Formats made only of data parts (FFRecord, OFRecord directories): the first part in
     // name order goes last, so a reader that lists and finds nothing at the start finds
@@ -148,10 +173,11 @@ fn upload_stage(format: Format, rel: &str) -> u8 {
 }
 
 fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| Error::io(e, "cannot list the staged dataset").with_path(dir))?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(e, "cannot list the staged dataset").with_path(dir))?;
     for entry in entries {
-        let entry = entry.map_err(|e| Error::io(e, "cannot list the staged dataset").with_path(dir))?;
+        let entry =
+            entry.map_err(|e| Error::io(e, "cannot list the staged dataset").with_path(dir))?;
         let path = entry.path();
         let kind = entry
             .file_type()
