@@ -1,7 +1,8 @@
 //! Writing a dataset to object storage: the format's own writer fills a local staging
 //! directory, and on finish the files go up with the objects that make the dataset openable
-//! last (data first, then indexes and metadata, the file that names the dataset last). A writer that fails or is dropped uploads nothing; an upload
-//! that fails removes what it wrote.
+//! last (data first, then indexes and metadata, the file that names the dataset last). A
+//! writer that fails or is dropped uploads nothing; an upload that fails removes what it
+//! wrote.
 
 use std::path::{Path, PathBuf};
 
