@@ -47,6 +47,8 @@ pub mod paths;
 pub mod pickle;
 mod prefetch;
 mod record;
+#[cfg(feature = "serde")]
+mod serde_support;
 mod sink;
 mod source;
 pub mod staged;
