@@ -106,7 +106,8 @@ impl OpenArgs {
 /// Opens the dataset at `path` (a file or directory) and works out its format.
 ///
 /// Args:
-///     path: the dataset (str or os.PathLike).
+///     path: the dataset (str or os.PathLike), or an object URL (`s3://bucket/key`,
+///         `gs://…`, `az://…`, `http(s)://…`) configured from the environment.
 ///     format: "ffrecord", "syrah", "ofrecord", "granular" (or "bags"), "gulp" (or
 ///         "gulpio2"); None tells it from the files.
 ///     backend: the I/O backend: "auto", "pread", "mmap", "memory", "io_uring",

@@ -129,6 +129,10 @@ impl Sink {
 /// multi-part dataset in the directory `dst` (what `reel convert --shard k/n` writes; `n`
 /// processes or Ray tasks convert one dataset at once this way).
 ///
+/// `src` and `dst` may be object URLs (`s3://bucket/key`, `gs://…`, `az://…`, configured from
+/// the environment); a URL destination is staged locally and uploaded when complete, the
+/// objects that make it openable last (not with `shard`).
+///
 /// Returns a dict: `from`, `to`, `records`, `bytes`, `losses` (list of (field, what)),
 /// `outputs` (paths written).
 #[pyfunction]

@@ -18,7 +18,9 @@ def open(
     decode_images: bool = True,
     decode: bool = True,
 ) -> Dataset:
-    """Opens the dataset at ``path`` (a file or directory), working out its format."""
+    """Opens the dataset at ``path`` (a file or directory, or an object URL: ``s3://``,
+    ``gs://``, ``az://``, ``http(s)://``, configured from the environment), working out its
+    format."""
 
 def convert(
     src: StrPath,
@@ -30,7 +32,9 @@ def convert(
     shard: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """Converts the dataset at ``src`` into a new ``to`` dataset at ``dst`` (with
-    ``shard=(k, n)``, only part ``k`` of ``n`` into the directory ``dst``)."""
+    ``shard=(k, n)``, only part ``k`` of ``n`` into the local directory ``dst``). Either may
+    be an object URL (``s3://bucket/key`` …): a URL destination is staged locally and
+    uploaded when complete, the objects that make it openable last."""
 
 def part_names(format: str, k: int, n: int) -> list[str]:
     """The names of the files (or shard directory) of part ``k`` of an ``n``-part dataset."""
@@ -187,7 +191,8 @@ class ArrowStream:
     def __arrow_c_schema__(self) -> object: ...
 
 class Sink:
-    """A dataset being written (wrapped by ``reel.Writer``)."""
+    """A dataset being written (wrapped by ``reel.Writer``); ``path`` may be an object URL,
+    uploaded on ``finish``."""
 
     def __init__(
         self,

@@ -26,7 +26,12 @@ class Writer:
     in the README's conversion table.
 
     Args:
-        path: where the dataset appears.
+        path: where the dataset appears: a local path, or an object URL (``s3://bucket/key``,
+            ``gs://…``, ``az://…``, configured from the environment such as ``AWS_REGION``,
+            ``AWS_ENDPOINT_URL``): the dataset is then staged in a local directory
+            (``REEL_STAGING_DIR``, default the temporary directory) and uploaded when the
+            block ends, the objects that make it openable last; nothing is uploaded if it
+            raises.
         format: the format's name; fixed by the per-format subclasses.
         schema: {field name: the format's type name} where the format declares types
             (Granular's spec.json types such as "bytes", "utf8", "array"; Syrah dtypes).
