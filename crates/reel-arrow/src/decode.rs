@@ -31,9 +31,9 @@ use arrow_array::types::{
     TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt8Type, UInt16Type,
     UInt32Type, UInt64Type,
 };
-use arrow_array::{Array, ArrowPrimitiveType};
-use arrow_schema::{DataType, Field, TimeUnit};
-use reel_core::{DType, Error, RecordOut, Result, Shape, Value};
+use arrow_array::{Array, ArrowPrimitiveType, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use reel_core::{DType, Error, FieldName, FieldSpec, RecordOut, Result, Shape, Value};
 
 use crate::kind::{EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, REEL_TYPE_KEY, dtype_of, tensor_shape};
 
@@ -132,6 +132,55 @@ impl Plan {
             )?)),
             _ => return Err(unsupported(field)),
         })
+    }
+}
+
+/// A column read as a field: its field name, its index in the batches, its plan.
+pub(crate) type Column = (FieldName, usize, Plan);
+
+/// The field name, column index and plan of each of `order`'s columns of `schema`, and
+/// the fields they declare; a column reel has no value for is refused, naming it.
+pub(crate) fn columns_of(
+    schema: &Schema,
+    order: &[usize],
+) -> Result<(Vec<Column>, Vec<FieldSpec>)> {
+    let mut columns = Vec::with_capacity(order.len());
+    let mut specs = Vec::with_capacity(order.len());
+    for &i in order {
+        let field = schema.field(i);
+        columns.push((FieldName::from(field.name().as_str()), i, Plan::for_field(field)?));
+        specs.push(FieldSpec { name: field.name().clone(), kind: field.data_type().to_string() });
+    }
+    Ok((columns, specs))
+}
+
+/// Decodes row `row` of `batch` into `out`: each column's value under its field name. A
+/// null cell leaves the field out (the record lacks it).
+pub(crate) fn decode_row(
+    columns: &[Column],
+    batch: &RecordBatch,
+    row: usize,
+    out: &mut RecordOut<'_>,
+) -> Result<()> {
+    for (name, col, plan) in columns {
+        let array = batch.column(*col);
+        if array.is_null(row) || array.data_type() == &DataType::Null {
+            continue;
+        }
+        let v = value(plan, array.as_ref(), row, out)
+            .map_err(|e| Error::new(e.kind(), format!("column {name:?}: {}", e.message())))?;
+        out.push(name.clone(), v);
+    }
+    Ok(())
+}
+
+/// Runs a step of the Arrow decoders, which can panic on arrays that break their own
+/// invariants (a damaged file, a producer's bad buffers): a panic becomes an
+/// [`ErrorKind::Corrupt`](reel_core::ErrorKind::Corrupt) error.
+pub(crate) fn catch_panics<T>(step: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)) {
+        Ok(result) => result,
+        Err(_) => Err(Error::corrupt("the Arrow/Parquet decoder failed on damaged data")),
     }
 }
 

@@ -15,11 +15,10 @@ use parquet::arrow::arrow_reader::{
     ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
 };
 use reel_core::{
-    Error, ErrorKind, FieldName, FieldSpec, Record, RecordBatch as ReelBatch, RecordOut,
-    RecordSource, Result, SourceInfo,
+    Error, ErrorKind, Record, RecordBatch as ReelBatch, RecordOut, RecordSource, Result, SourceInfo,
 };
 
-use crate::decode::{Plan, value};
+use crate::decode::{Column, catch_panics, columns_of, decode_row};
 use crate::write::FileKind;
 
 /// How to read a Parquet or Arrow IPC file.
@@ -93,7 +92,7 @@ pub struct ArrowFileSource {
     len: u64,
     window_rows: usize,
     /// Field name, column index in the decoded batches, plan.
-    columns: Vec<(FieldName, usize, Plan)>,
+    columns: Vec<Column>,
     state: Mutex<State>,
 }
 
@@ -129,12 +128,7 @@ fn projection(schema: &SchemaRef, wanted: Option<&[String]>, path: &Path) -> Res
 /// page that names a dictionary the column chunk does not have): a panic becomes an
 /// [`ErrorKind::Corrupt`] error.
 fn guarded<T>(path: &Path, step: impl FnOnce() -> Result<T>) -> Result<T> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)) {
-        Ok(result) => result,
-        Err(_) => {
-            Err(Error::corrupt("the Arrow/Parquet decoder failed on damaged data").with_path(path))
-        }
-    }
+    catch_panics(step).map_err(|e| e.with_path(path))
 }
 
 impl ArrowFileSource {
@@ -238,17 +232,7 @@ impl ArrowFileSource {
                 )
             }
         };
-        let mut columns = Vec::with_capacity(order.len());
-        let mut specs = Vec::with_capacity(order.len());
-        for &i in &order {
-            let field = schema.field(i);
-            let plan = Plan::for_field(field).map_err(|e| e.with_path(path))?;
-            columns.push((FieldName::from(field.name().as_str()), i, plan));
-            specs.push(FieldSpec {
-                name: field.name().clone(),
-                kind: field.data_type().to_string(),
-            });
-        }
+        let (columns, specs) = columns_of(&schema, &order).map_err(|e| e.with_path(path))?;
         info.schema = Some(specs);
         Ok(ArrowFileSource {
             info,
@@ -336,16 +320,7 @@ impl ArrowFileSource {
     /// Decodes row `index` (which the window holds) into `out`.
     fn decode(&self, window: &Window, index: u64, out: &mut RecordOut<'_>) -> Result<()> {
         let row = (index - window.start) as usize;
-        for (name, col, plan) in &self.columns {
-            let array = window.batch.column(*col);
-            if array.is_null(row) || array.data_type() == &arrow_schema::DataType::Null {
-                continue; // a null cell: the record lacks the field
-            }
-            let v = guarded(&self.path, || value(plan, array.as_ref(), row, out))
-                .map_err(|e| Error::new(e.kind(), format!("column {name:?}: {}", e.message())))?;
-            out.push(name.clone(), v);
-        }
-        Ok(())
+        guarded(&self.path, || decode_row(&self.columns, &window.batch, row, out))
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>> {

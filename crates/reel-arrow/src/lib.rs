@@ -9,7 +9,8 @@
 //!   for conversions): Parquet (zstd by default, row groups bounded in rows and bytes) and
 //!   Arrow IPC files, staged and published only when complete.
 //! * [`ArrowFileSource`]: any Parquet or Arrow IPC file as a record source, so it converts
-//!   to every reel format.
+//!   to every reel format; [`BatchRecords`]: the same for a stream of record batches a
+//!   caller hands over (a pyarrow table through the C stream interface), read once.
 //!
 //! # One schema mapping
 //!
@@ -40,6 +41,7 @@
 
 #![forbid(unsafe_code)]
 
+mod batches;
 mod decode;
 mod encode;
 mod file_source;
@@ -48,6 +50,7 @@ mod kind;
 mod stream;
 mod write;
 
+pub use batches::BatchRecords;
 pub use encode::{Encoder, ExtraColumns, FILE_COLUMN, INDEX_COLUMN, OFFSET_COLUMN};
 pub use file_source::{ArrowFileSource, ReadOptions, schema_of_file, sniff};
 pub use kind::{EXTENSION_METADATA_KEY, EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, REEL_TYPE_KEY};

@@ -227,7 +227,6 @@ pub fn convert_source(
     let from = Format::of_source(source.info()).ok_or_else(|| {
         Error::unsupported(format!("unknown source format {}", source.info().format))
     })?;
-    let to = options.to;
     let n = source.len();
     let range = match options.shard {
         Some((k, count)) if count == 0 || k >= count => {
@@ -240,54 +239,19 @@ pub fn convert_source(
         None => 0..n,
     };
 
-    // Check the mapping on the first record before anything is created.
-    let mut losses = rules::Losses::new();
-    let mut stages = Stages::default();
-    if range.start < range.end {
-        let first = source.read(range.start)?;
-        stages
-            .prepare(options, &first.view(), &mut losses)
-            .map_err(|e| e.with_record(range.start))?;
-        if options.lossless_only && !losses.is_empty() {
-            let list: Vec<String> = losses.iter().map(|l| l.to_string()).collect();
-            return Err(Error::schema(format!(
-                "converting to {to} would lose: {}",
-                list.join("; ")
-            )));
-        }
-    }
-
     // The target format names the generation written; the source's version is not passed
     // on (a bags source converted `--to granular` gives granular 0.24's layout).
-    let create = CreateOptions {
+    let target = Target {
+        from,
+        schema: source.info().schema.as_ref(),
         records: Some(range.end - range.start),
-        schema: match &source.info().schema {
-            // Packed or encoded fields change kind; the target works the schema out from
-            // the records.
-            _ if options.pack.is_some() || options.encode_nested.is_some() => None,
-            Some(schema) if !options.fields.is_identity() => options.fields.apply_schema(schema),
-            other => other.clone(),
-        },
-        version: None,
-        overwrite: options.overwrite,
-        #[cfg(feature = "arrow")]
-        arrow: options.arrow.clone(),
-        #[cfg(feature = "ofrecord")]
-        ofrecord: options.ofrecord.clone(),
-        #[cfg(feature = "object-store")]
-        store: options.output_store.clone(),
+        dst,
     };
-    let (mut sink, output) = match options.shard {
-        Some((k, count)) => create_part(dst, to, k, count, &create)?,
-        None => (crate::create(dst, to, &create)?, dst.to_path_buf()),
-    };
-
     let total = range.end - range.start;
-    let mut done = 0;
     // One thread reads batches ahead while this one adapts and writes, so reading and
     // writing overlap; at most `READ_AHEAD` batches wait, each within the batch budget of
     // `streaming`, so memory stays a few batches.
-    std::thread::scope(|scope| -> Result<()> {
+    std::thread::scope(|scope| -> Result<ConvertReport> {
         let (full_tx, full) = std::sync::mpsc::sync_channel::<Result<RecordBatch>>(READ_AHEAD);
         let (empty_tx, empty) = std::sync::mpsc::channel::<RecordBatch>();
         let chunks = range.clone();
@@ -309,26 +273,97 @@ pub fn convert_source(
                 }
             }
         });
-        for read in full {
-            let batch = read?;
-            for r in batch.iter() {
-                let index = r.index();
-                let ready =
-                    stages.prepare(options, &r, &mut losses).map_err(|e| e.with_record(index))?;
-                if options.lossless_only && !losses.is_empty() {
-                    return Err(Error::schema(format!(
-                        "record {index} would lose information in {to}"
-                    ))
-                    .with_record(index));
-                }
-                sink.append(ready).map_err(|e| e.with_record(index))?;
-            }
+        let mut done = 0;
+        write_batches(&target, options, &mut full.into_iter(), &mut |batch| {
             done += batch.len() as u64;
             progress(done, total);
             let _ = empty_tx.send(batch);
+        })
+    })
+}
+
+/// Where a conversion writes, and what it knows of its source.
+struct Target<'a> {
+    from: Format,
+    /// The fields the source declares.
+    schema: Option<&'a Vec<reel_core::FieldSpec>>,
+    /// How many records will come, when known.
+    records: Option<u64>,
+    dst: &'a Path,
+}
+
+/// Writes the records of `batches` (in order) to a new dataset at `target.dst`, after
+/// checking the mapping on the first record, before anything is created; `written` gets
+/// each batch back once its records are appended.
+fn write_batches(
+    target: &Target<'_>,
+    options: &ConvertOptions,
+    batches: &mut dyn Iterator<Item = Result<RecordBatch>>,
+    written: &mut dyn FnMut(RecordBatch),
+) -> Result<ConvertReport> {
+    let (from, to) = (target.from, options.to);
+    let mut losses = rules::Losses::new();
+    let mut stages = Stages::default();
+    // Check the mapping on the first record before anything is created.
+    let mut held = Vec::new();
+    for batch in &mut *batches {
+        let batch = batch?;
+        let has_records = !batch.is_empty();
+        held.push(batch);
+        if has_records {
+            break;
         }
-        Ok(())
-    })?;
+    }
+    if let Some(first) = held.last().and_then(|b| b.iter().next()) {
+        stages.prepare(options, &first, &mut losses).map_err(|e| e.with_record(first.index()))?;
+        if options.lossless_only && !losses.is_empty() {
+            let list: Vec<String> = losses.iter().map(|l| l.to_string()).collect();
+            return Err(Error::schema(format!(
+                "converting to {to} would lose: {}",
+                list.join("; ")
+            )));
+        }
+    }
+
+    let create = CreateOptions {
+        records: target.records,
+        schema: match target.schema {
+            // Packed or encoded fields change kind; the target works the schema out from
+            // the records.
+            _ if options.pack.is_some() || options.encode_nested.is_some() => None,
+            Some(schema) if !options.fields.is_identity() => options.fields.apply_schema(schema),
+            other => other.cloned(),
+        },
+        version: None,
+        overwrite: options.overwrite,
+        #[cfg(feature = "arrow")]
+        arrow: options.arrow.clone(),
+        #[cfg(feature = "ofrecord")]
+        ofrecord: options.ofrecord.clone(),
+        #[cfg(feature = "object-store")]
+        store: options.output_store.clone(),
+    };
+    let (mut sink, output) = match options.shard {
+        Some((k, count)) => create_part(target.dst, to, k, count, &create)?,
+        None => (crate::create(target.dst, to, &create)?, target.dst.to_path_buf()),
+    };
+    let held = held.into_iter().map(Ok);
+    for batch in held.chain(batches) {
+        let batch = batch?;
+        for r in batch.iter() {
+            let index = r.index();
+            let ready =
+                stages.prepare(options, &r, &mut losses).map_err(|e| e.with_record(index))?;
+            if options.lossless_only && !losses.is_empty() {
+                return Err(Error::schema(format!(
+                    "record {index} would lose information in {to}"
+                ))
+                .with_record(index));
+            }
+            sink.append(ready).map_err(|e| e.with_record(index))?;
+        }
+        written(batch);
+    }
     let SinkSummary { records, bytes, .. } = sink.finish()?;
     Ok(ConvertReport {
         from,
@@ -338,6 +373,45 @@ pub fn convert_source(
         losses: losses.into_iter().collect(),
         outputs: vec![output],
     })
+}
+
+/// Converts Arrow record batches into a new dataset at `dst`: each row a record, each
+/// column a field, read as a Parquet or Arrow IPC file's are
+/// ([`BatchRecords`](reel_arrow::BatchRecords)) and written under the same rules, losses
+/// and refusals as converting such a file. `batches` is read once, front to back, one
+/// batch at a time, so memory stays about one of its batches plus the writer's own.
+/// A shard ([`ConvertOptions::shard`]) needs a dataset's length and is refused here.
+#[cfg(feature = "arrow")]
+pub fn convert_batches(
+    batches: impl reel_arrow::arrow_array::RecordBatchReader,
+    dst: impl AsRef<Path>,
+    options: &ConvertOptions,
+) -> Result<ConvertReport> {
+    let dst = dst.as_ref();
+    if options.shard.is_some() {
+        return Err(Error::invalid_input(
+            "a stream of Arrow batches converts whole: its length is not known, so it has no \
+             shards",
+        ));
+    }
+    let existing = if options.overwrite { Existing::Overwrite } else { Existing::Refuse };
+    if !is_remote(dst)? {
+        check_destination(dst, &[], existing)?;
+    }
+    let mut records = reel_arrow::BatchRecords::new(batches)?;
+    let info = records.info().clone();
+    let target =
+        Target { from: Format::ArrowIpc, schema: info.schema.as_ref(), records: None, dst };
+    let mut feed = std::iter::from_fn(|| {
+        let mut batch = RecordBatch::new();
+        let budget = crate::verify::STREAM_BATCH_BYTES as usize;
+        match records.next_records(BATCH_RECORDS as usize, budget, &mut batch) {
+            Ok(true) => Some(Ok(batch)),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }
+    });
+    write_batches(&target, options, &mut feed, &mut drop)
 }
 
 /// The buffers a record passes through on its way to the sink, reused for every record.

@@ -1,0 +1,116 @@
+//! `reel::convert::convert_batches`: Arrow record batches handed over in memory (what
+//! Python's `reel.write_arrow` passes from a pyarrow table) written to reel formats under
+//! the rules of a Parquet source, read once, with refusals naming the column or field and
+//! nothing left behind by a failed write.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use reel::arrow::arrow_array::{
+    ArrayRef, BinaryArray, Decimal128Array, Int64Array, RecordBatch, RecordBatchIterator,
+    StringArray,
+};
+use reel::arrow::arrow_schema::{ArrowError, DataType, Field, Schema};
+use reel::convert::convert_batches;
+use reel::{ConvertOptions, ErrorKind, Format, RecordSourceExt};
+
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("image", DataType::Binary, false),
+        Field::new("label", DataType::Int64, false),
+        Field::new("caption", DataType::Utf8, false),
+    ]))
+}
+
+/// Rows `range` as one batch.
+fn batch(range: std::ops::Range<i64>) -> RecordBatch {
+    let images: Vec<Vec<u8>> = range.clone().map(|i| vec![i as u8; i as usize % 7]).collect();
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(BinaryArray::from_iter_values(images.iter())),
+        Arc::new(Int64Array::from_iter_values(range.clone())),
+        Arc::new(StringArray::from_iter_values(range.map(|i| format!("n{i}")))),
+    ];
+    RecordBatch::try_new(schema(), columns).unwrap()
+}
+
+fn stream(
+    batches: Vec<Result<RecordBatch, ArrowError>>,
+) -> RecordBatchIterator<std::vec::IntoIter<Result<RecordBatch, ArrowError>>> {
+    RecordBatchIterator::new(batches.into_iter(), schema())
+}
+
+#[test]
+fn batches_convert_to_granular_and_read_back_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("ds");
+    // An empty batch and a batch larger than one conversion batch (64 records) included.
+    let batches = vec![Ok(batch(0..0)), Ok(batch(0..100)), Ok(batch(100..103))];
+    let report =
+        convert_batches(stream(batches), &dst, &ConvertOptions::new(Format::Granular)).unwrap();
+    assert_eq!((report.from, report.records), (Format::ArrowIpc, 103));
+    let back = reel::open(&dst).unwrap();
+    assert_eq!(back.len(), 103);
+    for i in [0u64, 63, 64, 99, 100, 102] {
+        let r = back.read(i).unwrap();
+        assert_eq!(r.get("label").unwrap().as_i64(), Some(i as i64));
+        assert_eq!(r.get("caption").unwrap().as_str(), Some(format!("n{i}").as_str()));
+        assert_eq!(
+            r.get("image").unwrap().as_bytes(),
+            Some(vec![i as u8; i as usize % 7].as_slice())
+        );
+    }
+}
+
+#[test]
+fn refusals_name_the_column_or_field_and_leave_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    // FFRecord holds one bytes field: the other columns are named.
+    let dst = tmp.path().join("a.ffr");
+    let err = convert_batches(
+        stream(vec![Ok(batch(0..5))]),
+        &dst,
+        &ConvertOptions::new(Format::Ffrecord),
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Schema, "{err}");
+    assert!(err.to_string().contains("label") || err.to_string().contains("caption"), "{err}");
+    assert!(!dst.exists());
+
+    // A column reel has no value for is refused before anything is written.
+    let decimal =
+        Arc::new(Schema::new(vec![Field::new("price", DataType::Decimal128(10, 2), true)]));
+    let column = Decimal128Array::from(vec![1234i128]).with_precision_and_scale(10, 2).unwrap();
+    let b = RecordBatch::try_new(decimal.clone(), vec![Arc::new(column)]).unwrap();
+    let dst = tmp.path().join("d");
+    let err = convert_batches(
+        RecordBatchIterator::new(vec![Ok(b)], decimal),
+        &dst,
+        &ConvertOptions::new(Format::Granular),
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+    assert!(err.to_string().contains("price"), "{err}");
+    assert!(!dst.exists());
+
+    // A stream failing midway: the error says so, and the half-written dataset is gone.
+    let dst = tmp.path().join("s.syr");
+    let failing = vec![Ok(batch(0..70)), Err(ArrowError::ComputeError("producer broke".into()))];
+    let err =
+        convert_batches(stream(failing), &dst, &ConvertOptions::new(Format::Syrah)).unwrap_err();
+    assert!(err.to_string().contains("producer broke") && err.to_string().contains("70"), "{err}");
+    assert!(!dst.exists());
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "leftovers");
+
+    // An existing destination is refused unless replacing was asked for; shards need a length.
+    std::fs::write(&dst, b"keep").unwrap();
+    let err =
+        convert_batches(stream(vec![Ok(batch(0..2))]), &dst, &ConvertOptions::new(Format::Syrah))
+            .unwrap_err();
+    assert_eq!(std::fs::read(&dst).unwrap(), b"keep", "{err}");
+    let options = ConvertOptions::new(Format::Syrah).overwrite(true);
+    convert_batches(stream(vec![Ok(batch(0..2))]), &dst, &options).unwrap();
+    assert_eq!(reel::open(&dst).unwrap().len(), 2);
+    let sharded = ConvertOptions::new(Format::Syrah).shard(0, 2);
+    let err = convert_batches(stream(vec![]), tmp.path().join("p"), &sharded).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+}
