@@ -2,17 +2,22 @@
 //! `__arrow_c_stream__`), which pyarrow, Polars and DuckDB import without copying the
 //! batches.
 //!
-//! Everything here adapts: the batches come from `reel_arrow::SourceBatchReader`.
+//! The other way, `write_arrow` takes any object with `__arrow_c_stream__` and writes its
+//! rows with reel's writers.
+//!
+//! Everything here adapts: the batches come from `reel_arrow::SourceBatchReader`, and go to
+//! the writers through `reel::convert::convert_batches`.
 
 use std::ffi::CStr;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyCapsuleMethods};
+use pyo3::types::{PyCapsule, PyCapsuleMethods, PyDict};
 use reel::RecordSource;
 use reel::arrow::arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
-use reel::arrow::arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use reel::arrow::arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use reel::arrow::arrow_array::{Array, RecordBatch, StructArray};
 use reel::arrow::arrow_schema::{Schema, SchemaRef};
 use reel::arrow::{ArrowOptions, ExtraColumns, SourceBatchReader, into_ffi_stream};
@@ -212,4 +217,55 @@ fn pyarrow_batch<'py>(py: Python<'py>, batch: &RecordBatch) -> PyResult<Bound<'p
     py.import("pyarrow")?
         .getattr("RecordBatch")?
         .call_method1("_import_from_c_capsule", (schema, array))
+}
+
+/// Takes the Arrow C stream out of `data` (anything with `__arrow_c_stream__`, or a capsule
+/// "arrow_array_stream" itself) as a batch reader; the capsule is left released.
+fn stream_of(data: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
+    let capsule = if data.hasattr("__arrow_c_stream__")? {
+        data.call_method0("__arrow_c_stream__")?
+    } else {
+        data.clone()
+    };
+    let capsule = capsule.cast_into::<PyCapsule>().map_err(|_| {
+        PyTypeError::new_err(
+            "data must be Arrow data: an object with __arrow_c_stream__ (a pyarrow Table or \
+             RecordBatchReader, a Polars DataFrame, ...)",
+        )
+    })?;
+    let ptr = capsule.pointer_checked(Some(STREAM_CAPSULE))?;
+    // SAFETY: the capsule is named "arrow_array_stream", which the Arrow PyCapsule interface
+    // reserves for a pointer to a valid `ArrowArrayStream` owned by the capsule, alive while
+    // `capsule` is borrowed here. `from_raw` moves the stream out and leaves a released
+    // (empty) one in its place, as the interface asks of a consumer, so the producer's
+    // capsule destructor releases nothing twice and the stream is released once, by the
+    // reader's `Drop`.
+    let reader =
+        unsafe { RecordBatchStreamReader::from_raw(ptr.cast::<FFI_ArrowArrayStream>().as_ptr()) };
+    reader.map_err(|e| PyValueError::new_err(format!("cannot read the Arrow stream: {e}")))
+}
+
+/// Writes the rows of `data` (a pyarrow Table or RecordBatchReader, a Polars DataFrame,
+/// anything with `__arrow_c_stream__`) as a new `format` dataset at `path`, with reel's
+/// writers: each row a record, each column a field, under the rules of converting a
+/// Parquet file (losses stated in the result, impossible mappings refused naming the
+/// field, before anything appears at `path`). The stream is read once, one batch at a
+/// time, with the GIL released. Returns a dict as `convert` does.
+#[pyfunction]
+#[pyo3(signature = (data, path, *, format, overwrite=false, lossless_only=false))]
+pub(crate) fn write_arrow<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    path: PathBuf,
+    format: &str,
+    overwrite: bool,
+    lossless_only: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let format = crate::writer::format_named(format).py_err(py)?;
+    let reader = stream_of(data)?;
+    let mut options = reel::ConvertOptions::new(format).overwrite(overwrite);
+    options.lossless_only = lossless_only;
+    let report =
+        py.detach(|| reel::convert::convert_batches(reader, &path, &options)).py_err(py)?;
+    crate::writer::report_dict(py, &report)
 }

@@ -30,6 +30,7 @@ fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::IndexPlan>()?;
     m.add_class::<loader::BatchStream>()?;
     m.add_function(wrap_pyfunction!(writer::convert, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::write_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(writer::part_names, m)?)?;
     m.add_function(wrap_pyfunction!(writer::publish, m)?)?;
     m.add_function(wrap_pyfunction!(writer::verify, m)?)?;

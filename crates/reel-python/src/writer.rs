@@ -11,7 +11,7 @@ use crate::dataset::OpenArgs;
 use crate::errors::IntoPyResult;
 use crate::records::record_from;
 
-fn format_named(name: &str) -> reel::Result<Format> {
+pub(crate) fn format_named(name: &str) -> reel::Result<Format> {
     Format::from_name(name).ok_or_else(|| {
         let known: Vec<_> = Format::enabled().map(Format::name).collect();
         Error::invalid_input(format!("unknown format {name:?} (known: {})", known.join(", ")))
@@ -154,6 +154,15 @@ pub(crate) fn convert<'py>(
         options = options.shard(k, n);
     }
     let report = py.detach(|| reel::convert(&src, &dst, &options)).py_err(py)?;
+    report_dict(py, &report)
+}
+
+/// A conversion's report as a dict: `from`, `to`, `records`, `bytes`, `losses` (list of
+/// (field, what)), `outputs`.
+pub(crate) fn report_dict<'py>(
+    py: Python<'py>,
+    report: &reel::convert::ConvertReport,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("from", report.from.name())?;
     d.set_item("to", report.to.name())?;
@@ -162,7 +171,7 @@ pub(crate) fn convert<'py>(
     let losses: Vec<(String, String)> =
         report.losses.iter().map(|l| (l.field.clone(), l.what.clone())).collect();
     d.set_item("losses", losses)?;
-    d.set_item("outputs", report.outputs)?;
+    d.set_item("outputs", &report.outputs)?;
     Ok(d)
 }
 

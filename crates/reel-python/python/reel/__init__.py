@@ -10,7 +10,8 @@ implementations, behind one API::
     record = ds[0]                       # {"data": b"..."}
     batch = ds[[5, 1, 42]]               # one batched read, GIL released
 
-Writers per format (``reel.ffrecord.Writer`` ...), ``reel.convert``, ``reel.verify``,
+Writers per format (``reel.ffrecord.Writer`` ...), ``reel.convert``, ``reel.write_arrow``
+(any Arrow table or stream to a format), ``reel.verify``,
 PyTorch datasets in ``reel.torch`` and drop-in reader classes of the reference packages in
 ``reel.compat`` complete the package.
 """
@@ -32,7 +33,18 @@ from reel._errors import (
     SchemaError,
     UnsupportedError,
 )
-from reel._reel import ArrowStream, BatchBuffer, Dataset, Info, __version__, convert, generate, open, verify
+from reel._reel import (
+    ArrowStream,
+    BatchBuffer,
+    Dataset,
+    Info,
+    __version__,
+    convert,
+    generate,
+    open,
+    verify,
+    write_arrow,
+)
 from reel._writer import Writer
 
 from reel import ffrecord, granular, gulp, ofrecord, syrah  # noqa: E402  (writers per format)
@@ -40,6 +52,7 @@ from reel import ffrecord, granular, gulp, ofrecord, syrah  # noqa: E402  (write
 __all__ = [
     "open",
     "convert",
+    "write_arrow",
     "verify",
     "generate",
     "Writer",

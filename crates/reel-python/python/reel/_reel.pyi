@@ -36,6 +36,18 @@ def convert(
     be an object URL (``s3://bucket/key`` …): a URL destination is staged locally and
     uploaded when complete, the objects that make it openable last."""
 
+def write_arrow(
+    data: object,
+    path: StrPath,
+    *,
+    format: str,
+    overwrite: bool = False,
+    lossless_only: bool = False,
+) -> dict[str, Any]:
+    """Writes the rows of ``data`` (anything with ``__arrow_c_stream__``: a pyarrow Table or
+    RecordBatchReader, a Polars DataFrame) as a new ``format`` dataset at ``path``, under the
+    rules of converting a Parquet file; returns a dict as ``convert`` does."""
+
 def part_names(format: str, k: int, n: int) -> list[str]:
     """The names of the files (or shard directory) of part ``k`` of an ``n``-part dataset."""
 
