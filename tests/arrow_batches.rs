@@ -12,7 +12,7 @@ use reel::arrow::arrow_array::{
 };
 use reel::arrow::arrow_schema::{ArrowError, DataType, Field, Schema};
 use reel::convert::convert_batches;
-use reel::{ConvertOptions, ErrorKind, Format, RecordSourceExt};
+use reel::{ConvertOptions, ErrorKind, Format, RecordSourceExt, ValueRef};
 
 fn schema() -> Arc<Schema> {
     Arc::new(Schema::new(vec![
@@ -112,5 +112,55 @@ fn refusals_name_the_column_or_field_and_leave_nothing() {
     assert_eq!(reel::open(&dst).unwrap().len(), 2);
     let sharded = ConvertOptions::new(Format::Syrah).shard(0, 2);
     let err = convert_batches(stream(vec![]), tmp.path().join("p"), &sharded).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+}
+
+/// Nullable columns to Granular: a null cell is written as null, which a column holds only
+/// as msgpack. A column whose first value is null is msgpack already; one whose first
+/// value is not is refused at the first null, naming field and record, unless named in
+/// `nullable`.
+#[test]
+fn null_cells_to_granular_are_nulls_in_msgpack_columns() {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("label", DataType::Int64, true),
+        Field::new("caption", DataType::Utf8, true),
+    ]));
+    let b = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from(vec![None, Some(1), Some(2)])),
+            Arc::new(StringArray::from(vec![Some("a"), None, Some("c")])),
+        ],
+    )
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("g");
+    let batches = || RecordBatchIterator::new(vec![Ok(b.clone())].into_iter(), schema.clone());
+    let err = convert_batches(batches(), &dst, &ConvertOptions::new(Format::Granular)).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Schema);
+    assert_eq!(err.record(), Some(1), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("\"caption\"") && text.contains("--nullable caption"), "{text}");
+    assert!(!dst.exists());
+
+    for to in [Format::Granular, Format::Bags] {
+        let dst = tmp.path().join(format!("ok-{to}"));
+        let mut options = ConvertOptions::new(to);
+        options.nullable = vec!["caption".into()];
+        convert_batches(batches(), &dst, &options).unwrap();
+        let back = reel::open(&dst).unwrap();
+        let (r0, r1, r2) = (back.read(0).unwrap(), back.read(1).unwrap(), back.read(2).unwrap());
+        assert!(matches!(r0.get("label"), Some(ValueRef::Null)), "{to}");
+        assert_eq!(r0.get("caption").unwrap().as_str(), Some("a"));
+        assert_eq!(r1.get("label").unwrap().as_i64(), Some(1));
+        assert!(matches!(r1.get("caption"), Some(ValueRef::Null)), "{to}");
+        assert_eq!(r2.get("label").unwrap().as_i64(), Some(2));
+        assert_eq!(r2.get("caption").unwrap().as_str(), Some("c"));
+    }
+
+    // `nullable` belongs to Granular and bags.
+    let mut options = ConvertOptions::new(Format::Syrah);
+    options.nullable = vec!["caption".into()];
+    let err = convert_batches(batches(), tmp.path().join("s.syr"), &options).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 }

@@ -48,6 +48,10 @@ pub struct ConvertArgs {
     /// Store map, list and tree fields the target has no type for as msgpack or json bytes.
     #[arg(long, value_name = "CODEC")]
     encode_nested: Option<String>,
+    /// Granular and bags targets: write these fields as msgpack, which holds null (a null
+    /// cell of a Parquet or Arrow column) beside any other value (e.g. `--nullable caption`).
+    #[arg(long, value_delimiter = ',', value_name = "FIELDS")]
+    nullable: Vec<String>,
     /// Run the conversion on a Ray cluster, one Ray task per part (needs a Python with the
     /// reel package and ray[data]: `$REEL_PYTHON`, else `python3`). `--ray` joins the cluster
     /// Ray finds (`RAY_ADDRESS`, a local `ray start`) or starts a local one; `--ray=ADDRESS`
@@ -59,7 +63,7 @@ pub struct ConvertArgs {
         require_equals = true,
         default_missing_value = "",
         conflicts_with_all = [
-            "shard", "lossless_only", "fields", "drop", "rename", "pack", "encode_nested",
+            "shard", "lossless_only", "fields", "drop", "rename", "pack", "encode_nested", "nullable",
             "backend", "payload", "payload_field", "lenient_jpeg", "compression",
             "row_group_rows", "row_group_bytes", "batch_bytes", "sample", "schema_from",
             "with_index", "large_types",
@@ -125,6 +129,7 @@ pub fn run(args: &ConvertArgs) -> reel::Result<()> {
     options.pack = args.pack.as_deref().map(|c| parse_codec(c, "--pack")).transpose()?;
     options.encode_nested =
         args.encode_nested.as_deref().map(|c| parse_codec(c, "--encode-nested")).transpose()?;
+    options.nullable = args.nullable.clone();
     options.arrow = args.arrow.options()?;
     if let Some(s) = &args.shard {
         let (k, n) = parse_shard(s)?;

@@ -143,3 +143,65 @@ fn schema_from_a_file_with_large_offsets_keeps_them() {
     assert_eq!(written.field(0).data_type(), &DataType::LargeBinary);
     assert_eq!(read_all(&pq).len(), 5);
 }
+
+/// A Parquet file with null cells to Granular: refused at the first null a column cannot
+/// hold, naming field and record; `--nullable` writes that column as msgpack, and the
+/// nulls read back as nulls.
+#[test]
+fn nullable_parquet_columns_to_granular() {
+    use reel::arrow::arrow_array::{Int64Array, RecordBatch, StringArray};
+    use reel::arrow::arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("label", DataType::Int64, true),
+        Field::new("caption", DataType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from(vec![Some(7), None, Some(9)])),
+            Arc::new(StringArray::from(vec![Some("a"), Some("b"), None])),
+        ],
+    )
+    .unwrap();
+    let pq = tmp.path().join("t.parquet");
+    let mut w = reel::arrow::parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&pq).unwrap(),
+        schema,
+        None,
+    )
+    .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+
+    let dst = tmp.path().join("g");
+    let out = reel()
+        .args(["convert", "--quiet", "--to", "granular"])
+        .arg(&pq)
+        .arg(&dst)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("record 1") && err.contains("\"label\"") && err.contains("--nullable label"),
+        "{err}"
+    );
+    assert!(!dst.exists());
+
+    reel()
+        .args(["convert", "--quiet", "--to", "granular", "--nullable", "label,caption"])
+        .arg(&pq)
+        .arg(&dst)
+        .assert()
+        .success();
+    let spec = std::fs::read_to_string(dst.join("spec.json")).unwrap();
+    assert_eq!(spec, r#"{"caption": "msgpack", "label": "msgpack"}"#);
+    let back = read_all(&dst);
+    assert_eq!(back[0].get("label").unwrap().as_i64(), Some(7));
+    assert!(matches!(back[1].get("label"), Some(reel::ValueRef::Null)));
+    assert!(matches!(back[2].get("caption"), Some(reel::ValueRef::Null)));
+    assert_eq!(back[2].get("label").unwrap().as_i64(), Some(9));
+}

@@ -250,9 +250,11 @@ fn stream_of(data: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
 /// writers: each row a record, each column a field, under the rules of converting a
 /// Parquet file (losses stated in the result, impossible mappings refused naming the
 /// field, before anything appears at `path`). The stream is read once, one batch at a
-/// time, with the GIL released. Returns a dict as `convert` does.
+/// time, with the GIL released. For Granular and bags, a null cell is written as null,
+/// which a column holds only as `msgpack`: name such columns in `nullable` (a column whose
+/// first value is null gets it anyway). Returns a dict as `convert` does.
 #[pyfunction]
-#[pyo3(signature = (data, path, *, format, overwrite=false, lossless_only=false))]
+#[pyo3(signature = (data, path, *, format, overwrite=false, lossless_only=false, nullable=None))]
 pub(crate) fn write_arrow<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -260,11 +262,13 @@ pub(crate) fn write_arrow<'py>(
     format: &str,
     overwrite: bool,
     lossless_only: bool,
+    nullable: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = crate::writer::format_named(format).py_err(py)?;
     let reader = stream_of(data)?;
     let mut options = reel::ConvertOptions::new(format).overwrite(overwrite);
     options.lossless_only = lossless_only;
+    options.nullable = nullable.unwrap_or_default();
     let report =
         py.detach(|| reel::convert::convert_batches(reader, &path, &options)).py_err(py)?;
     crate::writer::report_dict(py, &report)

@@ -214,3 +214,23 @@ def test_the_stream_is_read_batch_by_batch(tmp_path):
     assert grown_mib < 128, f"peak memory grew {grown_mib} MiB for 512 MiB of data"
     ds = reel.open(tmp_path / "big.ffr")
     assert ds[51199]["data"] == bytes([255]) * 10240 and ds[100]["data"] == bytes([1]) * 10240
+
+
+def test_null_cells_to_granular_are_nulls_in_msgpack_columns(tmp_path):
+    """A null cell is written as null; a Granular column holds null only as msgpack, which a
+    column whose first value is null gets, and ``nullable`` gives the others."""
+    table = pa.table({
+        "label": pa.array([None, 1, 2], pa.int64()),
+        "caption": pa.array(["a", None, "c"], pa.string()),
+    })
+    with pytest.raises(reel.SchemaError, match="--nullable caption") as e:
+        reel.write_arrow(table, tmp_path / "g", format="granular")
+    assert e.value.record == 1 and '"caption"' in str(e.value)
+    assert os.listdir(tmp_path) == []
+    for fmt in ("granular", "bags"):
+        reel.write_arrow(table, tmp_path / fmt, format=fmt, nullable=["caption"])
+        assert reel.open(tmp_path / fmt)[:] == [
+            {"caption": "a", "label": None},
+            {"caption": None, "label": 1},
+            {"caption": "c", "label": 2},
+        ]

@@ -43,10 +43,12 @@ def write_arrow(
     format: str,
     overwrite: bool = False,
     lossless_only: bool = False,
+    nullable: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Writes the rows of ``data`` (anything with ``__arrow_c_stream__``: a pyarrow Table or
     RecordBatchReader, a Polars DataFrame) as a new ``format`` dataset at ``path``, under the
-    rules of converting a Parquet file; returns a dict as ``convert`` does."""
+    rules of converting a Parquet file; returns a dict as ``convert`` does. ``nullable``:
+    Granular/bags columns written as msgpack, which holds the null of a null cell."""
 
 def part_names(format: str, k: int, n: int) -> list[str]:
     """The names of the files (or shard directory) of part ``k`` of an ``n``-part dataset."""

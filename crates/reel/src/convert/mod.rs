@@ -27,6 +27,12 @@
 //! its own types (`array(dtype,-1,…)`, `type[]` sequences, `msgpack` for negative numbers,
 //! floats and maps), except arrays inside lists or maps, which are refused naming the field.
 //!
+//! From a table (Parquet, Arrow IPC, Arrow batches) to Granular or bags, a record lacking a
+//! declared column (a null cell) gets it as null, since a datapoint needs every key of its
+//! spec; a column holds null only as `msgpack`, which [`ConvertOptions::nullable`] chooses
+//! up front (otherwise a null in a column whose first value fixed another type is refused,
+//! naming the field and the record).
+//!
 //! Round trips that are lossless (A → B → A gives the same records: same field names and
 //! values; Granular and OFRecord keep fields sorted by name) and are tested:
 //!
@@ -93,6 +99,11 @@ pub struct ConvertOptions {
     /// Store all of a record's fields as one bytes value `data` in this codec's layout,
     /// which `--payload msgpack|json` reads back as the same fields (a stated loss).
     pub pack: Option<Codec>,
+    /// Granular and bags targets: these fields (named as written) get the type `msgpack`,
+    /// which holds null beside every other value, instead of the type their first value
+    /// would pick. A null cell of a Parquet or Arrow column is written as null (see the
+    /// module documentation); `bytes`, `utf8`, `int` and `array` columns cannot hold it.
+    pub nullable: Vec<String>,
     /// Parquet and Arrow IPC targets: schema, batch and row-group sizes, compression.
     #[cfg(feature = "arrow")]
     pub arrow: reel_arrow::WriteOptions,
@@ -119,6 +130,7 @@ impl ConvertOptions {
             fields: FieldMap::default(),
             encode_nested: None,
             pack: None,
+            nullable: Vec::new(),
             #[cfg(feature = "arrow")]
             arrow: Default::default(),
             #[cfg(feature = "ofrecord")]
@@ -303,7 +315,7 @@ fn write_batches(
 ) -> Result<ConvertReport> {
     let (from, to) = (target.from, options.to);
     let mut losses = rules::Losses::new();
-    let mut stages = Stages::default();
+    let mut stages = Stages { complete: null_fields(target.schema, from, to), ..Stages::default() };
     // Check the mapping on the first record before anything is created.
     let mut held = Vec::new();
     for batch in &mut *batches {
@@ -325,15 +337,17 @@ fn write_batches(
         }
     }
 
+    let mut schema = match target.schema {
+        // Packed or encoded fields change kind; the target works the schema out from the
+        // records.
+        _ if options.pack.is_some() || options.encode_nested.is_some() => None,
+        Some(schema) if !options.fields.is_identity() => options.fields.apply_schema(schema),
+        other => other.cloned(),
+    };
+    declare_nullable(&mut schema, options)?;
     let create = CreateOptions {
         records: target.records,
-        schema: match target.schema {
-            // Packed or encoded fields change kind; the target works the schema out from
-            // the records.
-            _ if options.pack.is_some() || options.encode_nested.is_some() => None,
-            Some(schema) if !options.fields.is_identity() => options.fields.apply_schema(schema),
-            other => other.cloned(),
-        },
+        schema,
         version: None,
         overwrite: options.overwrite,
         #[cfg(feature = "arrow")]
@@ -360,7 +374,7 @@ fn write_batches(
                 ))
                 .with_record(index));
             }
-            sink.append(ready).map_err(|e| e.with_record(index))?;
+            sink.append(ready).map_err(|e| null_refused(e, &ready, to).with_record(index))?;
         }
         written(batch);
     }
@@ -414,9 +428,85 @@ pub fn convert_batches(
     write_batches(&target, options, &mut feed, &mut drop)
 }
 
+/// The declared fields a record gets as null where it lacks them: a null cell of a Parquet
+/// or Arrow column reads as no field, and a Granular or bags datapoint needs every key of
+/// its spec (the reference writer asserts it).
+fn null_fields(
+    schema: Option<&Vec<reel_core::FieldSpec>>,
+    from: Format,
+    to: Format,
+) -> Vec<String> {
+    let table_source = matches!(from, Format::Parquet | Format::ArrowIpc);
+    let needs_every_key = matches!(to, Format::Granular | Format::Bags);
+    match schema {
+        Some(schema) if table_source && needs_every_key => {
+            schema.iter().map(|f| f.name.clone()).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Gives the fields of [`ConvertOptions::nullable`] the type `msgpack` in `schema`.
+fn declare_nullable(
+    schema: &mut Option<Vec<reel_core::FieldSpec>>,
+    options: &ConvertOptions,
+) -> Result<()> {
+    if options.nullable.is_empty() {
+        return Ok(());
+    }
+    if !matches!(options.to, Format::Granular | Format::Bags) {
+        return Err(Error::invalid_input(format!(
+            "nullable fields are a Granular and bags setting; {} is not one",
+            options.to
+        )));
+    }
+    let fields = schema.get_or_insert_with(Vec::new);
+    for name in &options.nullable {
+        match fields.iter_mut().find(|f| f.name == *name) {
+            Some(f) => f.kind = "msgpack".into(),
+            None => {
+                fields.push(reel_core::FieldSpec { name: name.clone(), kind: "msgpack".into() })
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A writer's refusal of `record`, saying which null field it was and what to do when the
+/// record holds a null the target's column type cannot (Granular's `bytes`, `utf8`, `int`,
+/// `array` …).
+fn null_refused(e: Error, record: &RecordRef<'_>, to: Format) -> Error {
+    if !matches!(to, Format::Granular | Format::Bags) || e.kind() != reel_core::ErrorKind::Schema {
+        return e;
+    }
+    let nulls: Vec<&str> = record
+        .iter()
+        .filter(|(_, v)| matches!(v, reel_core::ValueRef::Null))
+        .map(|(name, _)| name)
+        .filter(|name| e.message().contains(&format!("{name:?}")))
+        .collect();
+    if nulls.is_empty() {
+        return e;
+    }
+    Error::new(
+        e.kind(),
+        format!(
+            "{}: field {} is null (a null cell), which the column's {to} type, chosen from the \
+             first record, cannot hold; only msgpack and tree columns hold null (--nullable {} \
+             writes it as msgpack)",
+            e.message(),
+            nulls.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "),
+            nulls.join(",")
+        ),
+    )
+}
+
 /// The buffers a record passes through on its way to the sink, reused for every record.
 #[derive(Default)]
 struct Stages {
+    /// Fields a record lacking them gets as null ([`null_fields`]).
+    complete: Vec<String>,
+    completed: Record,
     mapped: Record,
     nested: Record,
     packed: Record,
@@ -433,8 +523,19 @@ impl Stages {
         record: &RecordRef<'a>,
         losses: &mut rules::Losses,
     ) -> Result<RecordRef<'a>> {
-        let Stages { mapped, nested, packed, adapted, scratch } = self;
+        let Stages { complete, completed, mapped, nested, packed, adapted, scratch } = self;
         let mut current = *record;
+        if complete.iter().any(|name| current.get(name).is_none()) {
+            completed.clear();
+            for name in complete.iter() {
+                match current.get(name) {
+                    Some(v) => completed.push_value(name.as_str(), v),
+                    None => completed.push_value(name.as_str(), reel_core::ValueRef::Null),
+                };
+            }
+            completed.set_index(record.index());
+            current = completed.view();
+        }
         if !options.fields.is_identity() {
             options.fields.apply(&current, mapped)?;
             mapped.set_index(record.index());
