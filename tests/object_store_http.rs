@@ -17,6 +17,11 @@ use reel::store::{ReadSettings, StoreOptions};
 use reel::testing::conformance;
 use reel::{ErrorKind, OpenOptions, RecordBatch, RecordSource};
 
+/// The most requests opening one FFRecord file may cost (see
+/// `opening_and_one_batch_cost_few_requests_of_any_kind`): what it costs today, repeated
+/// HEADs and listings of the same object included (not yet memoised per open).
+const OPEN_REQUESTS: u64 = 12;
+
 fn options(settings: ReadSettings) -> OpenOptions {
     let mut store =
         StoreOptions { use_env: false, ..StoreOptions::default() }.with("allow_http", "true");
@@ -106,6 +111,31 @@ fn a_random_batch_costs_few_requests() {
     let before = server.gets();
     assert_eq!(read_batch(&*source, &indices).unwrap(), got);
     assert!(server.gets() - before >= 200, "{} requests", server.gets() - before);
+}
+
+/// Requests of every method (HEAD, PROPFIND listings, GET) to open one FFRecord file and
+/// read one random batch of 256 records from it.
+#[test]
+fn opening_and_one_batch_cost_few_requests_of_any_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = ffrecord_dataset(dir.path(), 2000, 1024);
+    let server = HttpServer::start(dir.path());
+    let url = format!("{}/data", server.url());
+    let before = server.requests();
+    let source = reel::open_with(&url, &options(ReadSettings::default())).unwrap();
+    let to_open = server.requests() - before;
+    let indices = conformance::shuffled(2000, 11)[..256].to_vec();
+    let before = server.requests();
+    let got = read_batch(&*source, &indices).unwrap();
+    let batch = server.requests() - before;
+    for (k, &i) in indices.iter().enumerate() {
+        assert_eq!(got[k], records[i as usize], "record {i}");
+    }
+    eprintln!("open: {to_open} requests; one batch of 256 after open: {batch} requests");
+    // The batch: its coalesced range GETs only (no HEAD: the sizes are known from the open).
+    assert!(batch <= 3, "{batch} requests for one batch after open");
+    // Opening: a bound that catches regressions; memoising object metadata would lower it.
+    assert!(to_open <= OPEN_REQUESTS, "{to_open} requests to open one FFRecord file");
 }
 
 #[test]
