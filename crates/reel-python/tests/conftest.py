@@ -152,6 +152,40 @@ def quiet_ray_env() -> None:
     os.environ["RAY_AUTH_MODE"] = "disabled"
 
 
+# Every format's `normal` golden case: what the object-storage tests upload, each under
+# its own key.
+NORMAL_CASES = [
+    ("ffrecord", "normal"),
+    ("syrah", "normal"),
+    ("ofrecord", "normal"),
+    ("granular/granular-0.24.2", "normal"),
+    ("granular/bags-0.5.1", "normal"),
+    ("gulpio2", "normal"),
+]
+
+
+def start_local_ray() -> None:
+    """A Ray of this test module's own (2 CPUs, loopback, no dashboard), with Ray Data
+    handing blocks on in task order: the read tests compare records in order."""
+    import ray
+
+    quiet_ray_env()
+    # address="local": always a cluster of its own, never one another process left running
+    # on the machine (ray.init would join that one and refuse num_cpus).
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        object_store_memory=128 << 20,
+    )
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    # A dataset takes the context as it is when it is made.
+    context.execution_options.preserve_order = True
+
+
 @contextlib.contextmanager
 def moto_s3(bucket: str):
     """moto's S3 server on a free 127.0.0.1 port with `bucket` created, and reel pointed at it

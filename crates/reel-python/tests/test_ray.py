@@ -16,7 +16,7 @@ import ray  # noqa: E402  (in tests/requirements.txt: missing, this fails)
 
 import reel  # noqa: E402
 import reel.ray  # noqa: E402
-from conftest import dataset_path, manifest, quiet_ray_env, same  # noqa: E402
+from conftest import dataset_path, manifest, same, start_local_ray  # noqa: E402
 from test_golden import FORMATS as GOLDEN_FORMATS  # noqa: E402
 from test_golden import cases as golden_test_cases  # noqa: E402
 
@@ -25,22 +25,7 @@ TEST_SECONDS = 120
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_session():
-    quiet_ray_env()
-    # address="local": always a cluster of its own, never one another process left running
-    # on the machine (ray.init would join that one and refuse num_cpus).
-    ray.init(
-        address="local",
-        num_cpus=2,
-        include_dashboard=False,
-        _node_ip_address="127.0.0.1",
-        log_to_driver=False,
-        object_store_memory=128 << 20,
-    )
-    context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = False
-    # Blocks in task order (Ray Data otherwise hands them on as tasks finish): the read tests
-    # compare records in order. A dataset takes the context as it is when it is made.
-    context.execution_options.preserve_order = True
+    start_local_ray()
     yield
     ray.shutdown()
 

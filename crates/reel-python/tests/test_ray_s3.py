@@ -16,42 +16,21 @@ import ray
 
 import reel
 import reel.ray
-from conftest import dataset_path, moto_s3, quiet_ray_env, same, upload_tree
+from conftest import NORMAL_CASES, dataset_path, moto_s3, same, start_local_ray, upload_tree
 from test_golden import FORMATS as GOLDEN_FORMATS
 
 TEST_SECONDS = 120
 BUCKET = "reel-ray"
-
-# Every format's `normal` golden case, uploaded under the same key.
-CASES = [
-    ("ffrecord", "normal"),
-    ("syrah", "normal"),
-    ("ofrecord", "normal"),
-    ("granular/granular-0.24.2", "normal"),
-    ("granular/bags-0.5.1", "normal"),
-    ("gulpio2", "normal"),
-]
 
 
 @pytest.fixture(scope="module", autouse=True)
 def s3_and_ray():
     """moto on loopback, a bucket holding the golden cases, and a Ray started after the
     environment names the store."""
-    quiet_ray_env()
     with moto_s3(BUCKET) as client:
-        for key, case in CASES:
+        for key, case in NORMAL_CASES:
             upload_tree(client, BUCKET, dataset_path(key, case), f"{key}/{case}")
-        ray.init(
-            address="local",
-            num_cpus=2,
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            log_to_driver=False,
-            object_store_memory=128 << 20,
-        )
-        context = ray.data.DataContext.get_current()
-        context.enable_progress_bars = False
-        context.execution_options.preserve_order = True  # records compared in order
+        start_local_ray()
         try:
             yield
         finally:
@@ -68,7 +47,7 @@ def ray_table(ds):
     return pa.concat_tables(tables) if tables else None
 
 
-@pytest.mark.parametrize("key,case", CASES)
+@pytest.mark.parametrize("key,case", NORMAL_CASES)
 def test_read_reel_from_a_bucket_matches_the_local_read(key, case):
     """The read tasks open the dataset from the bucket themselves (workers see only the URL)
     and give the records of the same dataset read from disk."""
@@ -86,7 +65,7 @@ def test_read_reel_of_a_missing_key_raises_on_the_driver():
         reel.ray.read_reel(f"s3://{BUCKET}/no/such/dataset")
 
 
-@pytest.mark.parametrize("key,case", CASES)
+@pytest.mark.parametrize("key,case", NORMAL_CASES)
 def test_reel_open_tells_the_format_of_a_dataset_in_a_bucket(key, case):
     """Without format=, the format is worked out from the objects (as from files)."""
     ds = reel.open(f"s3://{BUCKET}/{key}/{case}")

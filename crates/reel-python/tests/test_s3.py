@@ -7,26 +7,16 @@ from __future__ import annotations
 import pytest
 
 import reel
-from conftest import dataset_path, moto_s3, same, upload_tree
+from conftest import NORMAL_CASES, dataset_path, moto_s3, same, upload_tree
 from test_golden import FORMATS as GOLDEN_FORMATS
 
 BUCKET = "reel-py"
-
-# Every format's `normal` golden case, uploaded under the same key.
-CASES = [
-    ("ffrecord", "normal"),
-    ("syrah", "normal"),
-    ("ofrecord", "normal"),
-    ("granular/granular-0.24.2", "normal"),
-    ("granular/bags-0.5.1", "normal"),
-    ("gulpio2", "normal"),
-]
 
 
 @pytest.fixture(scope="module")
 def s3():
     with moto_s3(BUCKET) as client:
-        for key, case in CASES:
+        for key, case in NORMAL_CASES:
             upload_tree(client, BUCKET, dataset_path(key, case), f"{key}/{case}")
         yield client
 
@@ -42,7 +32,7 @@ def same_records(a, b, where: str) -> None:
         assert same(a[i], b[i]), f"{where}: record {i}"
 
 
-@pytest.mark.parametrize("key,case", CASES)
+@pytest.mark.parametrize("key,case", NORMAL_CASES)
 def test_open_reads_every_format_from_a_bucket(s3, key, case):
     """Record for record what the same dataset gives from disk (decoded as by default)."""
     remote = reel.open(f"s3://{BUCKET}/{key}/{case}")
