@@ -23,29 +23,27 @@ use serde::de::{self, Deserialize, IntoDeserializer, Visitor};
 use serde::ser::{self, Serialize, SerializeMap, SerializeSeq, Serializer};
 
 use crate::value::f16_to_f32;
-use crate::{ArrayRef, DType, Error, Record, RecordRef, Result, ValueRef};
+use crate::{ArrayRef, DType, Element, Error, Record, RecordRef, Result, ValueRef};
 
 /// One array element as a scalar value, or why it has none.
 fn element(dtype: DType, bytes: &[u8]) -> std::result::Result<ValueRef<'_>, String> {
-    fn le<const N: usize>(bytes: &[u8]) -> [u8; N] {
-        let mut raw = [0u8; N];
-        let n = N.min(bytes.len());
-        raw[..n].copy_from_slice(&bytes[..n]);
-        raw
+    // Element::from_le_slice reads each fixed-width type, as `ArrayRef::values` does.
+    fn le<T: Element>(bytes: &[u8]) -> T {
+        T::from_le_slice(bytes)
     }
     Ok(match dtype {
-        DType::Bool => ValueRef::Bool(bytes.first().is_some_and(|&b| b != 0)),
-        DType::I8 => ValueRef::Int(i8::from_le_bytes(le(bytes)).into()),
-        DType::I16 => ValueRef::Int(i16::from_le_bytes(le(bytes)).into()),
-        DType::I32 => ValueRef::Int(i32::from_le_bytes(le(bytes)).into()),
-        DType::I64 => ValueRef::Int(i64::from_le_bytes(le(bytes))),
-        DType::U8 => ValueRef::UInt(bytes.first().copied().unwrap_or(0).into()),
-        DType::U16 => ValueRef::UInt(u16::from_le_bytes(le(bytes)).into()),
-        DType::U32 => ValueRef::UInt(u32::from_le_bytes(le(bytes)).into()),
-        DType::U64 => ValueRef::UInt(u64::from_le_bytes(le(bytes))),
-        DType::F16 => ValueRef::Float(f16_to_f32(u16::from_le_bytes(le(bytes))).into()),
-        DType::F32 => ValueRef::Float(f32::from_le_bytes(le(bytes)).into()),
-        DType::F64 => ValueRef::Float(f64::from_le_bytes(le(bytes))),
+        DType::Bool => ValueRef::Bool(le(bytes)),
+        DType::I8 => ValueRef::Int(le::<i8>(bytes).into()),
+        DType::I16 => ValueRef::Int(le::<i16>(bytes).into()),
+        DType::I32 => ValueRef::Int(le::<i32>(bytes).into()),
+        DType::I64 => ValueRef::Int(le(bytes)),
+        DType::U8 => ValueRef::UInt(le::<u8>(bytes).into()),
+        DType::U16 => ValueRef::UInt(le::<u16>(bytes).into()),
+        DType::U32 => ValueRef::UInt(le::<u32>(bytes).into()),
+        DType::U64 => ValueRef::UInt(le(bytes)),
+        DType::F16 => ValueRef::Float(f16_to_f32(le(bytes)).into()),
+        DType::F32 => ValueRef::Float(le::<f32>(bytes).into()),
+        DType::F64 => ValueRef::Float(le(bytes)),
         DType::FixedBytes(_) | DType::Void(_) => ValueRef::Bytes(bytes),
         DType::F128 | DType::C64 | DType::C128 | DType::Unicode(_) => {
             return Err(format!("an array of {} has no serde form", dtype.name()));
