@@ -152,13 +152,13 @@ pub fn run(args: &ConvertArgs) -> reel::Result<()> {
             "outputs": report.outputs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
             "losses": report.losses.iter().map(|l| json!({"field": l.field, "what": l.what})).collect::<Vec<_>>(),
         });
-        println!("{out}");
+        outln!("{out}");
     } else {
         for l in &report.losses {
-            println!("lost: {l}");
+            outln!("lost: {l}");
         }
         let outputs: Vec<String> = report.outputs.iter().map(|p| p.display().to_string()).collect();
-        println!(
+        outln!(
             "converted {} records from {} to {} ({} bytes): {}",
             report.records,
             report.from,

@@ -101,7 +101,7 @@ fn same_records(a: &dyn RecordSource, b: &dyn RecordSource) -> reel::Result<bool
 pub fn run(args: &DemoArgs) -> reel::Result<()> {
     let started = Instant::now();
     let work = work_dir(args.dir.as_deref())?;
-    println!("reel demo: {} records per format in {}\n", args.records, work.path.display());
+    outln!("reel demo: {} records per format in {}\n", args.records, work.path.display());
 
     // 1. Write every format.
     let mut written = Table::new(&["format", "records", "bytes", "write MB/s"]);
@@ -124,7 +124,7 @@ pub fn run(args: &DemoArgs) -> reel::Result<()> {
         ]);
         paths.push((format, path));
     }
-    println!("1. written\n{}", written.render());
+    outln!("1. written\n{}", written.render());
 
     // 2. Convert across formats and back.
     let mut conversions = Table::new(&["conversion", "records", "losses stated", "round trip"]);
@@ -159,14 +159,14 @@ pub fn run(args: &DemoArgs) -> reel::Result<()> {
             if same { "same records" } else { "DIFFERENT" }.into(),
         ]);
         if !same {
-            print!("{}", conversions.render());
+            out!("{}", conversions.render());
             return Err(reel::Error::corrupt(format!(
                 "round trip {} changed the records",
                 names.join(" → ")
             )));
         }
     }
-    println!(
+    outln!(
         "2. converted (losses are stated, e.g. bytes stored as a uint8 array in Syrah; the records come back)\n{}",
         conversions.render()
     );
@@ -182,11 +182,11 @@ pub fn run(args: &DemoArgs) -> reel::Result<()> {
             report.problems.len().to_string(),
         ]);
         if !report.is_clean() {
-            print!("{}", verified.render());
+            out!("{}", verified.render());
             return Err(reel::Error::corrupt(format!("{format}: {}", report.problems[0])));
         }
     }
-    println!("3. verified\n{}", verified.render());
+    outln!("3. verified\n{}", verified.render());
 
     // 4. Random batches on every backend.
     let mut reads =
@@ -208,7 +208,7 @@ pub fn run(args: &DemoArgs) -> reel::Result<()> {
                 if m.mismatches == 0 { "all".into() } else { format!("{} BAD", m.mismatches) },
             ]);
             if m.mismatches != 0 {
-                print!("{}", reads.render());
+                out!("{}", reads.render());
                 return Err(reel::Error::corrupt(format!(
                     "{format}: {} records read back wrong",
                     m.mismatches
@@ -216,12 +216,12 @@ pub fn run(args: &DemoArgs) -> reel::Result<()> {
             }
         }
     }
-    println!(
+    outln!(
         "4. read in random batches of {} on every backend, every record compared with what was written\n{}",
         args.batch,
         reads.render()
     );
-    println!("done in {:.1} s", started.elapsed().as_secs_f64());
+    outln!("done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }
 

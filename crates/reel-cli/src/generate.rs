@@ -45,7 +45,7 @@ pub fn run(args: &GenerateArgs) -> reel::Result<()> {
         &mut |_| pb.inc(1),
     )?;
     pb.finish_and_clear();
-    println!(
+    outln!(
         "wrote {} {format} records ({} bytes) to {}",
         summary.records,
         summary.bytes,

@@ -44,35 +44,35 @@ pub fn run(args: &InspectArgs) -> reel::Result<()> {
             "facts": info.facts.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
             "warnings": info.warnings.iter().map(|w| w.message.clone()).collect::<Vec<_>>(),
         });
-        println!("{out}");
+        outln!("{out}");
         return Ok(());
     }
-    println!("path:     {}", args.path.display());
-    println!("format:   {}", info.format);
+    outln!("path:     {}", args.path.display());
+    outln!("format:   {}", info.format);
     if let Some(v) = &info.version {
-        println!("version:  {v}");
+        outln!("version:  {v}");
     }
-    println!("records:  {}", source.len());
-    println!("backend:  {}", source.backend_name());
-    println!("io_uring: {uring}");
-    println!("files:    {} ({} bytes)", files.len(), total);
+    outln!("records:  {}", source.len());
+    outln!("backend:  {}", source.backend_name());
+    outln!("io_uring: {uring}");
+    outln!("files:    {} ({} bytes)", files.len(), total);
     for (p, s) in files.iter().take(20) {
-        println!("  {s:>12}  {p}");
+        outln!("  {s:>12}  {p}");
     }
     if files.len() > 20 {
-        println!("  … and {} more", files.len() - 20);
+        outln!("  … and {} more", files.len() - 20);
     }
     if let Some(schema) = &info.schema {
-        println!("fields:");
+        outln!("fields:");
         for f in schema {
-            println!("  {}: {}", f.name, f.kind);
+            outln!("  {}: {}", f.name, f.kind);
         }
     }
     for (k, v) in &info.facts {
-        println!("{k}: {v}");
+        outln!("{k}: {v}");
     }
     for w in &info.warnings {
-        println!("warning: {}", w.message);
+        outln!("warning: {}", w.message);
     }
     Ok(())
 }

@@ -2,6 +2,9 @@
 
 #![forbid(unsafe_code)]
 
+// First, so that its `outln!`/`out!` macros are in scope in every module after it.
+#[macro_use]
+mod stdout;
 mod arrow_args;
 mod bench;
 mod cat;

@@ -42,7 +42,7 @@ pub fn pack(args: &PackArgs) -> reel::Result<()> {
     let existing = if args.force { Existing::Overwrite } else { Existing::Refuse };
     check_destination(&args.out, &[&args.dir], existing)?;
     let s = pack_folder(&args.dir, &args.out)?;
-    println!(
+    outln!(
         "packed {} files ({} bytes) into {}",
         s.records.saturating_sub(1),
         s.bytes,
@@ -82,7 +82,7 @@ pub fn unpack(args: &UnpackArgs) -> reel::Result<()> {
         )
         .with_path(&args.packed));
     }
-    println!("unpacking {} files ({total} bytes) into {}", plan.len(), args.dir.display());
+    outln!("unpacking {} files ({total} bytes) into {}", plan.len(), args.dir.display());
     // Unpack into a staging directory, so a failure leaves no half-unpacked tree.
     let staged = reel::StagedDir::create(&args.dir)?;
     // Every directory first (empty ones have no file to make them), parents before children.
@@ -102,7 +102,7 @@ pub fn unpack(args: &UnpackArgs) -> reel::Result<()> {
     }
     pb.finish_and_clear();
     staged.commit()?;
-    println!("unpacked {} files into {}", plan.len(), args.dir.display());
+    outln!("unpacked {} files into {}", plan.len(), args.dir.display());
     Ok(())
 }
 

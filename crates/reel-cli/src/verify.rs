@@ -73,13 +73,13 @@ pub fn run(args: &VerifyArgs) -> reel::Result<ExitCode> {
             })).collect::<Vec<_>>(),
             "salvaged": salvaged,
         });
-        println!("{out}");
+        outln!("{out}");
     } else {
         for p in &report.problems {
-            println!("{p}");
+            outln!("{p}");
         }
         if report.opened {
-            println!(
+            outln!(
                 "{}: {} {} records, {} good, {} bad",
                 args.path.display(),
                 report.format,
@@ -88,10 +88,10 @@ pub fn run(args: &VerifyArgs) -> reel::Result<ExitCode> {
                 report.records - report.good_records
             );
         } else {
-            println!("{}: {} dataset does not open", args.path.display(), report.format);
+            outln!("{}: {} dataset does not open", args.path.display(), report.format);
         }
         if let (Some(out), Some(n)) = (&args.salvage, salvaged) {
-            println!("salvaged {n} records into {}", out.display());
+            outln!("salvaged {n} records into {}", out.display());
         }
     }
     Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -46,6 +46,32 @@ fn inspect_reports_format_and_count() {
     }
 }
 
+/// `reel inspect … | head` must not panic when `head` has gone: a reader that closes the pipe
+/// has read enough, so the command ends quietly with 141, the code of a program that SIGPIPE
+/// ended (so `set -o pipefail` still sees the cut). The pipe's read end is closed before the
+/// command starts, so every write to stdout fails with EPIPE.
+#[test]
+fn commands_end_quietly_when_the_output_pipe_is_closed() {
+    let (name, dir, m) =
+        golden("ffrecord").into_iter().find(|c| c.2.get("original").is_none()).unwrap();
+    let path = ffrecord_path(&dir, &m);
+    let runs: [&[&str]; 3] = [&["inspect"], &["inspect", "--json"], &["verify"]];
+    for args in runs {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_reel"))
+            .args(args)
+            .arg(&path)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{name} {args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{name} {args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn inspect_opens_a_directory_holding_one_bare_bag() {
     for generation in ["granular-0.24.2", "bags-0.5.1"] {
