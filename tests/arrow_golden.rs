@@ -112,8 +112,8 @@ fn every_golden_case_survives_parquet_and_arrow_ipc() {
             }
             let label = format!("{format_key}/{}", case.name);
             let stem = label.replace('/', "_");
-            let source = match open_case(&format_key, &case) {
-                Ok((_, s)) => s,
+            let source: std::sync::Arc<dyn RecordSource> = match open_case(&format_key, &case) {
+                Ok((_, s)) => s.into(),
                 Err(e) => {
                     // A dataset reel cannot open (e.g. bags' zero-record directory without
                     // spec.json, which the reference cannot open either) converts to nothing.
@@ -171,7 +171,7 @@ fn every_golden_case_survives_parquet_and_arrow_ipc() {
             // Source → Arrow IPC through `convert` (the sink path), opened by sniffing.
             let ipc = tmp.path().join(format!("{stem}.arrow"));
             let opts = ConvertOptions::new(Format::ArrowIpc);
-            let report = reel::convert::convert_source(&*source, &ipc, &opts, &mut |_, _| {})
+            let report = reel::convert::convert_source(source.clone(), &ipc, &opts, &mut |_, _| {})
                 .unwrap_or_else(|e| panic!("{label}: to arrow: {e}"));
             let has_nulls =
                 originals.iter().any(|r| r.iter().any(|(_, v)| matches!(v, ValueRef::Null)));

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use reel::{RecordBatch, RecordSource, RecordSourceExt};
+use reel::stream::{PassRecords, StreamOptions, WholePass};
 
 use crate::common::{OpenArgs, parse_indices};
 use crate::render::{BytesAs, value_text, write_record_json};
@@ -32,18 +32,20 @@ pub struct CatArgs {
 
 /// Runs `reel cat`.
 pub fn run(args: &CatArgs) -> reel::Result<()> {
-    let source = reel::open_with(&args.path, &reel::streaming(&args.open.options()?))?;
-    let indices: Vec<u64> = match &args.index {
-        Some(spec) => parse_indices(spec, source.len())?,
-        None => (0..source.len()).collect(),
+    let source: std::sync::Arc<dyn reel::RecordSource> =
+        reel::open_with(&args.path, &reel::streaming(&args.open.options()?))?.into();
+    let records = match &args.index {
+        Some(spec) => PassRecords::List(parse_indices(spec, source.len())?.into()),
+        None => PassRecords::Range(0..source.len()),
     };
+    // The next batches are read on a helper thread while this one prints; a batch over the
+    // budget is read again in pieces that fit.
+    let options = StreamOptions::default().max_ahead_bytes(reel::STREAM_BATCH_BYTES);
+    let pass = WholePass::new(source, records, 256, &options)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut batch = RecordBatch::new();
-    let mut rest = &indices[..];
-    while !rest.is_empty() {
-        let read = source.read_batch_fitting(&rest[..rest.len().min(256)], &mut batch)?;
-        rest = &rest[read..];
+    for batch in pass {
+        let batch = batch?;
         for record in batch.iter() {
             let written = if args.json {
                 write_record_json(&mut out, &record, args.bytes, args.fields.as_deref())

@@ -45,6 +45,7 @@ mod layout;
 mod limits;
 pub mod paths;
 pub mod pickle;
+pub mod pool;
 mod prefetch;
 mod record;
 #[cfg(feature = "serde")]
@@ -74,6 +75,7 @@ pub use error::{Error, ErrorKind, Result, ResultExt};
 pub use io::{Backend, MemFiles, MmapFiles, OpenFiles, PreadFiles, ReadAt, ReadReq};
 pub use layout::{Layout, LayoutSource, Plan, RawParts, ReadRange};
 pub use limits::{Limits, check_within, to_usize, try_reserve, try_vec_with_capacity, try_zeroed};
+pub use pool::{BatchPool, PooledBatch};
 pub use prefetch::prefetch_read;
 pub use record::{Field, FieldName, RAW_FIELD, Record, RecordOut, RecordRef, check_array_len};
 pub use sink::{RecordSink, SinkSummary, UnfinishedGuard};

@@ -34,6 +34,12 @@ impl Arena {
         self.used
     }
 
+    /// Bytes the arena holds without growing.
+    #[cfg(test)]
+    pub(crate) fn capacity_bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
     pub(crate) fn as_slice(&self) -> &[u8] {
         &self.bytes[..self.used]
     }

@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use reel_core::stream::{PassRecords, WholePass};
 use reel_core::{
-    BatchPlan, BatchStream, ErrorKind, Record, RecordBatch, RecordSource, Result, SourceInfo,
-    StreamOptions,
+    BatchPlan, BatchStream, ErrorKind, Limits, Record, RecordBatch, RecordSource, Result,
+    SourceInfo, StreamOptions,
 };
 
 fn all_options() -> Vec<StreamOptions> {
@@ -88,6 +89,47 @@ fn an_error_stays_with_its_batch_and_the_stream_goes_on() {
         let e = items[2].as_ref().unwrap_err();
         assert_eq!(e.kind(), ErrorKind::OutOfRange);
         assert_eq!(items[3].as_ref().unwrap().get(0).unwrap().index(), 5);
+    }
+}
+
+#[test]
+fn a_whole_pass_reads_batches_over_the_budget_again_in_pieces_that_fit() {
+    let mut data = fixed::bytes(100);
+    data[77 * fixed::RECORD] = 0xFF; // record 77 fails its check
+    let mut limits = Limits::default();
+    limits.max_batch_bytes = 5 * fixed::RECORD as u64;
+    let source: Arc<dyn RecordSource> = fixed::source_with(data, limits);
+    let list: Vec<u64> = (0..60).rev().collect();
+    for options in all_options() {
+        // Batches of 12 are over the 5-record budget: each is read in pieces of at most 5,
+        // in order, with the batch's number.
+        let pass =
+            WholePass::new(source.clone(), PassRecords::List(list.clone().into()), 12, &options)
+                .unwrap();
+        assert_eq!(pass.len(), 60);
+        let mut got = Vec::new();
+        for piece in pass {
+            let piece = piece.unwrap();
+            assert!((1..=5).contains(&piece.len()), "{options:?}: {} records", piece.len());
+            assert_eq!(piece.seq(), got.len() as u64 / 12, "{options:?}");
+            got.extend(piece.iter().map(|r| r.index()));
+        }
+        assert_eq!(got, list, "{options:?}");
+
+        // Batches within the budget come straight from the stream; a damaged record is the
+        // error of its piece, and the pass goes on with the next batch.
+        let pass =
+            WholePass::new(source.clone(), PassRecords::Range(70..100), 5, &options).unwrap();
+        let items: Vec<_> = pass.collect();
+        assert_eq!(items.len(), 6, "{options:?}");
+        let e = items[1].as_ref().unwrap_err();
+        assert_eq!((e.kind(), e.record()), (ErrorKind::Checksum, Some(77)));
+        let good: Vec<u64> = items
+            .iter()
+            .flatten()
+            .flat_map(|b| b.iter().map(|r| r.index()).collect::<Vec<_>>())
+            .collect();
+        assert_eq!(good, (70..75).chain(80..100).collect::<Vec<_>>());
     }
 }
 

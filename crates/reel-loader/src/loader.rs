@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
+use reel_core::stream::{ConsumerReads, Delivered, EngineOptions, ReadAhead};
 use reel_core::{Error, RecordOut, RecordRef, RecordSource, Result};
 
-use crate::batch::{Batch, Recycler};
+use crate::batch::Batch;
 use crate::map::{MapContext, MapFn};
-use crate::pipeline::{Context, Finished, Scratch, Workers};
+use crate::pipeline::{StepPlan, StepWork};
 use crate::schedule::{Cursor, Planner};
 use crate::sequence::{IndexBatches, Interleave, Sequencer};
 use crate::{LoaderState, Schedule, Shuffle};
@@ -260,28 +261,24 @@ impl LoaderBuilder {
             Some(p) => p,
             None => workers.saturating_mul(2).max(2),
         };
-        // Buffers in use at once: the window, one the consumer holds, one being filled by
-        // the consumer itself.
-        let pool = Arc::new(Recycler::new(workers + 1, window.saturating_add(2)));
         let skip = sequencer.interleave.first;
-        let ctx = Arc::new(Context { source: self.source, sequencer, maps: self.maps, pool });
-        let engine = if workers == 0 {
-            Engine::Inline(Box::new(Scratch::new(0)))
-        } else {
-            let started = Workers::start(ctx.clone(), workers, window, start, self.consumer_helps)?;
-            Engine::Threads(Box::new(started))
+        let consumer_reads =
+            if self.consumer_helps { ConsumerReads::WhileWaiting } else { ConsumerReads::Never };
+        let options = EngineOptions {
+            window,
+            max_ahead_bytes: u64::MAX,
+            threads: workers,
+            consumer_reads,
+            thread_name: "reel-loader",
         };
-        Ok(Loader { ctx, engine, cursor: start, skip, workers })
+        let work = StepWork { source: self.source, sequencer, maps: self.maps };
+        let engine = ReadAhead::new(work, StepPlan { next: Some(start), skip }, &options)?;
+        Ok(Loader { engine, cursor: start, skip, workers })
     }
 }
 
 fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).min(8)
-}
-
-enum Engine {
-    Inline(Box<Scratch>),
-    Threads(Box<Workers>),
 }
 
 /// A deterministic, resumable, sharded batch loader over any [`RecordSource`].
@@ -295,8 +292,8 @@ enum Engine {
 /// loader stops its workers: each finishes the read it is doing, and the drop returns once
 /// all have exited.
 pub struct Loader {
-    ctx: Arc<Context>,
-    engine: Engine,
+    /// Reads the steps: on `workers` threads ahead of the consumer, or on its thread.
+    engine: ReadAhead<StepWork>,
     /// Where the step after the last one delivered starts.
     cursor: Cursor,
     /// Steps to pass over from `cursor` to the next one this loader delivers
@@ -313,18 +310,18 @@ impl Loader {
 
     /// The state after the last batch delivered: save it to resume from here.
     pub fn state(&self) -> LoaderState {
-        self.ctx.sequencer.state(self.cursor)
+        self.engine.work().sequencer.state(self.cursor)
     }
 
     /// Whether every batch of the run has been delivered.
     pub fn is_finished(&self) -> bool {
-        self.ctx.sequencer.step_skipping(self.cursor, self.skip).is_none()
+        self.engine.work().sequencer.step_skipping(self.cursor, self.skip).is_none()
     }
 
     /// Batches per whole epoch (the same for every rank), or `None` with
     /// [`Schedule::Stream`].
     pub fn steps_per_epoch(&self) -> Option<u64> {
-        self.ctx.sequencer.planner.steps_per_epoch()
+        self.engine.work().sequencer.planner.steps_per_epoch()
     }
 
     /// The epoch the next batch belongs to.
@@ -341,7 +338,7 @@ impl Loader {
 
     /// The source read from.
     pub fn source(&self) -> &Arc<dyn RecordSource> {
-        &self.ctx.source
+        &self.engine.work().source
     }
 
     /// The number of worker threads (0: reads happen on the consumer's thread).
@@ -351,27 +348,25 @@ impl Loader {
 
     /// The next batch in schedule order, `None` at the end of the run.
     pub fn next_batch(&mut self) -> Option<Result<Batch>> {
-        let finished = match &mut self.engine {
-            Engine::Inline(scratch) => {
-                let step = self.ctx.sequencer.step_skipping(self.cursor, self.skip)?;
-                self.ctx.run(step, scratch)
-            }
-            Engine::Threads(workers) => match workers.next()? {
-                Ok(finished) => finished,
-                Err(e) => return Some(Err(e)),
-            },
+        let Delivered { tag, result, .. } = self.engine.next_delivered()?;
+        // Only an error comes without its step (the schedule failed, or the workers
+        // stopped): the position stays where it was.
+        let Some(step) = tag else {
+            let e = result.err();
+            return Some(
+                Err(e.unwrap_or_else(|| Error::invalid_input("a batch without its step"))),
+            );
         };
-        let Finished { step, result, home } = finished;
+        let sequencer = &self.engine.work().sequencer;
         self.cursor = step.next;
-        self.skip = self.ctx.sequencer.interleave.gap();
-        let resume = self.ctx.sequencer.state(step.next);
+        self.skip = sequencer.interleave.gap();
+        let resume = sequencer.state(step.next);
         Some(result.map(|records| Batch {
             records,
             epoch: step.at.epoch,
             step: step.at.step,
             position: step.at.position,
             resume,
-            home,
         }))
     }
 }

@@ -3,12 +3,12 @@
 
 use std::ops::Deref;
 use std::os::raw::{c_int, c_void};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::Arc;
 
 use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use reel_core::RecordBatch;
+use reel::{BatchPool, PooledBatch, RecordBatch};
 
 /// Spare batch buffers kept by one dataset.
 const POOL_SPARES: usize = 4;
@@ -17,65 +17,10 @@ const POOL_SPARES: usize = 4;
 /// pin its memory for the dataset's lifetime.
 const POOL_MAX_BYTES: usize = 256 << 20;
 
-/// Batch buffers a dataset reads into, given back when a read's records are converted or
-/// when the last view of a zero-copy read is released.
-///
-/// A fresh buffer for every read costs a page fault per 4 KiB the first time it is
-/// written (for 256 records of 100 KiB, thousands per batch, more than the read itself);
-/// a reused buffer has its pages already, like the buffers of reel-loader's workers.
-#[derive(Debug, Default)]
-pub(crate) struct BatchPool {
-    spares: Mutex<Vec<RecordBatch>>,
-}
-
-impl BatchPool {
-    /// A cleared buffer: a spare if there is one, else a new one.
-    pub(crate) fn take(self: &Arc<Self>) -> PooledBatch {
-        let spare = self.spares.lock().unwrap_or_else(PoisonError::into_inner).pop();
-        PooledBatch { batch: spare.unwrap_or_default(), home: Arc::downgrade(self) }
-    }
-
-    fn give(&self, mut batch: RecordBatch) {
-        if batch.buffer_len() > POOL_MAX_BYTES {
-            return;
-        }
-        batch.clear();
-        let mut spares = self.spares.lock().unwrap_or_else(PoisonError::into_inner);
-        if spares.len() < POOL_SPARES {
-            spares.push(batch);
-        }
-    }
-}
-
-/// A batch buffer taken from a [`BatchPool`], going back to it when dropped (if the pool
-/// still exists).
-#[derive(Debug)]
-pub(crate) struct PooledBatch {
-    batch: RecordBatch,
-    home: Weak<BatchPool>,
-}
-
-impl PooledBatch {
-    /// The buffer, to read into.
-    pub(crate) fn as_mut(&mut self) -> &mut RecordBatch {
-        &mut self.batch
-    }
-}
-
-impl Deref for PooledBatch {
-    type Target = RecordBatch;
-
-    fn deref(&self) -> &RecordBatch {
-        &self.batch
-    }
-}
-
-impl Drop for PooledBatch {
-    fn drop(&mut self) {
-        if let Some(pool) = self.home.upgrade() {
-            pool.give(std::mem::take(&mut self.batch));
-        }
-    }
+/// The pool a dataset reads into (core's [`BatchPool`], one reader): buffers come back when
+/// a read's records are converted or when the last view of a zero-copy read is released.
+pub(crate) fn new_pool() -> Arc<BatchPool> {
+    Arc::new(BatchPool::new(1, POOL_SPARES).max_buffer_bytes(POOL_MAX_BYTES))
 }
 
 /// A filled batch: from a dataset's read, or from reel-loader (whose buffers go back to

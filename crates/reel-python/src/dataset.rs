@@ -12,10 +12,11 @@ use reel_granular::{GranularOptions, GranularReader};
 use reel_gulp::{FrameDecode, GulpOptions, GulpReader, JpegStrictness};
 
 use crate::arrow::{ArrowStream, StreamArgs};
-use crate::buffer::{BatchBuffer, BatchPool, HeldBatch, PooledBatch};
+use crate::buffer::{BatchBuffer, HeldBatch, new_pool};
 use crate::errors::IntoPyResult;
 use crate::loader::{BatchStream, IndexPlan, PlanArgs, ReadAhead};
 use crate::values::Converter;
+use reel::{BatchPool, PooledBatch};
 
 /// Records read per batch while iterating over a whole dataset.
 const ITER_BATCH: u64 = 64;
@@ -162,7 +163,7 @@ impl Dataset {
             opened: RwLock::new((std::process::id(), Arc::clone(&source))),
             source,
             args,
-            pool: Arc::default(),
+            pool: new_pool(),
         })
     }
 
@@ -201,8 +202,8 @@ impl Dataset {
     pub(crate) fn read_raw(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<PooledBatch> {
         py.detach(move || {
             let source = self.reader()?;
-            let mut batch = self.pool.take();
-            source.read_batch_into(&indices, batch.as_mut()).map(|()| batch)
+            let mut batch = self.pool.take(0);
+            source.read_batch_into(&indices, &mut batch).map(|()| batch)
         })
         .py_err(py)
     }

@@ -53,7 +53,12 @@ pub fn bytes(n: usize) -> Vec<u8> {
 
 /// A source over `data` in memory.
 pub fn source(data: Vec<u8>) -> Arc<LayoutSource<Fixed, MemFiles>> {
+    source_with(data, Limits::default())
+}
+
+/// A source over `data` in memory under `limits`.
+pub fn source_with(data: Vec<u8>, limits: Limits) -> Arc<LayoutSource<Fixed, MemFiles>> {
     let len = (data.len() / RECORD) as u64;
     let layout = Fixed { info: SourceInfo::new("fixed"), len, name: "data".into() };
-    Arc::new(LayoutSource::new(layout, MemFiles::single("fixed.bin", data), Limits::default()))
+    Arc::new(LayoutSource::new(layout, MemFiles::single("fixed.bin", data), limits))
 }

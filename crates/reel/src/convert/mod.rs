@@ -60,11 +60,12 @@
 mod fields;
 mod rules;
 
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use reel_core::{
-    Error, Record, RecordBatch, RecordRef, RecordSink, RecordSource, RecordSourceExt, Result,
-    SinkSummary,
+    Error, Record, RecordBatch, RecordRef, RecordSink, RecordSource, Result, SinkSummary,
 };
 
 pub use fields::FieldMap;
@@ -72,6 +73,7 @@ pub use rules::Loss;
 pub(crate) use rules::has_non_text_keys;
 
 use reel_core::paths::{Existing, check_destination};
+use reel_core::stream::{PassRecords, StreamOptions, WholePass};
 
 use crate::payload::{Codec, encode_nested, pack_record};
 use crate::{CreateOptions, Format, OpenOptions};
@@ -211,7 +213,7 @@ pub fn convert_with_progress(
         open.backend = reel_core::Backend::Pread;
     }
     let source = crate::open_with(src, &crate::streaming(&open))?;
-    convert_source(&*source, dst, options, progress)
+    convert_source(Arc::from(source), dst, options, progress)
 }
 
 /// Whether `dst` is an object-store address (checked by the store when the sink is made).
@@ -224,14 +226,14 @@ fn is_remote(dst: &Path) -> Result<bool> {
 
 /// Records per batch read: enough to amortise a read call, few enough that the batches in
 /// flight stay small.
-const BATCH_RECORDS: u64 = 64;
+const BATCH_RECORDS: usize = 64;
 
 /// Batches read ahead of the writer.
 const READ_AHEAD: usize = 2;
 
-/// Converts an open source.
+/// Converts an open source (shared, because helper threads read it ahead of the writer).
 pub fn convert_source(
-    source: &dyn RecordSource,
+    source: Arc<dyn RecordSource>,
     dst: &Path,
     options: &ConvertOptions,
     progress: &mut dyn FnMut(u64, u64),
@@ -260,37 +262,19 @@ pub fn convert_source(
         dst,
     };
     let total = range.end - range.start;
-    // One thread reads batches ahead while this one adapts and writes, so reading and
+    // A helper thread reads batches ahead while this one adapts and writes, so reading and
     // writing overlap; at most `READ_AHEAD` batches wait, each within the batch budget of
-    // `streaming`, so memory stays a few batches.
-    std::thread::scope(|scope| -> Result<ConvertReport> {
-        let (full_tx, full) = std::sync::mpsc::sync_channel::<Result<RecordBatch>>(READ_AHEAD);
-        let (empty_tx, empty) = std::sync::mpsc::channel::<RecordBatch>();
-        let chunks = range.clone();
-        scope.spawn(move || {
-            let mut next = chunks.start;
-            while next < chunks.end {
-                let end = chunks.end.min(next + BATCH_RECORDS);
-                let indices: Vec<u64> = (next..end).collect();
-                let mut batch = empty.try_recv().unwrap_or_default();
-                // A batch over the byte budget is cut short; the rest comes next time.
-                let read = source.read_batch_fitting(&indices, &mut batch).map(|n| {
-                    next += n as u64;
-                    batch
-                });
-                let failed = read.is_err();
-                // A closed channel means the writer stopped (an error): stop reading too.
-                if full_tx.send(read).is_err() || failed {
-                    break;
-                }
-            }
-        });
-        let mut done = 0;
-        write_batches(&target, options, &mut full.into_iter(), &mut |batch| {
-            done += batch.len() as u64;
-            progress(done, total);
-            let _ = empty_tx.send(batch);
-        })
+    // `streaming` (a batch over it is read again in pieces that fit), so memory stays a few
+    // batches.
+    let stream_options = StreamOptions::default()
+        .read_ahead(READ_AHEAD)
+        .max_ahead_bytes(crate::verify::STREAM_BATCH_BYTES);
+    let mut pass =
+        WholePass::new(source.clone(), PassRecords::Range(range), BATCH_RECORDS, &stream_options)?;
+    let mut done = 0;
+    write_batches(&target, options, &mut pass, &mut |batch| {
+        done += batch.len() as u64;
+        progress(done, total);
     })
 }
 
@@ -307,11 +291,11 @@ struct Target<'a> {
 /// Writes the records of `batches` (in order) to a new dataset at `target.dst`, after
 /// checking the mapping on the first record, before anything is created; `written` gets
 /// each batch back once its records are appended.
-fn write_batches(
+fn write_batches<B: Deref<Target = RecordBatch>>(
     target: &Target<'_>,
     options: &ConvertOptions,
-    batches: &mut dyn Iterator<Item = Result<RecordBatch>>,
-    written: &mut dyn FnMut(RecordBatch),
+    batches: &mut dyn Iterator<Item = Result<B>>,
+    written: &mut dyn FnMut(B),
 ) -> Result<ConvertReport> {
     let (from, to) = (target.from, options.to);
     let mut losses = rules::Losses::new();
@@ -419,8 +403,8 @@ pub fn convert_batches(
     let mut feed = std::iter::from_fn(|| {
         let mut batch = RecordBatch::new();
         let budget = crate::verify::STREAM_BATCH_BYTES as usize;
-        match records.next_records(BATCH_RECORDS as usize, budget, &mut batch) {
-            Ok(true) => Some(Ok(batch)),
+        match records.next_records(BATCH_RECORDS, budget, &mut batch) {
+            Ok(true) => Some(Ok(reel_core::PooledBatch::unpooled(batch))),
             Ok(false) => None,
             Err(e) => Some(Err(e)),
         }
