@@ -105,6 +105,62 @@ fn uring_reports_how_it_reads() {
     }
 }
 
+/// io_uring hands each request of a batch over once, whole, with its bytes, whether reads
+/// are buffered, O_DIRECT (through a small bounce buffer, so requests span several aligned
+/// reads and waves) or the pread fallback; duplicates, a shared destination and empty
+/// requests included. An error from the observer ends the batch and the ring still reads.
+#[cfg(target_os = "linux")]
+#[test]
+fn uring_hands_over_each_request_as_it_completes() {
+    use reel::ReadReq;
+    use reel::uring::{UringFiles, UringOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("flat.bin");
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i * 13 + i / 4099) as u8).collect();
+    std::fs::write(&p, &data).unwrap();
+    let spec =
+        [(5u64, 100usize), (4000, 50_000), (5, 100), (299_990, 10), (70_000, 0), (120_001, 9)];
+    let mut reqs = Vec::new();
+    let mut at = 0;
+    for &(offset, len) in &spec {
+        reqs.push(ReadReq { file: 0, offset, len, dest: at });
+        at += len;
+    }
+    // The same bytes again into the first request's destination.
+    reqs.push(ReadReq { dest: 0, ..reqs[0] });
+    let options = [
+        UringOptions::default(),
+        UringOptions { bounce_bytes: 64 << 10, ..UringOptions::default().direct(true) },
+        UringOptions { force_fallback: true, ..Default::default() },
+    ];
+    for o in &options {
+        let files = UringFiles::open_with(std::slice::from_ref(&p), o).unwrap();
+        let what = format!("{} ({:?})", reel::ReadAt::backend_name(&files), files.mode());
+        let mut dest = vec![0u8; at];
+        let mut seen: Vec<Vec<Vec<u8>>> = vec![Vec::new(); reqs.len()];
+        reel::ReadAt::read_many_observed(&files, &reqs, &mut dest, &mut |k, bytes| {
+            seen[k].push(bytes.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        for (k, r) in reqs.iter().enumerate() {
+            let want = &data[r.offset as usize..][..r.len];
+            assert_eq!(&dest[r.dest..][..r.len], want, "{what}: request {k} in dest");
+            if r.len > 0 {
+                assert_eq!(seen[k], vec![want.to_vec()], "{what}: request {k} handed over");
+            }
+        }
+        let e = reel::ReadAt::read_many_observed(&files, &reqs, &mut dest, &mut |k, _| {
+            if k == 1 { Err(reel::Error::new(ErrorKind::Checksum, "stop")) } else { Ok(()) }
+        })
+        .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Checksum, "{what}");
+        let mut again = vec![0u8; at];
+        reel::ReadAt::read_many(&files, &reqs, &mut again).unwrap();
+        assert_eq!(again, dest, "{what}: reading after a stopped batch");
+    }
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn auto_serves_warm_data_from_the_page_cache() {

@@ -8,6 +8,7 @@
 //! plain byte slices.
 
 use crate::batch::Slot;
+use crate::checksum::{Crc32, crc32_combine};
 use crate::io::{ReadAt, ReadReq};
 use crate::limits::check_within;
 use crate::record::{Arena, Field, RecordOut};
@@ -46,6 +47,29 @@ pub(crate) struct Scratch {
     counts: Vec<usize>,
     reqs: Vec<ReadReq>,
     parts: Vec<Span>,
+    crc: CrcScratch,
+}
+
+/// The state of the record checksums of one chunk of a batch, computed as bytes arrive.
+#[derive(Clone, Default, Debug)]
+struct CrcScratch {
+    /// Per part: the CRC so far and the bytes it covers.
+    parts: Vec<PartCrc>,
+    /// Per part: the position (in the batch) of the record it belongs to.
+    owner: Vec<usize>,
+    /// Per record: its first part.
+    first: Vec<usize>,
+    /// Per record: parts not yet complete; the record is checked when this reaches 0.
+    left: Vec<usize>,
+    /// Per record: whether it has been checked.
+    checked: Vec<bool>,
+}
+
+#[derive(Clone, Default, Debug)]
+struct PartCrc {
+    hasher: Crc32,
+    seen: usize,
+    crc: u32,
 }
 
 /// A format's description of its records: where they are and how to decode them.
@@ -81,6 +105,22 @@ pub trait Layout: Send + Sync {
 
     /// Whether [`verify`](Self::verify) checks anything, so readers can skip it.
     fn has_verify(&self) -> bool {
+        false
+    }
+
+    /// The CRC-32 ([`checksum::crc32`](crate::checksum::crc32)) that record `index`'s bytes
+    /// (its planned ranges, one after another in plan order) must have, when the format
+    /// stores one and it is to be checked. Readers compute it as the bytes arrive — fused
+    /// with the copy where the backend copies, as each read completes where reads are in
+    /// flight — and report a mismatch as an [`ErrorKind::Checksum`](crate::ErrorKind)
+    /// error. The default has none.
+    fn record_crc32(&self, index: u64) -> Option<u32> {
+        let _ = index;
+        None
+    }
+
+    /// Whether [`record_crc32`](Self::record_crc32) returns anything, so readers can skip it.
+    fn has_record_crc32(&self) -> bool {
         false
     }
 
@@ -154,6 +194,11 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
         self.layout.has_verify().then_some(&self.layout as &VerifyFn<'_>)
     }
 
+    /// The layout's record checksums, if it has them (for custom plans too, as above).
+    fn crc_step(&self) -> Option<&CrcFn<'_>> {
+        self.layout.has_record_crc32().then_some(&self.layout as &CrcFn<'_>)
+    }
+
     /// Reads one record with a custom plan and decode, for format-specific partial reads
     /// (one array of an item, some frames of a video, some keys of a datapoint). The
     /// layout's [`verify`](Layout::verify) runs on the planned ranges first.
@@ -173,7 +218,12 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
             self.layout.len(),
             &[index],
             Buffers { arena, fields, scratch },
-            Steps { plan: &mut plan, verify: self.verify_step(), decode: &mut decode },
+            Steps {
+                plan: &mut plan,
+                crc: self.crc_step(),
+                verify: self.verify_step(),
+                decode: &mut decode,
+            },
             |_, _, _| {},
         );
         if result.is_err() {
@@ -205,7 +255,12 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
             self.layout.len(),
             indices,
             Buffers { arena, fields, scratch },
-            Steps { plan: &mut plan, verify: self.verify_step(), decode: &mut decode },
+            Steps {
+                plan: &mut plan,
+                crc: self.crc_step(),
+                verify: self.verify_step(),
+                decode: &mut decode,
+            },
             |index, first_field, end_field| slots.push(Slot { index, first_field, end_field }),
         );
         if result.is_err() {
@@ -231,9 +286,23 @@ impl<L: Layout> Verify for L {
 
 type VerifyFn<'f> = dyn Verify + 'f;
 
-/// The three per-record steps of a read.
+/// A record's expected CRC-32.
+pub(crate) trait ExpectedCrc: Sync {
+    fn expected(&self, index: u64) -> Option<u32>;
+}
+
+impl<L: Layout> ExpectedCrc for L {
+    fn expected(&self, index: u64) -> Option<u32> {
+        self.record_crc32(index)
+    }
+}
+
+type CrcFn<'f> = dyn ExpectedCrc + 'f;
+
+/// The per-record steps of a read.
 struct Steps<'a, 'f> {
     plan: &'a mut PlanFn<'f>,
+    crc: Option<&'a CrcFn<'a>>,
     verify: Option<&'a VerifyFn<'a>>,
     decode: &'a mut DecodeFn<'f>,
 }
@@ -257,7 +326,7 @@ fn fill<F: ReadAt + ?Sized>(
     mut on_record: impl FnMut(u64, usize, usize),
 ) -> Result<()> {
     let Buffers { arena, fields, scratch } = buffers;
-    let Steps { plan, verify, decode } = steps;
+    let Steps { plan, crc, verify, decode } = steps;
     scratch.ranges.clear();
     scratch.counts.clear();
     scratch.reqs.clear();
@@ -324,8 +393,24 @@ fn fill<F: ReadAt + ?Sized>(
     while first_record < indices.len() {
         let (end_record, end_part) =
             chunk_end(scratch, indices.len(), first_record, first_part, chunk_bytes);
-        if let Err(e) = files.read_many(&scratch.reqs[first_part..end_part], arena.as_mut_slice()) {
-            return Err(read_error(e, indices, scratch, format));
+        let chunk = Chunk { records: first_record..end_record, parts: first_part..end_part };
+        let read = match crc {
+            Some(crc) => read_checked(files, indices, &chunk, scratch, arena.as_mut_slice(), crc),
+            None => files
+                .read_many(&scratch.reqs[first_part..end_part], arena.as_mut_slice())
+                .map_err(ReadFailure::Read),
+        };
+        match read {
+            Ok(()) => {}
+            Err(ReadFailure::Read(e)) => return Err(read_error(e, indices, scratch, format)),
+            Err(ReadFailure::Record(e, k)) => {
+                let part = scratch.crc.first[k];
+                let e = match scratch.ranges.get(part) {
+                    Some(r) if e.offset().is_none() => e.with_offset(r.offset),
+                    _ => e,
+                };
+                return Err(record_error(e, indices[k], scratch, part, files, format));
+            }
         }
         if let Some(v) = verify {
             let bytes = arena.as_slice();
@@ -351,6 +436,113 @@ fn fill<F: ReadAt + ?Sized>(
         first_record = end_record;
     }
     Ok(())
+}
+
+/// Records and parts of a batch fetched together.
+struct Chunk {
+    records: std::ops::Range<usize>,
+    parts: std::ops::Range<usize>,
+}
+
+/// Why fetching a chunk failed: the read itself, or record `.1` (position in the batch).
+enum ReadFailure {
+    Read(Error),
+    Record(Error, usize),
+}
+
+/// Fetches a chunk and checks each record's CRC-32 as its bytes arrive
+/// ([`ReadAt::read_many_observed`]), then checks the records whose bytes were not handed
+/// over from the buffer.
+fn read_checked<F: ReadAt + ?Sized>(
+    files: &F,
+    indices: &[u64],
+    chunk: &Chunk,
+    scratch: &mut Scratch,
+    dest: &mut [u8],
+    expected: &CrcFn<'_>,
+) -> std::result::Result<(), ReadFailure> {
+    let Scratch { counts, reqs, parts, crc, .. } = scratch;
+    crc.parts.resize(parts.len(), PartCrc::default());
+    crc.owner.resize(parts.len(), 0);
+    crc.first.resize(indices.len(), 0);
+    crc.left.resize(indices.len(), 0);
+    crc.checked.resize(indices.len(), false);
+    let mut part = chunk.parts.start;
+    for k in chunk.records.clone() {
+        crc.first[k] = part;
+        crc.left[k] = counts[k];
+        crc.checked[k] = false;
+        for p in part..part + counts[k] {
+            crc.parts[p] = PartCrc::default();
+            crc.owner[p] = k;
+        }
+        part += counts[k];
+    }
+    let mut failed = None;
+    let base = chunk.parts.start;
+    let parts = &*parts;
+    let mut arrived = |j: usize, bytes: &[u8]| -> Result<()> {
+        let p = base + j;
+        let (Some(state), Some(span)) = (crc.parts.get_mut(p), parts.get(p)) else {
+            return Ok(()); // not a request of this chunk: the sweep below checks its record
+        };
+        let before = state.seen;
+        state.hasher.update(bytes);
+        state.seen += bytes.len();
+        if before < span.len && state.seen >= span.len {
+            state.crc = std::mem::take(&mut state.hasher).finalize();
+            let k = crc.owner[p];
+            crc.left[k] -= 1;
+            if crc.left[k] == 0 && state.seen == span.len {
+                let first = crc.first[k];
+                let crcs = crc.parts[first..first + counts[k]].iter().map(|s| s.crc);
+                let computed = combine(crcs, &parts[first..first + counts[k]]);
+                crc.checked[k] = true;
+                if let Err(e) = compare(expected.expected(indices[k]), computed) {
+                    failed = Some(k);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    };
+    let read = files.read_many_observed(&reqs[chunk.parts.clone()], dest, &mut arrived);
+    match (read, failed) {
+        (Err(e), Some(k)) => return Err(ReadFailure::Record(e, k)),
+        (Err(e), None) => return Err(ReadFailure::Read(e)),
+        (Ok(()), _) => {}
+    }
+    for k in chunk.records.clone().filter(|&k| !crc.checked[k]) {
+        let first = crc.first[k];
+        let spans = &parts[first..first + counts[k]];
+        let crcs = spans.iter().map(|s| crate::checksum::crc32(s.get(dest)));
+        compare(expected.expected(indices[k]), combine(crcs, spans))
+            .map_err(|e| ReadFailure::Record(e, k))?;
+    }
+    Ok(())
+}
+
+/// The CRC-32 of parts one after another, from each part's CRC-32.
+fn combine(crcs: impl Iterator<Item = u32>, parts: &[Span]) -> u32 {
+    let mut total: Option<u32> = None;
+    for (c, span) in crcs.zip(parts) {
+        total = Some(match total {
+            None => c,
+            Some(t) => crc32_combine(t, c, span.len as u64),
+        });
+    }
+    total.unwrap_or(0)
+}
+
+/// A record's computed CRC-32 against the stored one.
+fn compare(stored: Option<u32>, computed: u32) -> Result<()> {
+    match stored {
+        Some(stored) if stored != computed => Err(Error::new(
+            crate::ErrorKind::Checksum,
+            format!("record checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The end (exclusive record and part) of the chunk starting at `first_record`: at least one

@@ -39,6 +39,7 @@
 #![deny(unsafe_code)] // allowed only in io::mmap, with a SAFETY comment per block
 
 mod batch;
+pub mod checksum;
 mod error;
 pub mod io;
 mod layout;

@@ -171,7 +171,7 @@ pub fn verify_meta(stored: u32, computed: u32) -> Result<()> {
 /// CRC-32 (zlib) over `n`, then `checksums`, then `offsets`, each little-endian: the value
 /// the first four bytes of a file hold.
 pub fn meta_crc(checksums: &[u32], offsets: &[u64]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
+    let mut h = reel_core::checksum::Crc32::new();
     h.update(&(checksums.len() as i64).to_le_bytes());
     let mut buf = Vec::with_capacity(8192);
     for chunk in checksums.chunks(1024) {

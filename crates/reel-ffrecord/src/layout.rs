@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use reel_core::{
-    Error, ErrorKind, FieldName, Layout, Limits, Plan, RAW_FIELD, RawParts, ReadAt, RecordOut,
-    Result, SourceInfo, Span, Value, Warning, WarningKind,
+    Error, FieldName, Layout, Limits, Plan, RAW_FIELD, ReadAt, RecordOut, Result, SourceInfo, Span,
+    Value, Warning, WarningKind,
 };
 
 use crate::FORMAT;
@@ -25,7 +25,7 @@ impl FfrecordLayout {
     /// Reads and validates the header of every file in `files`.
     ///
     /// With `verify_metadata`, a stored metadata checksum that does not match is a
-    /// [`ErrorKind::Checksum`] error; a stored 0 (legacy file) gives a
+    /// [`ErrorKind::Checksum`](reel_core::ErrorKind::Checksum) error; a stored 0 (legacy file) gives a
     /// [`WarningKind::MetadataChecksumAbsent`] warning. The structure of the tables (record
     /// count, offsets within the file and in order) is checked either way.
     pub fn open(
@@ -143,7 +143,7 @@ fn read_tables(
     let tables = files.read_to_vec(k, FIXED_HEADER_LEN, fixed.n * 12)?;
     let checked = verify_metadata && fixed.meta_crc != 0 && !cfg!(fuzzing);
     if checked {
-        let mut h = crc32fast::Hasher::new();
+        let mut h = reel_core::checksum::Crc32::new();
         h.update(&fixed_bytes[4..]);
         h.update(&tables);
         verify_meta(fixed.meta_crc, h.finalize())?;
@@ -191,28 +191,15 @@ impl Layout for FfrecordLayout {
         Ok(())
     }
 
-    /// The record's CRC-32 against the stored one. Fuzzing skips it so that mutated inputs
-    /// reach the code behind it.
-    fn has_verify(&self) -> bool {
+    /// The stored CRC-32 of the record, which core compares as the bytes arrive. Fuzzing
+    /// skips it so that mutated inputs reach the code behind it.
+    fn has_record_crc32(&self) -> bool {
         self.verify_records && !cfg!(fuzzing)
     }
 
-    fn verify(&self, index: u64, raw: &RawParts<'_>) -> Result<()> {
-        let (file, local) =
-            self.locate(index).ok_or_else(|| Error::out_of_range(index, self.len()))?;
-        let stored = self.files[file].checksums[local];
-        let computed = crc32fast::hash(raw.get(0));
-        if stored != computed {
-            let offset = self.files[file].offsets[local];
-            return Err(Error::new(
-                ErrorKind::Checksum,
-                format!(
-                    "record checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
-                ),
-            )
-            .with_offset(offset));
-        }
-        Ok(())
+    fn record_crc32(&self, index: u64) -> Option<u32> {
+        let (file, local) = self.locate(index)?;
+        self.files[file].checksums.get(local).copied()
     }
 }
 

@@ -166,7 +166,7 @@ impl FfrecordWriter {
         self.check_room().map_err(|e| self.context(e))?;
         let out = self.out.as_mut().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
         let written = out.write_all(data).map_err(|e| Error::io(e, "cannot write record"));
-        self.record_written(written.map(|()| crc32fast::hash(data)), data.len() as u64)
+        self.record_written(written.map(|()| reel_core::checksum::crc32(data)), data.len() as u64)
     }
 
     /// Appends one record of exactly `len` bytes read from `reader`, without holding it in
@@ -265,7 +265,7 @@ impl FfrecordWriter {
 
 /// Copies exactly `len` bytes from `reader` to `out` and returns their CRC-32.
 fn copy_with_crc(mut reader: impl Read, out: &mut impl Write, len: u64) -> Result<u32> {
-    let mut hasher = crc32fast::Hasher::new();
+    let mut hasher = reel_core::checksum::Crc32::new();
     let mut buf = vec![0u8; len.min(BUFFER as u64) as usize];
     let mut left = len;
     while left > 0 {

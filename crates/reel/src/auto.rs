@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use reel_core::io::OpenFiles;
+use reel_core::io::{Arrived, OpenFiles};
 use reel_core::{Backend, MmapFiles, ReadAt, ReadReq, Result};
 
 use crate::uring::{UringFiles, UringOptions};
@@ -88,6 +88,26 @@ impl AutoFiles {
         rc == 0 && vec[0] & 1 == 1
     }
 
+    /// Whether `reqs` are read from the mapping (their pages looked cached at the last
+    /// check, made again when [`RECHECK`] has passed), counted for
+    /// [`batch_counts`](Self::batch_counts).
+    fn warm(&self, reqs: &[ReadReq]) -> bool {
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        let decided = self.decided_at.load(Ordering::Relaxed);
+        let warm = if decided != u64::MAX && now.saturating_sub(decided) < RECHECK.as_nanos() as u64
+        {
+            self.last_warm.load(Ordering::Relaxed)
+        } else {
+            let warm = self.looks_cached(reqs);
+            self.last_warm.store(warm, Ordering::Relaxed);
+            self.decided_at.store(now, Ordering::Relaxed);
+            warm
+        };
+        let counter = if warm { &self.warm_batches } else { &self.cold_batches };
+        counter.fetch_add(1, Ordering::Relaxed);
+        warm
+    }
+
     fn looks_cached(&self, reqs: &[ReadReq]) -> bool {
         if reqs.is_empty() {
             return true;
@@ -120,23 +140,23 @@ impl ReadAt for AutoFiles {
     }
 
     fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
-        let now = self.epoch.elapsed().as_nanos() as u64;
-        let decided = self.decided_at.load(Ordering::Relaxed);
-        let warm = if decided != u64::MAX && now.saturating_sub(decided) < RECHECK.as_nanos() as u64
-        {
-            self.last_warm.load(Ordering::Relaxed)
-        } else {
-            let warm = self.looks_cached(reqs);
-            self.last_warm.store(warm, Ordering::Relaxed);
-            self.decided_at.store(now, Ordering::Relaxed);
-            warm
-        };
-        if warm {
-            self.warm_batches.fetch_add(1, Ordering::Relaxed);
+        if self.warm(reqs) {
             self.mmap.read_many(reqs, dest)
         } else {
-            self.cold_batches.fetch_add(1, Ordering::Relaxed);
             self.uring.read_many(reqs, dest)
+        }
+    }
+
+    fn read_many_observed(
+        &self,
+        reqs: &[ReadReq],
+        dest: &mut [u8],
+        arrived: &mut Arrived<'_>,
+    ) -> Result<()> {
+        if self.warm(reqs) {
+            self.mmap.read_many_observed(reqs, dest, arrived)
+        } else {
+            self.uring.read_many_observed(reqs, dest, arrived)
         }
     }
 

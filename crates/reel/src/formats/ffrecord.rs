@@ -47,7 +47,7 @@ fn header_checks_out(store: &dyn Store, path: &Path) -> Result<bool> {
     }
     // The tables are checksummed through a small buffer: a sparse file may claim millions
     // of records, and sniffing must not allocate what the header claims.
-    let mut crc = crc32fast::Hasher::new();
+    let mut crc = reel_core::checksum::Crc32::new();
     crc.update(&fixed[4..]);
     let mut left = h.n * 12;
     let mut at = 12;

@@ -25,7 +25,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use reel_core::io::{OpenFiles, PreadFiles};
+use reel_core::io::{Arrived, OpenFiles, PreadFiles};
 use reel_core::{Backend, Error, ReadAt, ReadReq, Result};
 
 use ring::Ring;
@@ -254,13 +254,41 @@ impl ReadAt for UringFiles {
     }
 
     fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
+        self.read_ring(reqs, dest, None)
+    }
+
+    /// Each request is handed over as its read completes (buffered) or as its bytes are
+    /// copied out of the bounce buffer (`O_DIRECT`), while the batch's other reads are
+    /// still in flight.
+    fn read_many_observed(
+        &self,
+        reqs: &[ReadReq],
+        dest: &mut [u8],
+        arrived: &mut Arrived<'_>,
+    ) -> Result<()> {
+        self.read_ring(reqs, dest, Some(arrived))
+    }
+}
+
+impl UringFiles {
+    /// Reads a batch on a pooled ring (or through `pread` when there is none), handing
+    /// requests to `arrived` as they complete when it is given.
+    fn read_ring(
+        &self,
+        reqs: &[ReadReq],
+        dest: &mut [u8],
+        arrived: Option<&mut Arrived<'_>>,
+    ) -> Result<()> {
         for r in reqs {
             reel_core::check_within(r.offset, r.len as u64, self.file_len(r.file), "read")
                 .map_err(|e| e.with_path(self.file_path(r.file)))?;
         }
         let ring = if self.mode == UringMode::Pread { None } else { self.take_ring() };
         let Some(mut ring) = ring else {
-            return self.pread.read_many(reqs, dest);
+            return match arrived {
+                Some(arrived) => self.pread.read_many_observed(reqs, dest, arrived),
+                None => self.pread.read_many(reqs, dest),
+            };
         };
         let describe = self.describe();
         let result = if self.mode == UringMode::Direct {
@@ -272,9 +300,10 @@ impl ReadAt for UringFiles {
                 reqs,
                 dest,
                 &describe,
+                arrived,
             )
         } else {
-            ring.read_buffered(&self.fds, reqs, dest, &describe)
+            ring.read_buffered(&self.fds, reqs, dest, &describe, arrived)
         };
         self.return_ring(ring);
         result

@@ -9,7 +9,7 @@ use std::io;
 use std::os::fd::RawFd;
 
 use io_uring::{IoUring, opcode, squeue, types};
-use reel_core::io::{coalesce, dest_slice};
+use reel_core::io::{Arrived, coalesce_runs, dest_slice};
 use reel_core::{Error, ReadReq, Result};
 
 use super::aligned::AlignedBuf;
@@ -30,11 +30,20 @@ pub(crate) struct Ring {
     files: FileSlots,
     /// The registered bounce buffer for O_DIRECT reads (index 0), created on first use.
     bounce: Option<AlignedBuf>,
+    /// The batch's requests sorted by position (empty ones left out) ...
     ops: Vec<ReadReq>,
+    /// ... and the position of each in the caller's batch.
+    order: Vec<usize>,
     pieces: Vec<Piece>,
     merged: Vec<ReadReq>,
+    /// Per merged read: the positions in `ops` of the requests it serves.
+    runs: Vec<std::ops::Range<usize>>,
     done: Vec<usize>,
     queue: Vec<usize>,
+    /// Per sorted request: bytes not yet copied out of the bounce buffer (O_DIRECT).
+    left: Vec<usize>,
+    /// Scratch for the destination-overlap check.
+    dests: Vec<(usize, usize)>,
 }
 
 /// One aligned read of the O_DIRECT path and where its bytes go.
@@ -70,30 +79,60 @@ impl Ring {
             files,
             bounce: None,
             ops: Vec::new(),
+            order: Vec::new(),
             pieces: Vec::new(),
             merged: Vec::new(),
+            runs: Vec::new(),
             done: Vec::new(),
             queue: Vec::new(),
+            left: Vec::new(),
+            dests: Vec::new(),
         })
     }
 
-    /// Reads every request straight into `dest` with buffered reads.
+    /// Sorts the non-empty requests by position into `ops` (and their batch positions into
+    /// `order`) and checks each against `dest`.
+    fn sort_requests(&mut self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
+        self.order.clear();
+        self.order.extend((0..reqs.len()).filter(|&k| reqs[k].len > 0));
+        self.order.sort_unstable_by_key(|&k| (reqs[k].file, reqs[k].offset));
+        self.ops.clear();
+        self.ops.extend(self.order.iter().map(|&k| reqs[k]));
+        for r in &self.ops {
+            dest_slice(dest, r)?;
+        }
+        Ok(())
+    }
+
+    /// Whether two requests' destinations overlap: then a finished request's bytes may
+    /// still be written by another read, and none is handed over before all are done.
+    fn dests_overlap(&mut self) -> bool {
+        self.dests.clear();
+        self.dests.extend(self.ops.iter().map(|r| (r.dest, r.dest + r.len)));
+        self.dests.sort_unstable();
+        self.dests.windows(2).any(|w| w[1].0 < w[0].1)
+    }
+
+    /// Reads every request straight into `dest` with buffered reads. With `arrived`, each
+    /// request's bytes are handed over as soon as its read completes, while the others are
+    /// still in flight (see [`ReadAt::read_many_observed`](reel_core::ReadAt)).
     pub(crate) fn read_buffered(
         &mut self,
         fds: &[RawFd],
         reqs: &[ReadReq],
         dest: &mut [u8],
         describe: &dyn Fn(u32, u64, io::Error) -> Error,
+        mut arrived: Option<&mut Arrived<'_>>,
     ) -> Result<()> {
         // Sorted by position, neighbouring requests merge into one read and the device
         // sees an ascending sweep.
-        self.ops.clear();
-        self.ops.extend_from_slice(reqs);
-        self.ops.sort_unstable_by_key(|r| (r.file, r.offset));
+        self.sort_requests(reqs, dest)?;
+        let hand_over_early = arrived.is_some() && !self.dests_overlap();
         self.merged.clear();
-        self.merged.extend(coalesce(&self.ops).filter(|r| r.len > 0));
-        for r in &self.merged {
-            dest_slice(dest, r)?;
+        self.runs.clear();
+        for (merged, run) in coalesce_runs(&self.ops) {
+            self.merged.push(merged);
+            self.runs.push(run);
         }
         self.done.clear();
         self.done.resize(self.merged.len(), 0);
@@ -101,6 +140,7 @@ impl Ring {
         let base = dest.as_mut_ptr();
         let (slots, merged, done, retry) =
             (self.files, &self.merged, &mut self.done, &mut self.queue);
+        let (ops, order, runs) = (&self.ops, &self.order, &self.runs);
         let target = |file: u32| match slots {
             FileSlots::Registered => Target::Fixed(types::Fixed(file)),
             FileSlots::Raw => Target::Fd(types::Fd(fds[file as usize])),
@@ -142,6 +182,23 @@ impl Ring {
                         done[k] += n as usize;
                         if done[k] < r.len {
                             retry.push(k);
+                        } else if let Some(arrived) =
+                            arrived.as_deref_mut().filter(|_| hand_over_early)
+                            && first_error.is_none()
+                        {
+                            for j in runs[k].clone() {
+                                let req = &ops[j];
+                                // SAFETY: the read that wrote these bytes has completed and
+                                // no other read in flight writes them (destinations do not
+                                // overlap, checked above); they lie in `dest` (checked).
+                                let bytes = unsafe {
+                                    std::slice::from_raw_parts(base.add(req.dest), req.len)
+                                };
+                                if let Err(e) = arrived(order[j], bytes) {
+                                    first_error = Some(e);
+                                    break;
+                                }
+                            }
                         }
                     }
                     0 => {
@@ -170,12 +227,19 @@ impl Ring {
             }
         }
         drain.finish()?;
-        first_error.map_or(Ok(()), Err)
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        match arrived {
+            Some(arrived) if !hand_over_early => hand_over(ops, order, dest, arrived),
+            _ => Ok(()),
+        }
     }
 
     /// Reads every request through O_DIRECT: aligned supersets into the registered bounce
-    /// buffer, then a copy of the wanted bytes into `dest`. Requests whose aligned blocks
-    /// touch share one read.
+    /// buffer, then a copy of the wanted bytes into `dest`, made as soon as each aligned read
+    /// completes. Requests whose aligned blocks touch share one read. With `arrived`, a
+    /// request is handed over once all its bytes are copied, while other reads are in flight.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn read_direct(
         &mut self,
@@ -186,13 +250,9 @@ impl Ring {
         reqs: &[ReadReq],
         dest: &mut [u8],
         describe: &dyn Fn(u32, u64, io::Error) -> Error,
+        mut arrived: Option<&mut Arrived<'_>>,
     ) -> Result<()> {
-        self.ops.clear();
-        self.ops.extend(reqs.iter().filter(|r| r.len > 0));
-        self.ops.sort_unstable_by_key(|r| (r.file, r.offset));
-        for r in &self.ops {
-            dest_slice(dest, r)?;
-        }
+        self.sort_requests(reqs, dest)?;
         if self.bounce.is_none() {
             let mut buf = AlignedBuf::new(bounce_len, align.max(4096)).ok_or_else(|| {
                 Error::new(reel_core::ErrorKind::Io, "cannot allocate the O_DIRECT buffer")
@@ -210,6 +270,10 @@ impl Ring {
         let bounce_len = bounce.len();
         let piece_max = (bounce_len / 4) / align * align;
         plan_pieces(&self.ops, file_lens, align, piece_max, &mut self.pieces);
+        // Bytes of each request still to be copied; a request is handed over at 0. The
+        // kernel writes only into the bounce buffer, so overlapping destinations are fine.
+        self.left.clear();
+        self.left.extend(self.ops.iter().map(|r| r.len));
 
         let bounce_ptr = bounce.as_mut_ptr();
         let slots = self.files;
@@ -217,7 +281,7 @@ impl Ring {
             FileSlots::Registered => Target::Fixed(types::Fixed(file)),
             FileSlots::Raw => Target::Fd(types::Fd(fds[file as usize])),
         };
-        let ops = &self.ops;
+        let (ops, order, left) = (&self.ops, &self.order, &mut self.left);
         let pieces = &mut self.pieces;
         let queue = &mut self.queue;
         let mut drain = Drain::new(&mut self.ring);
@@ -255,6 +319,7 @@ impl Ring {
                 drain.submit_and_wait(1)?;
                 while let Some((k, res)) = drain.next_completion() {
                     let p = &mut pieces[k];
+                    let mut complete = false;
                     match res {
                         n if n > 0 => {
                             p.done += n as usize;
@@ -270,6 +335,8 @@ impl Ring {
                                         io::ErrorKind::UnexpectedEof.into(),
                                     )
                                 });
+                            } else {
+                                complete = true;
                             }
                         }
                         0 if p.done < p.needed => {
@@ -281,7 +348,7 @@ impl Ring {
                                 )
                             });
                         }
-                        0 => {}
+                        0 => complete = true,
                         e if e == -libc::EAGAIN || e == -libc::EINTR => queue.push(k),
                         e => {
                             first_error.get_or_insert_with(|| {
@@ -293,24 +360,52 @@ impl Ring {
                             });
                         }
                     }
+                    if !complete || first_error.is_some() {
+                        continue;
+                    }
+                    // SAFETY: this piece's read has completed and is not resubmitted, so its
+                    // part of the bounce buffer is no longer written; other reads in flight
+                    // write only their own, disjoint parts.
+                    let piece_bytes =
+                        unsafe { std::slice::from_raw_parts(bounce_ptr.add(p.bounce), p.len) };
+                    for j in p.first..p.end {
+                        let copied = copy_out(p, &ops[j], piece_bytes, dest);
+                        if copied == 0 {
+                            continue;
+                        }
+                        left[j] -= copied;
+                        if left[j] > 0 {
+                            continue;
+                        }
+                        if let Some(arrived) = arrived.as_deref_mut()
+                            && let Err(e) = arrived(order[j], &dest[ops[j].dest..][..ops[j].len])
+                        {
+                            first_error = Some(e);
+                            break;
+                        }
+                    }
                 }
                 if first_error.is_some() {
                     queue.clear();
-                }
-            }
-            if first_error.is_none() {
-                // The wave is complete: copy each request's bytes out of the bounce buffer.
-                // SAFETY: no read is in flight (the loop above drained them), so the bounce
-                // buffer is not being written.
-                let bounce_bytes = unsafe { std::slice::from_raw_parts(bounce_ptr, bounce_len) };
-                for p in &pieces[wave_start..next] {
-                    copy_out(p, &ops[p.first..p.end], bounce_bytes, dest);
                 }
             }
         }
         drain.finish()?;
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// Hands every request's bytes over once all reads are done, in batch order.
+fn hand_over(
+    ops: &[ReadReq],
+    order: &[usize],
+    dest: &[u8],
+    arrived: &mut Arrived<'_>,
+) -> Result<()> {
+    for (r, &k) in ops.iter().zip(order) {
+        arrived(k, &dest[r.dest..][..r.len])?;
+    }
+    Ok(())
 }
 
 /// Splits the sorted requests into aligned reads: requests whose aligned ranges touch are
@@ -356,21 +451,21 @@ fn plan_pieces(
     }
 }
 
-/// Copies the part of each request that a completed piece covers into `dest`.
-fn copy_out(p: &Piece, ops: &[ReadReq], bounce: &[u8], dest: &mut [u8]) {
+/// Copies the part of request `r` that the completed piece `p` covers (its bytes are
+/// `piece_bytes`) into `dest`, and returns how many bytes that was.
+fn copy_out(p: &Piece, r: &ReadReq, piece_bytes: &[u8], dest: &mut [u8]) -> usize {
     let piece_end = p.offset + p.len as u64;
-    for r in ops {
-        let r_end = r.offset + r.len as u64;
-        let from = r.offset.max(p.offset);
-        let to = r_end.min(piece_end);
-        if from >= to {
-            continue;
-        }
-        let n = (to - from) as usize;
-        let src = p.bounce + (from - p.offset) as usize;
-        let dst = r.dest + (from - r.offset) as usize;
-        dest[dst..dst + n].copy_from_slice(&bounce[src..src + n]);
+    let r_end = r.offset + r.len as u64;
+    let from = r.offset.max(p.offset);
+    let to = r_end.min(piece_end);
+    if from >= to {
+        return 0;
     }
+    let n = (to - from) as usize;
+    let src = (from - p.offset) as usize;
+    let dst = r.dest + (from - r.offset) as usize;
+    dest[dst..dst + n].copy_from_slice(&piece_bytes[src..src + n]);
+    n
 }
 
 #[derive(Clone, Copy)]
