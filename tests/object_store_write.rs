@@ -201,3 +201,86 @@ fn a_dropped_or_failed_writer_leaves_nothing() {
         assert!(e.to_string().contains("s3://no-such-bucket"), "{e}");
     }
 }
+
+/// A dataset written in parts by several workers into a bucket (`reel::parts`, what Ray's
+/// sink and distributed convert drive): each part is uploaded under the job's staging
+/// prefix, nothing is at the destination until `publish_parts`, which copies the parts
+/// under their final names and deletes the staging objects; `discard_staging` of a failed
+/// job deletes everything its workers uploaded.
+#[test]
+#[ignore = "needs the moto S3 server; .ci/run runs them"]
+fn parts_written_by_workers_are_published_in_one_step() {
+    use reel::parts::{StagedPart, discard_staging, parts_staging, publish_parts, staged_part};
+
+    let server = MotoServer::start().unwrap();
+    server.create_bucket("parts").unwrap();
+    let mut options = reel::CreateOptions::default();
+    options.store = server.options();
+    let store = Store::new(&ObjectUrl::parse("s3://parts/x").unwrap(), &server.options()).unwrap();
+    let keys = |prefix: &str| -> Vec<String> {
+        store
+            .list(&ObjectPath::from(prefix))
+            .unwrap()
+            .into_iter()
+            .map(|(k, _)| k.to_string())
+            .collect()
+    };
+    let cases = [
+        (Format::Gulp, "gulpio2/many_chunks", "s3://parts/out/gulp"),
+        (Format::Granular, "granular/granular-0.24.2/normal", "s3://parts/out/granular"),
+    ];
+    for (format, source, dst) in cases {
+        let src = reel::open(golden(source)).unwrap();
+        let n = src.len();
+        assert!(n >= 3, "{source}");
+        let dst = Path::new(dst);
+        let staging = parts_staging(dst, &options).unwrap();
+        assert!(
+            staging.to_str().unwrap().starts_with("s3://parts/out/.gulp.reel-staging-")
+                || staging.to_str().unwrap().starts_with("s3://parts/out/.granular.reel-staging-")
+        );
+        // Three workers, each writing its share as part 0 of 1 (it does not know the count).
+        let mut parts = Vec::new();
+        for (task, range) in [(4u64, 0..1), (9, 1..n - 1), (12, n - 1..n)] {
+            let location = staged_part(&staging, task);
+            let (mut sink, _) = reel::create_part(&location, format, 0, 1, &options).unwrap();
+            for i in range {
+                sink.append(src.read(i).unwrap().view()).unwrap();
+            }
+            sink.finish().unwrap();
+            parts.push(StagedPart { location, written_as: (0, 1) });
+        }
+        let dst_key = dst.to_str().unwrap().trim_start_matches("s3://parts/");
+        assert_eq!(keys(dst_key), Vec::<String>::new(), "{format:?}: visible before publishing");
+        publish_parts(&staging, format, &parts, dst, &options).unwrap();
+        let back =
+            reel::open_with(dst, &reel::OpenOptions::default().store_options(server.options()))
+                .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+        assert_eq!(back.len(), n, "{format:?}");
+        for i in 0..n {
+            assert!(back.read(i).unwrap() == src.read(i).unwrap(), "{format:?} record {i}");
+        }
+        assert!(keys("out").iter().all(|k| !k.contains(".reel-staging-")), "{:?}", keys("out"));
+    }
+    // Publishing again over an existing dataset is refused without overwrite.
+    let dst = Path::new("s3://parts/out/gulp");
+    let e = parts_staging(dst, &options).unwrap_err();
+    assert_eq!(e.kind(), reel::ErrorKind::InvalidInput, "{e}");
+
+    // A failed job: what its workers uploaded is deleted, nothing appears.
+    let src = reel::open(golden("gulpio2/many_chunks")).unwrap();
+    let dst = Path::new("s3://parts/out/failed");
+    let staging = parts_staging(dst, &options).unwrap();
+    let (mut sink, _) =
+        reel::create_part(&staged_part(&staging, 0), Format::Gulp, 0, 1, &options).unwrap();
+    sink.append(src.read(0).unwrap().view()).unwrap();
+    sink.finish().unwrap();
+    assert!(keys("out").iter().any(|k| k.contains(".failed.reel-staging-")));
+    discard_staging(&staging, &options).unwrap();
+    assert!(
+        keys("out").iter().all(|k| !k.contains(".reel-staging-") && !k.starts_with("out/failed"))
+    );
+    // Only staging locations are discarded.
+    assert!(discard_staging(Path::new("s3://parts/out/gulp"), &options).is_err());
+    assert_eq!(keys("out/gulp").len(), 2 * 3);
+}

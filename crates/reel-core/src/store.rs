@@ -94,6 +94,15 @@ pub trait Store: Send + Sync + fmt::Debug {
         }
     }
 
+    /// What tells the current content of the file `path` from any other: a text that
+    /// changes whenever the file is replaced or rewritten, as far as the store can tell (a
+    /// file system: device, inode, size and modification time; an object store: size, ETag
+    /// and last-modified time). For caches of opened datasets, which must not serve a
+    /// changed dataset. By default the size alone.
+    fn version(&self, path: &Path) -> Result<String> {
+        self.size(path).map(|size| size.to_string())
+    }
+
     /// Whether `path` is a regular file (an object).
     fn is_file(&self, path: &Path) -> bool {
         matches!(self.stat(path), Ok(InputKind::File(_)))
@@ -152,6 +161,29 @@ impl Store for LocalStore {
 
     fn exists(&self, path: &Path) -> bool {
         std::fs::symlink_metadata(path).is_ok()
+    }
+
+    fn version(&self, path: &Path) -> Result<String> {
+        let meta = std::fs::metadata(path)
+            .map_err(|e| crate::paths::path_error(e, "cannot stat", path))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Ok(format!(
+                "{} {} {} {}.{}",
+                meta.dev(),
+                meta.ino(),
+                meta.size(),
+                meta.mtime(),
+                meta.mtime_nsec()
+            ))
+        }
+        #[cfg(not(unix))]
+        {
+            let modified =
+                meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+            Ok(format!("{} {:?}", meta.len(), modified))
+        }
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<Entry>> {

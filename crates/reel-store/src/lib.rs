@@ -35,4 +35,4 @@ pub use read::{ObjectFiles, ReadSettings, ReadStats};
 pub use remote::RemoteStore;
 pub use runtime::block_on;
 pub use store::Store;
-pub use upload::{MULTIPART_PART_BYTES, UploadItem};
+pub use upload::{CopyItem, MULTIPART_PART_BYTES, UploadItem};

@@ -93,10 +93,20 @@ impl RemoteStore {
     }
 
     async fn head(&self, client: &dyn ObjectStore, path: &Path, key: &ObjectPath) -> Result<u64> {
+        Ok(self.head_meta(client, path, key).await?.size)
+    }
+
+    /// The object's metadata (one HEAD, under the request deadline).
+    async fn head_meta(
+        &self,
+        client: &dyn ObjectStore,
+        path: &Path,
+        key: &ObjectPath,
+    ) -> Result<object_store::ObjectMeta> {
         let what = "cannot get the object's size";
         let head = tokio::time::timeout(self.fetcher.settings.request_timeout, client.head(key));
         match head.await {
-            Ok(Ok(meta)) => Ok(meta.size),
+            Ok(Ok(meta)) => Ok(meta),
             Ok(Err(e)) => Err(store_error(e, &path.to_string_lossy(), what)),
             Err(_) => {
                 Err(Error::new(ErrorKind::Io, format!("{what}: no answer in time")).with_path(path))
@@ -139,6 +149,20 @@ impl reel_core::Store for RemoteStore {
         }
         let Ok(client) = self.client() else { return false };
         matches!(block_on(self.head(&*client, path, &key)), Ok(Ok(_)))
+    }
+
+    /// One HEAD: the object's size, ETag and last-modified time (an object written again
+    /// gets a new last-modified time even with the same bytes).
+    fn version(&self, path: &Path) -> Result<String> {
+        let key = self.key(path)?;
+        let client = self.client()?;
+        let meta = block_on(self.head_meta(&*client, path, &key))??;
+        Ok(format!(
+            "{} {} {}",
+            meta.size,
+            meta.e_tag.as_deref().unwrap_or("-"),
+            meta.last_modified.timestamp_nanos_opt().unwrap_or_default()
+        ))
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<Entry>> {

@@ -66,40 +66,79 @@ impl Store {
     /// (best effort: a store that stops answering keeps what it had), then the first error
     /// is returned. Returns the bytes uploaded.
     pub fn upload_staged(&self, items: &[UploadItem]) -> Result<u64> {
+        let staged: Vec<_> = items.iter().map(|i| (i.stage, i.key.clone(), i.clone())).collect();
+        self.run_staged(staged, |client, address, item| async move {
+            upload_one(client.as_ref(), &item.local, &item.key, &address).await
+        })
+    }
+
+    /// Copies objects inside this store, stage by stage (see [`CopyItem::stage`]), as
+    /// [`Store::upload_staged`] uploads files: the copies of one stage run concurrently, a
+    /// stage starts when the one before has succeeded, and when anything fails every object
+    /// this call already wrote is deleted (best effort) and the first error returned. The
+    /// store copies the bytes itself (S3 `CopyObject`, which takes objects of up to 5 GiB;
+    /// GCS rewrite; Azure copy blob); nothing passes through this process. Returns the
+    /// number of objects copied.
+    pub fn copy_staged(&self, items: &[CopyItem]) -> Result<u64> {
+        let staged: Vec<_> = items.iter().map(|i| (i.stage, i.key.clone(), i.clone())).collect();
+        self.run_staged(staged, |client, address, item| async move {
+            client
+                .copy(&item.from, &item.key)
+                .await
+                .map(|()| 1)
+                .map_err(|e| store_error(e, &address, "cannot copy the object into place"))
+        })
+    }
+
+    /// Deletes every object under `prefix` (recursively); returns how many there were.
+    pub fn delete_prefix(&self, prefix: &ObjectPath) -> Result<usize> {
+        let listed = self.list(prefix)?;
+        for (key, _) in &listed {
+            self.delete(key)?;
+        }
+        Ok(listed.len())
+    }
+
+    /// Runs `op` on every `(stage, key, item)` of `items`, the stages one after another
+    /// (lowest first), up to [`FILES_IN_FLIGHT`] items of one stage at once; on a failure,
+    /// deletes the keys already written and returns the first error. Returns the sum of what
+    /// `op` returned.
+    fn run_staged<T, F, Fut>(&self, items: Vec<(u8, ObjectPath, T)>, op: F) -> Result<u64>
+    where
+        T: Send + 'static,
+        F: Fn(Arc<dyn ObjectStore>, String, T) -> Fut,
+        Fut: std::future::Future<Output = Result<u64>> + Send,
+    {
         let client = self.client()?;
-        let mut stages: Vec<u8> = items.iter().map(|i| i.stage).collect();
+        let mut stages: Vec<u8> = items.iter().map(|i| i.0).collect();
         stages.sort_unstable();
         stages.dedup();
+        let mut pending = items;
         let mut written: Vec<ObjectPath> = Vec::new();
         let mut total = 0u64;
         for stage in stages {
+            let (now, later): (Vec<_>, Vec<_>) = pending.into_iter().partition(|i| i.0 == stage);
+            pending = later;
             // The futures own what they use (no closure borrows across the await), which
-            // keeps the future `Send` for the runtime.
-            let uploads: Vec<_> = items
-                .iter()
-                .filter(|i| i.stage == stage)
-                .map(|item| {
-                    let client = Arc::clone(&client);
-                    let address = self.address_of(&item.key);
-                    let item = item.clone();
-                    async move {
-                        let result =
-                            upload_one(client.as_ref(), &item.local, &item.key, &address).await;
-                        (item, result)
-                    }
+            // keeps them `Send` for the runtime.
+            let runs: Vec<_> = now
+                .into_iter()
+                .map(|(_, key, item)| {
+                    let run = op(Arc::clone(&client), self.address_of(&key), item);
+                    async move { (key, run.await) }
                 })
                 .collect();
             let results = block_on(
-                futures_util::stream::iter(uploads)
+                futures_util::stream::iter(runs)
                     .buffer_unordered(FILES_IN_FLIGHT)
                     .collect::<Vec<_>>(),
             )?;
             let mut failure = None;
-            for (item, result) in results {
+            for (key, result) in results {
                 match result {
-                    Ok(bytes) => {
-                        total += bytes;
-                        written.push(item.key.clone());
+                    Ok(n) => {
+                        total += n;
+                        written.push(key);
                     }
                     Err(e) => {
                         failure.get_or_insert(e);
@@ -117,6 +156,17 @@ impl Store {
         }
         Ok(total)
     }
+}
+
+/// One object of a staged copy ([`Store::copy_staged`]) and the stage it is copied in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyItem {
+    /// The object copied.
+    pub from: ObjectPath,
+    /// Where its copy goes.
+    pub key: ObjectPath,
+    /// Stages are copied one after another, lowest first (see [`UploadItem::stage`]).
+    pub stage: u8,
 }
 
 async fn upload_one(

@@ -29,6 +29,7 @@ pub mod convert;
 mod create;
 mod formats;
 mod open;
+pub mod parts;
 pub mod payload;
 #[cfg(feature = "object-store")]
 pub mod remote_sink;

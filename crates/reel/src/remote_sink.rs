@@ -23,21 +23,8 @@ pub(crate) fn create_remote(
 ) -> Result<Box<dyn RecordSink>> {
     let store = Store::new(url, &options.store)?;
     let key = url.path().clone();
-    let old = existing_objects(&store, &key)?;
-    if !old.is_empty() && !options.overwrite {
-        return Err(Error::invalid_input(format!(
-            "{} objects already exist there (the first: {}); replace them with overwrite (`--force` on the command line)",
-            old.len(),
-            old[0]
-        ))
-        .with_path(url.to_string()));
-    }
-    let root =
-        std::env::var_os(STAGING_DIR_ENV).map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
-    let staging = tempfile::Builder::new()
-        .prefix(".reel-upload-")
-        .tempdir_in(&root)
-        .map_err(|e| Error::io(e, "cannot create a staging directory").with_path(&root))?;
+    let old = refuse_existing(&store, &key, options.overwrite)?;
+    let staging = local_staging()?;
     let name = key.filename().unwrap_or("dataset").to_string();
     let local = staging.path().join(name);
     let inner = crate::formats::create(format, &local, options)?;
@@ -45,11 +32,86 @@ pub(crate) fn create_remote(
         inner,
         local,
         store,
-        url: url.clone(),
+        key,
+        shown: url.to_string(),
         format,
         old,
         _staging: staging,
     }))
+}
+
+/// A writer for part `k` of `count` of a multi-part `format` dataset under the object-store
+/// address `dir` ([`create_part`](crate::create_part) for a URL): the part is written into a
+/// local staging directory by the local part writer and uploaded on finish under the names
+/// [`part_names`](crate::part_names) gives, like a whole dataset ([`create_remote`]). Returns
+/// the sink and the part's address.
+pub(crate) fn create_remote_part(
+    dir: &ObjectUrl,
+    format: Format,
+    k: u64,
+    count: u64,
+    options: &CreateOptions,
+) -> Result<(Box<dyn RecordSink>, PathBuf)> {
+    let store = Store::new(dir, &options.store)?;
+    let mut old = Vec::new();
+    for name in crate::part_names(format, k, count) {
+        old.extend(refuse_existing(
+            &store,
+            &dir.path().clone().join(name.as_str()),
+            options.overwrite,
+        )?);
+    }
+    let staging = local_staging()?;
+    let local = staging.path().join("part");
+    let (inner, _) = crate::create_part(&local, format, k, count, options)?;
+    let shown = format!(
+        "{}/{}",
+        dir.to_string().trim_end_matches('/'),
+        crate::part_names(format, k, count)[0]
+    );
+    let sink = RemoteSink {
+        inner,
+        local,
+        store,
+        key: dir.path().clone(),
+        shown: shown.clone(),
+        format,
+        old,
+        _staging: staging,
+    };
+    Ok((Box::new(sink), PathBuf::from(shown)))
+}
+
+/// A fresh local directory to stage a dataset bound for object storage in, under
+/// [`STAGING_DIR_ENV`] (default: the system's temporary directory); removed when dropped.
+fn local_staging() -> Result<tempfile::TempDir> {
+    let root =
+        std::env::var_os(STAGING_DIR_ENV).map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    tempfile::Builder::new()
+        .prefix(".reel-upload-")
+        .tempdir_in(&root)
+        .map_err(|e| Error::io(e, "cannot create a staging directory").with_path(&root))
+}
+
+/// The objects at or under `key`, refused with [`ErrorKind::InvalidInput`] naming the
+/// first unless `overwrite` (then returned, to be removed when the new objects are ready).
+///
+/// [`ErrorKind::InvalidInput`]: reel_core::ErrorKind::InvalidInput
+pub(crate) fn refuse_existing(
+    store: &Store,
+    key: &ObjectPath,
+    overwrite: bool,
+) -> Result<Vec<ObjectPath>> {
+    let old = existing_objects(store, key)?;
+    if !old.is_empty() && !overwrite {
+        return Err(Error::invalid_input(format!(
+            "{} objects already exist there (the first: {}); replace them with overwrite (`--force` on the command line)",
+            old.len(),
+            old[0]
+        ))
+        .with_path(store.address_of(key)));
+    }
+    Ok(old)
 }
 
 /// The objects at `key` (one object) or under it (a directory dataset).
@@ -67,9 +129,13 @@ struct RemoteSink {
     // Dropped first: an unfinished writer removes its own files before the staging
     // directory goes.
     inner: Box<dyn RecordSink>,
+    /// The staged dataset (a file or directory), or the directory holding a staged part.
     local: PathBuf,
     store: Store,
-    url: ObjectUrl,
+    /// Where `local` goes: the dataset's key, or the directory a part goes into.
+    key: ObjectPath,
+    /// The address the summary names.
+    shown: String,
     format: Format,
     old: Vec<ObjectPath>,
     _staging: tempfile::TempDir,
@@ -86,7 +152,7 @@ impl RecordSink for RemoteSink {
 
     fn finish(&mut self) -> Result<SinkSummary> {
         let mut summary = self.inner.finish()?;
-        let items = upload_items(&self.local, self.url.path(), self.format)?;
+        let items = upload_items(&self.local, &self.key, self.format)?;
         // A bucket cannot swap many objects at once. A single object is replaced whole by
         // its PUT, so the old one stays readable until then; anything else is removed
         // first, so that old and new objects never mix into something that opens.
@@ -95,7 +161,7 @@ impl RecordSink for RemoteSink {
             remove_dataset(&self.store, std::mem::take(&mut self.old))?;
         }
         self.store.upload_staged(&items)?;
-        summary.paths = vec![PathBuf::from(self.url.to_string())];
+        summary.paths = vec![PathBuf::from(&self.shown)];
         Ok(summary)
     }
 }
@@ -104,7 +170,7 @@ impl RecordSink for RemoteSink {
 /// `spec.json`, then indexes and metadata, then data in name order, so an OFRecord
 /// directory loses `part-00000` before the rest): from the first deletion on, what is left
 /// does not open.
-fn remove_dataset(store: &Store, mut old: Vec<ObjectPath>) -> Result<()> {
+pub(crate) fn remove_dataset(store: &Store, mut old: Vec<ObjectPath>) -> Result<()> {
     let rank = |key: &ObjectPath| match key.filename().unwrap_or("") {
         "spec.json" => 0,
         name if name.ends_with(".gmeta") || name.ends_with(".idx") || name.ends_with(".json") => 1,
@@ -128,42 +194,56 @@ fn upload_items(local: &Path, key: &ObjectPath, format: Format) -> Result<Vec<Up
     let mut files = Vec::new();
     collect_files(local, &mut files)?;
     files.sort();
-    let mut items = Vec::with_capacity(files.len());
-    for file in &files {
+    let mut named = Vec::with_capacity(files.len());
+    for file in files {
         let rel = file.strip_prefix(local).map_err(|_| {
-            Error::invalid_input("a staged file outside the staging directory").with_path(file)
+            Error::invalid_input("a staged file outside the staging directory").with_path(&file)
         })?;
-        let rel_text = rel.to_str().ok_or_else(|| {
-            Error::invalid_input("a file name that is not UTF-8 cannot be an object key")
-                .with_path(file)
-        })?;
-        let mut child = key.clone();
-        for part in rel_text.split(std::path::MAIN_SEPARATOR) {
-            child = child.clone().join(part);
-        }
-        items.push(UploadItem {
-            local: file.clone(),
-            key: child,
-            stage: upload_stage(format, rel_text),
-        });
+        let parts = rel
+            .components()
+            .map(|c| c.as_os_str().to_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                Error::invalid_input("a file name that is not UTF-8 cannot be an object key")
+                    .with_path(&file)
+            })?;
+        named.push((parts.join("/"), file));
     }
-    // Formats made only of data parts (FFRecord, OFRecord directories): the first part in
-    // name order goes last, so a reader that lists and finds nothing at the start finds
-    // no dataset while the rest is still on its way.
-    if items.iter().all(|i| i.stage == 0) {
-        if let Some(first) = items.first_mut() {
-            first.stage = 1;
-        }
-    }
-    Ok(items)
+    let stages = publication_stages(format, named.iter().map(|(rel, _)| rel.as_str()));
+    Ok(named
+        .into_iter()
+        .zip(stages)
+        .map(|((rel, file), stage)| {
+            let key = rel.split('/').fold(key.clone(), |k, part| k.join(part));
+            UploadItem { local: file, key, stage }
+        })
+        .collect())
 }
 
-/// The stage of one file of a directory dataset: data first, then the indexes and
-/// metadata without which the data does not open, and the file that names the dataset
-/// (Granular's `spec.json`, the first shard's last of all).
+/// The stages in which the objects of a directory dataset, named by their `/`-separated
+/// paths in it (in name order), are published: data first, then the indexes and metadata
+/// without which the data does not open, and the file that names the dataset (Granular's
+/// `spec.json`, the first shard's last of all). Formats made only of data parts (FFRecord,
+/// OFRecord directories): the first part in name order goes last, so a reader that lists
+/// and finds nothing at the start finds no dataset while the rest is still on its way.
+pub(crate) fn publication_stages<'a>(
+    format: Format,
+    rels: impl Iterator<Item = &'a str>,
+) -> Vec<u8> {
+    let mut stages: Vec<u8> = rels.map(|rel| upload_stage(format, rel)).collect();
+    if stages.iter().all(|&s| s == 0) {
+        if let Some(first) = stages.first_mut() {
+            *first = 1;
+        }
+    }
+    stages
+}
+
+/// The stage of one file of a directory dataset, named by its `/`-separated path in it (see
+/// [`publication_stages`]).
 fn upload_stage(format: Format, rel: &str) -> u8 {
-    let name = rel.rsplit(std::path::MAIN_SEPARATOR).next().unwrap_or(rel);
-    let nested = rel.contains(std::path::MAIN_SEPARATOR);
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    let nested = rel.contains('/');
     match format {
         Format::Gulp if name.ends_with(".gmeta") => 1,
         _ if name == "spec.json" && nested => 2,
@@ -198,12 +278,11 @@ mod tests {
 
     #[test]
     fn metadata_goes_up_after_data() {
-        let sep = std::path::MAIN_SEPARATOR;
         assert_eq!(upload_stage(Format::Gulp, "data_0.gulp"), 0);
         assert_eq!(upload_stage(Format::Gulp, "meta_0.gmeta"), 1);
         assert_eq!(upload_stage(Format::Granular, "data.bag"), 0);
         assert_eq!(upload_stage(Format::Granular, "data.idx"), 1);
-        assert_eq!(upload_stage(Format::Granular, &format!("000001{sep}spec.json")), 2);
+        assert_eq!(upload_stage(Format::Granular, "000001/spec.json"), 2);
         assert_eq!(upload_stage(Format::Granular, "spec.json"), 3);
     }
 

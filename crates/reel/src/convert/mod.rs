@@ -199,11 +199,6 @@ pub fn convert_with_progress(
     };
     if !is_remote(dst)? {
         check_destination(dst, &[src], existing)?;
-    } else if options.shard.is_some() {
-        return Err(Error::unsupported(
-            "--shard writes parts into a local directory; convert to a local path, then upload",
-        )
-        .with_path(dst));
     }
     // A conversion reads its source once, front to back. Under the default backend it reads
     // with pread, so the kernel reads ahead and the process holds only the batches in
@@ -609,6 +604,12 @@ fn gulp_chunk_number(k: u64, count: u64) -> u64 {
 /// if needed), under the names [`part_names`] gives: what `reel convert --shard k/count`
 /// writes, and what a distributed writer (Ray) writes per task. Returns the sink and the path
 /// it writes (the part, or `dir` for a gulp chunk, which is two files).
+///
+/// `dir` may be an object-store URL: the part is then staged locally and uploaded when the
+/// sink finishes, as [`create`](crate::create) does for a whole dataset (objects of this
+/// part already there are refused unless [`CreateOptions::overwrite`]). Parts uploaded this
+/// way become visible one by one; [`crate::parts`] publishes a dataset written in parts
+/// only once every part is done.
 pub fn create_part(
     dir: &Path,
     to: Format,
@@ -616,6 +617,10 @@ pub fn create_part(
     count: u64,
     create: &CreateOptions,
 ) -> Result<(Box<dyn RecordSink>, PathBuf)> {
+    #[cfg(feature = "object-store")]
+    if let Some(reel_store::Address::Remote(url)) = crate::create::remote_address(dir)? {
+        return crate::remote_sink::create_remote_part(&url, to, k, count, create);
+    }
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::io(e, "cannot create the output directory").with_path(dir))?;
     if to == Format::Gulp {
