@@ -28,11 +28,22 @@ driver spends planning: the time to build the ``ReelDatasource`` (open the metad
 the schema sample), its resident memory growth, and the pickled size of one read task::
 
     python crates/reel-python/bench/bench_ray.py --mode read [--read-bytes 1000000000]
+
+``--mode tasks`` measures what a read task pays to open the dataset: an FFRecord of
+``--task-records`` tiny records (metadata-heavy: 12 bytes of index per record, records up to
+16 bytes) read whole on a local Ray with 2 CPUs in each of ``--tasks`` task counts, twice
+side by side: with the read tasks sharing one opened dataset per worker process (what
+``read_reel`` does) and with every task opening the dataset itself (the read tasks given no
+fingerprint, as before the cache). The tasks' rows are counted in a map fused into the read
+tasks, so no block passes through the driver::
+
+    python crates/reel-python/bench/bench_ray.py --mode tasks [--task-records 4000000] [--tasks 2,8,32,128]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import pickle
 import shutil
@@ -105,9 +116,53 @@ def bench_read(args: argparse.Namespace, work: str) -> None:
               f"one read task pickles to {task_bytes} bytes")
 
 
+def count_rows(batch):
+    """The rows of one block, as one row (keeps the blocks in the read tasks)."""
+    import pyarrow as pa
+
+    return pa.table({"rows": [batch.num_rows]})
+
+
+def read_in_tasks(source: reel.ray.ReelDatasource, tasks: int) -> int:
+    ds = ray.data.read_datasource(source, override_num_blocks=tasks)
+    return sum(r["rows"] for r in ds.map_batches(count_rows, batch_format="pyarrow").take_all())
+
+
+def bench_tasks(args: argparse.Namespace, work: str) -> None:
+    src = os.path.join(work, "tiny-records.ffr")
+    reel.generate(src, format="ffrecord", records=args.task_records, max_record=16)
+    size = os.path.getsize(src)
+    start = time.perf_counter()
+    assert len(reel.open(src)) == args.task_records
+    opened = time.perf_counter() - start
+    print(f"source: {args.task_records} records, {size / 1e6:.1f} MB FFRecord (in {work}); "
+          f"one open in this process: {opened * 1e3:.0f} ms")
+    start_ray(2)
+    try:
+        shared = reel.ray.ReelDatasource(src)
+        # The same plan with no fingerprint: every task opens the dataset (the old way).
+        each = reel.ray.ReelDatasource(src)
+        each._sources = [dataclasses.replace(s, fingerprint=None) for s in each._sources]
+        print(f"{'read tasks':>10s} {'one open per worker':>20s} {'one open per task':>18s} {'ratio':>6s}")
+        for tasks in args.tasks:
+            # Alternated runs, best of --runs each, so both see the same machine.
+            best = {"shared": float("inf"), "each": float("inf")}
+            for _ in range(args.runs):
+                for name, source in (("shared", shared), ("each", each)):
+                    t0 = time.perf_counter()
+                    assert read_in_tasks(source, tasks) == args.task_records
+                    best[name] = min(best[name], time.perf_counter() - t0)
+            print(f"{tasks:>10d} {best['shared']:>18.2f} s {best['each']:>16.2f} s "
+                  f"{best['each'] / best['shared']:>5.2f}x")
+    finally:
+        ray.shutdown()
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--mode", choices=["convert", "read"], default="convert")
+    p.add_argument("--mode", choices=["convert", "read", "tasks"], default="convert")
+    p.add_argument("--task-records", type=int, default=4_000_000)
+    p.add_argument("--tasks", type=lambda text: [int(t) for t in text.split(",")], default=[2, 8, 32, 128])
     p.add_argument("--read-bytes", type=float, default=1e9)
     p.add_argument("--read-record", type=int, default=65536)
     p.add_argument("--records", type=int, default=200_000)
@@ -120,9 +175,9 @@ def main() -> None:
     args = p.parse_args()
 
     work = tempfile.mkdtemp(prefix="reel-bench-ray-", dir=args.dir)
-    if args.mode == "read":
+    if args.mode in ("read", "tasks"):
         try:
-            bench_read(args, work)
+            (bench_read if args.mode == "read" else bench_tasks)(args, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return

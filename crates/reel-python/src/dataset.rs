@@ -325,6 +325,28 @@ impl Dataset {
         .py_err(py)
     }
 
+    /// A short text that changes when any of the dataset's files is replaced or rewritten
+    /// (from each file's size, inode and modification time; for an object URL its size, ETag
+    /// and last-modified time: one stat or one request per file). Caches of opened datasets
+    /// key on it (Ray read tasks do), so that a changed dataset is opened again rather than
+    /// served stale.
+    #[getter]
+    fn fingerprint(&self, py: Python<'_>) -> PyResult<String> {
+        let paths = self.source.info().paths.clone();
+        let args = self.args.clone();
+        py.detach(move || {
+            let (_, options) = reel::locate(&args.path, &args.options()?)?;
+            // DefaultHasher::new() hashes alike in every process running this build.
+            let mut hasher = std::hash::DefaultHasher::new();
+            for p in &paths {
+                std::hash::Hash::hash(p, &mut hasher);
+                std::hash::Hash::hash(&options.store.version(p)?, &mut hasher);
+            }
+            Ok(format!("{:016x}", std::hash::Hasher::finish(&hasher)))
+        })
+        .py_err(py)
+    }
+
     /// The I/O backend reads go through.
     #[getter]
     fn backend(&self) -> &'static str {

@@ -130,8 +130,8 @@ impl Sink {
 /// processes or Ray tasks convert one dataset at once this way).
 ///
 /// `src` and `dst` may be object URLs (`s3://bucket/key`, `gs://…`, `az://…`, configured from
-/// the environment); a URL destination is staged locally and uploaded when complete, the
-/// objects that make it openable last (not with `shard`).
+/// the environment); a URL destination (or, with `shard`, the part) is staged locally and
+/// uploaded when complete, the objects that make it openable last.
 ///
 /// Returns a dict: `from`, `to`, `records`, `bytes`, `losses` (list of (field, what)),
 /// `outputs` (paths written).
@@ -253,14 +253,4 @@ fn summary_dict(py: Python<'_>, summary: reel::SinkSummary) -> PyResult<Bound<'_
 pub fn part_names(py: Python<'_>, format: &str, k: u64, n: u64) -> PyResult<Vec<String>> {
     let format = format_named(format).py_err(py)?;
     Ok(reel::part_names(format, k, n))
-}
-
-/// Publishes the finished dataset `staged` (a file or directory) at `target`: made durable,
-/// then renamed into place (`reel_core::staged::publish_path`). With `overwrite`, what is at
-/// `target` is moved aside first and removed once the new dataset is in place; without,
-/// anything at `target` is refused.
-#[pyfunction]
-#[pyo3(signature = (staged, target, *, overwrite))]
-pub fn publish(py: Python<'_>, staged: PathBuf, target: PathBuf, overwrite: bool) -> PyResult<()> {
-    py.detach(|| reel::staged::publish_path(&staged, &target, overwrite)).py_err(py)
 }

@@ -164,6 +164,40 @@ NORMAL_CASES = [
 ]
 
 
+def sample_records(fmt: str, n: int) -> list[dict]:
+    """Records each writable format holds as they are (so they read back equal)."""
+    if fmt == "ffrecord":
+        return [{"data": bytes([i % 256]) * (i % 7)} for i in range(n)]
+    if fmt == "gulp":
+        return [{"id": f"v{i}", "meta": {"label": i, "name": f"n{i}"}, "frames": []} for i in range(n)]
+    if fmt == "ofrecord":
+        return [
+            {"data": [bytes([i % 256]) * 3], "x": np.arange(i % 5, dtype=np.float32), "y": np.array([i], dtype=np.int64)}
+            for i in range(n)
+        ]
+    return [
+        {"data": bytes([i % 256]) * 3, "text": f"record {i}", "x": np.arange(i % 5, dtype=np.float32)}
+        for i in range(n)
+    ]
+
+
+def damaged_ffrecord(path, records: int = 30) -> None:
+    """Writes an FFRecord of `records` small records at `path` whose last record's stored
+    checksum no longer matches its bytes."""
+    import reel
+
+    with reel.ffrecord.Writer(path) as w:
+        for i in range(records):
+            w.write({"data": b"%d" % i})
+    data = bytearray(Path(path).read_bytes())
+    data[-1] ^= 0xFF
+    Path(path).write_bytes(bytes(data))
+
+
+# The formats Ray writes (one part per task; Syrah is one file with one index).
+WRITABLE = ["ffrecord", "ofrecord", "granular", "bags", "gulp"]
+
+
 def start_local_ray() -> None:
     """A Ray of this test module's own (2 CPUs, loopback, no dashboard), with Ray Data
     handing blocks on in task order: the read tests compare records in order."""
@@ -222,6 +256,13 @@ def moto_s3(bucket: str):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def reel_binary() -> str:
+    """The `reel` command built by cargo (REEL_BIN, else the workspace's target/debug/reel)."""
+    path = os.environ.get("REEL_BIN") or str(REPO / "target" / "debug" / "reel")
+    assert os.access(path, os.X_OK), f"{path}: build the reel command first (cargo build -p reel-cli)"
+    return path
 
 
 def upload_tree(client, bucket: str, root, prefix: str) -> None:

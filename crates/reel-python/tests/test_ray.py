@@ -8,6 +8,7 @@ alarm so that a hung Ray job fails the test instead of the CI run.
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ import ray  # noqa: E402  (in tests/requirements.txt: missing, this fails)
 
 import reel  # noqa: E402
 import reel.ray  # noqa: E402
-from conftest import dataset_path, manifest, same, start_local_ray  # noqa: E402
+from conftest import WRITABLE, damaged_ffrecord, dataset_path, manifest, reel_binary, same, sample_records, start_local_ray  # noqa: E402
 from test_golden import FORMATS as GOLDEN_FORMATS  # noqa: E402
 from test_golden import cases as golden_test_cases  # noqa: E402
 
@@ -33,28 +34,11 @@ def ray_session():
 pytestmark = pytest.mark.usefixtures("time_limit")
 
 
-def sample_records(fmt: str, n: int) -> list[dict]:
-    """Records each writable format holds as they are (so they read back equal)."""
-    if fmt == "ffrecord":
-        return [{"data": bytes([i % 256]) * (i % 7)} for i in range(n)]
-    if fmt == "gulp":
-        return [{"id": f"v{i}", "meta": {"label": i, "name": f"n{i}"}, "frames": []} for i in range(n)]
-    if fmt == "ofrecord":
-        return [
-            {"data": [bytes([i % 256]) * 3], "x": np.arange(i % 5, dtype=np.float32), "y": np.array([i], dtype=np.int64)}
-            for i in range(n)
-        ]
-    return [
-        {"data": bytes([i % 256]) * 3, "text": f"record {i}", "x": np.arange(i % 5, dtype=np.float32)}
-        for i in range(n)
-    ]
-
-
 def parts_of(path) -> list[str]:
     return sorted(os.listdir(path))
 
 
-@pytest.mark.parametrize("fmt", ["ffrecord", "ofrecord", "granular", "bags", "gulp"])
+@pytest.mark.parametrize("fmt", WRITABLE)
 def test_write_then_read_back(tmp_path, fmt):
     records = sample_records(fmt, 37)
     out = tmp_path / "out"
@@ -202,27 +186,13 @@ def test_convert_many_parts_keeps_order_and_a_failed_part_leaves_nothing(tmp_pat
     local = reel.convert(videos, tmp_path / "local-g", to="gulp")
     assert local["records"] == 30
     assert same(read_all(tmp_path / "g"), read_all(tmp_path / "local-g"))
-    src = tmp_path / "src.ffr"
-    with reel.ffrecord.Writer(src) as w:
-        for i in range(30):
-            w.write({"data": b"%d" % i})
     # A damaged source record fails its part: the job fails and nothing appears.
-    data = bytearray(src.read_bytes())
-    data[-1] ^= 0xFF
-    src.write_bytes(bytes(data))
+    src = tmp_path / "src.ffr"
+    damaged_ffrecord(src)
     with pytest.raises(reel.ChecksumError):
         reel.ray.convert(src, tmp_path / "bad", to="granular", parts=3)
     assert not (tmp_path / "bad").exists()
     assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".")) == []
-
-
-def reel_binary():
-    """The `reel` command built by cargo (REEL_BIN, else the workspace's target/debug/reel)."""
-    from conftest import REPO
-
-    path = os.environ.get("REEL_BIN") or str(REPO / "target" / "debug" / "reel")
-    assert os.access(path, os.X_OK), f"{path}: build the reel command first (cargo build -p reel-cli)"
-    return path
 
 
 def test_the_reel_command_converts_on_the_running_cluster(tmp_path):
@@ -391,3 +361,73 @@ def test_a_damaged_record_raises_reels_checksum_error_from_its_task(tmp_path):
     ds = reel.ray.read_reel(path, override_num_blocks=2)  # opens: the driver did not read it
     with pytest.raises(reel.ChecksumError, match="record 1099"):
         ds.take_all()
+
+
+def _note_opened(path: str):
+    """A map (fused into the read task, so it runs in the read task's worker process) tagging
+    each row with that process's id and the ids of the datasets at `path` it keeps open for
+    read tasks. Built here and sent by value: the workers cannot import this test module."""
+
+    def note(batch):
+        import reel.ray as in_worker
+
+        kept = sorted(id(ds) for key, ds in in_worker._OPENED.items() if key[0] == path)
+        n = len(batch["data"])
+        batch["pid"] = [os.getpid()] * n
+        batch["kept"] = [",".join(map(str, kept))] * n
+        return batch
+
+    return note
+
+
+def test_a_worker_opens_a_dataset_once_for_all_its_read_tasks_and_never_serves_it_stale(tmp_path):
+    """Read tasks in one worker process share one opened dataset (the metadata is read once
+    per worker, not once per task); a dataset replaced at the same path has another
+    fingerprint, so the next read opens it again and returns the new records."""
+    path = tmp_path / "data.ffr"
+    reel.generate(path, format="ffrecord", records=400, max_record=64)
+    want = [r["data"] for r in reel.open(path)[:]]
+    rows = reel.ray.read_reel(path, override_num_blocks=8).map_batches(_note_opened(str(path))).take_all()
+    assert [r["data"] for r in rows] == want
+    by_worker: dict[int, set[str]] = {}
+    for r in rows:
+        by_worker.setdefault(r["pid"], set()).add(r["kept"])
+    # Every task of a worker found the one dataset the worker's first task opened.
+    assert all(len(kept) == 1 and "," not in next(iter(kept)) for kept in by_worker.values()), by_worker
+    rows_per_worker = [sum(r["pid"] == pid for r in rows) for pid in by_worker]
+    assert max(rows_per_worker) > 400 // 8, "no worker ran two tasks: nothing was shared"
+    first = {pid: next(iter(kept)) for pid, kept in by_worker.items()}
+
+    # The same path, new content and as many records: nothing read comes from the old one.
+    with reel.ffrecord.Writer(path, overwrite=True) as w:
+        for i in range(400):
+            w.write({"data": b"new %d" % i})
+    rows = reel.ray.read_reel(path, override_num_blocks=8).map_batches(_note_opened(str(path))).take_all()
+    assert [r["data"] for r in rows] == [b"new %d" % i for i in range(400)]
+    for r in rows:
+        if r["pid"] in first:
+            kept = r["kept"].split(",")
+            assert len(kept) == 2 and first[r["pid"]] in kept, r["kept"]
+
+
+def test_remote_options_reach_ray_without_its_deprecation_warning(tmp_path):
+    """Ray 2.60 deprecates `ray_remote_args=` on reads and maps; reel passes the options by
+    name (read_reel and convert take them as keyword arguments; write_reel's dict goes to
+    write_datasink, which takes it as it is)."""
+    from ray.util.annotations import RayDeprecationWarning
+
+    src = tmp_path / "src.ffr"
+    reel.generate(src, format="ffrecord", records=20, max_record=64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RayDeprecationWarning)
+        ds = reel.ray.read_reel(src, override_num_blocks=2, num_cpus=1, memory=64 << 20)
+        assert ds.count() == 20
+        report = reel.ray.convert(src, tmp_path / "out", to="granular", parts=2, num_cpus=1)
+        assert report["records"] == 20
+        summary = reel.ray.write_reel(ds, tmp_path / "w", format="ffrecord", ray_remote_args={"num_cpus": 1})
+        assert summary["records"] == 20
+    # The filter above catches the warning: passing the dictionary to Ray does raise it.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RayDeprecationWarning)
+        with pytest.raises(RayDeprecationWarning):
+            ray.data.read_datasource(reel.ray.ReelDatasource(src), ray_remote_args={"num_cpus": 1})

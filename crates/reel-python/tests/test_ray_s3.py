@@ -10,13 +10,28 @@ needs the store's settings. The environment is restored at the end.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 
+import boto3
 import pytest
 import ray
 
 import reel
 import reel.ray
-from conftest import NORMAL_CASES, dataset_path, moto_s3, same, start_local_ray, upload_tree
+from conftest import (
+    NORMAL_CASES,
+    WRITABLE,
+    damaged_ffrecord,
+    dataset_path,
+    moto_s3,
+    reel_binary,
+    same,
+    sample_records,
+    start_local_ray,
+    upload_tree,
+)
 from test_golden import FORMATS as GOLDEN_FORMATS
 
 TEST_SECONDS = 120
@@ -24,9 +39,13 @@ BUCKET = "reel-ray"
 
 
 @pytest.fixture(scope="module", autouse=True)
-def s3_and_ray():
-    """moto on loopback, a bucket holding the golden cases, and a Ray started after the
-    environment names the store."""
+def s3_and_ray(tmp_path_factory):
+    """moto on loopback, a bucket holding the golden cases, a staging directory of the
+    module's own (REEL_STAGING_DIR, where tasks stage what they upload), and a Ray started
+    after the environment names both."""
+    staging = tmp_path_factory.mktemp("staging")
+    saved = os.environ.get("REEL_STAGING_DIR")
+    os.environ["REEL_STAGING_DIR"] = str(staging)
     with moto_s3(BUCKET) as client:
         for key, case in NORMAL_CASES:
             upload_tree(client, BUCKET, dataset_path(key, case), f"{key}/{case}")
@@ -35,6 +54,10 @@ def s3_and_ray():
             yield
         finally:
             ray.shutdown()
+            if saved is None:
+                os.environ.pop("REEL_STAGING_DIR", None)
+            else:
+                os.environ["REEL_STAGING_DIR"] = saved
 
 
 pytestmark = pytest.mark.usefixtures("time_limit")
@@ -73,15 +96,162 @@ def test_reel_open_tells_the_format_of_a_dataset_in_a_bucket(key, case):
     assert len(ds) == len(reel.open(dataset_path(key, case)))
 
 
-def test_writing_to_a_url_is_refused_by_name(tmp_path):
-    """Until reel.ray writes to object storage, a URL destination is an error (not a local
-    directory named "s3:")."""
-    rows = ray.data.from_items([{"data": b"x"}])
-    with pytest.raises(ValueError, match="not yet written"):
-        reel.ray.write_reel(rows, f"s3://{BUCKET}/out", format="ffrecord")
-    with pytest.raises(ValueError, match="not yet written"):
-        reel.ray.convert(dataset_path("ffrecord", "normal"), f"s3://{BUCKET}/out", to="granular")
-    assert not os.path.exists("s3:")
+def bucket_keys(prefix: str = "") -> list[str]:
+    """Every key in the bucket under `prefix` (moto answers at most 1000 per page)."""
+    client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    keys: list[str] = []
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+        keys.extend(o["Key"] for o in page.get("Contents", []))
+    return keys
+
+
+def pending_uploads() -> list[str]:
+    """The keys of multipart uploads started and neither completed nor aborted."""
+    client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    return [u["Key"] for u in client.list_multipart_uploads(Bucket=BUCKET).get("Uploads", [])]
+
+
+def assert_no_staging_left() -> None:
+    """No staging object anywhere in the bucket, and nothing left in the local staging
+    directory the tasks upload from."""
+    assert [k for k in bucket_keys() if ".reel-staging-" in k] == []
+    assert os.listdir(os.environ["REEL_STAGING_DIR"]) == []
+
+
+@pytest.mark.parametrize("fmt", WRITABLE)
+def test_every_format_written_by_ray_to_a_bucket_reads_back_equal(fmt):
+    """Each task writes its part on its own, stages it locally and uploads it under the job's
+    staging prefix; the driver copies the parts into place. The dataset in the bucket has the
+    records in order, the parts under their names, and no staging is left anywhere."""
+    records = sample_records(fmt, 37)
+    url = f"s3://{BUCKET}/written/{fmt}"
+    summary = reel.ray.write_reel(ray.data.from_items(records, override_num_blocks=3), url, format=fmt)
+    assert summary["records"] == 37 and summary["parts"] == 3 and summary["path"] == url
+    back = reel.open(url)
+    assert back.format == ("granular" if fmt == "bags" else fmt)
+    assert same(back[:], records)
+    keys = bucket_keys(f"written/{fmt}/")
+    assert keys, fmt
+    first_level = sorted({k[len(f"written/{fmt}/") :].split("/")[0] for k in keys})
+    expected = sorted({name for k in range(3) for name in reel._reel.part_names(fmt, k, 3)})
+    assert first_level == expected
+    assert_no_staging_left()
+
+
+def test_writing_over_a_dataset_in_a_bucket_needs_overwrite():
+    url = f"s3://{BUCKET}/written/again"
+    rows = ray.data.from_items(sample_records("ffrecord", 5))
+    reel.ray.write_reel(rows, url, format="ffrecord")
+    with pytest.raises(reel.InvalidInputError, match="already exist"):
+        reel.ray.write_reel(rows, url, format="ffrecord")
+    more = ray.data.from_items(sample_records("ffrecord", 9), override_num_blocks=2)
+    reel.ray.write_reel(more, url, format="ffrecord", overwrite=True)
+    assert len(reel.open(url)) == 9
+    assert len(bucket_keys("written/again/")) == 2
+    assert_no_staging_left()
+
+
+def test_an_empty_result_is_an_empty_dataset_in_the_bucket():
+    empty = ray.data.from_items(sample_records("ffrecord", 4)).filter(lambda r: False)
+    url = f"s3://{BUCKET}/written/empty"
+    assert reel.ray.write_reel(empty, url, format="granular", schema={"data": "bytes"})["records"] == 0
+    assert len(reel.open(url)) == 0
+    assert_no_staging_left()
+
+
+def _fail_on_row(target: int, how: str):
+    def fn(batch):
+        if target in set(batch["n"].tolist()):
+            if how == "raise":
+                raise RuntimeError("injected failure")
+            os._exit(1)  # the worker process dies in the middle of its task
+        return batch
+
+    return fn
+
+
+@pytest.mark.parametrize("how", ["raise", "kill"])
+def test_a_failed_write_to_a_bucket_leaves_nothing_that_opens(how):
+    """One task raises, or its worker process dies, after its earlier rows went into its
+    part (one-row blocks, ten rows a task): the job fails, nothing is at the destination,
+    and the staging objects of the tasks that finished are deleted."""
+    rows = ray.data.from_items([{"n": i, "data": bytes([i])} for i in range(40)], override_num_blocks=40)
+    failing = rows.map_batches(_fail_on_row(33, how), max_retries=0)
+    url = f"s3://{BUCKET}/failed/{how}"
+    with pytest.raises(Exception):
+        reel.ray.write_reel(
+            failing, url, format="granular", min_rows_per_task=10, ray_remote_args={"max_retries": 0}
+        )
+    assert bucket_keys("failed/") == []
+    with pytest.raises(reel.NotFoundError):
+        reel.open(url)
+    assert [k for k in bucket_keys() if ".reel-staging-" in k] == []
+    assert pending_uploads() == []
+    if how == "raise":
+        assert os.listdir(os.environ["REEL_STAGING_DIR"]) == []
+    else:
+        # The worst case: the killed process never ran its clean-up, so its local staging
+        # directory (the records it had written) stays on its node's disk.
+        left = os.listdir(os.environ["REEL_STAGING_DIR"])
+        assert all(name.startswith(".reel-upload-") for name in left), left
+        for name in left:
+            shutil.rmtree(os.path.join(os.environ["REEL_STAGING_DIR"], name))
+
+
+# Conversions whose source and destination are both in the bucket: every source format, and
+# every target format, among the pairs the local convert supports for the golden cases.
+CONVERSIONS = [
+    ("ffrecord", "normal", "ffrecord"),
+    ("ffrecord", "normal", "syrah"),
+    ("syrah", "normal", "bags"),
+    ("ofrecord", "normal", "ofrecord"),
+    ("granular/granular-0.24.2", "normal", "granular"),
+    ("granular/bags-0.5.1", "normal", "granular"),
+    ("gulpio2", "normal", "gulp"),
+]
+
+
+@pytest.mark.parametrize("key,case,to", CONVERSIONS)
+def test_a_convert_from_and_to_the_bucket_equals_the_local_convert(tmp_path, key, case, to):
+    src = f"s3://{BUCKET}/{key}/{case}"
+    dst = f"s3://{BUCKET}/converted/{key.replace('/', '-')}-{to}"
+    local = tmp_path / "local"
+    want = reel.convert(dataset_path(key, case), local, to=to)
+    got = reel.ray.convert(src, dst, to=to, parts=3)
+    assert got["records"] == want["records"] > 0
+    assert sorted(got["losses"]) == sorted(want["losses"])
+    assert got["outputs"] == [dst]
+    assert same(reel.open(dst, decode_images=False)[:], reel.open(local, decode_images=False)[:])
+    assert_no_staging_left()
+
+
+def test_a_failed_convert_to_the_bucket_leaves_nothing(tmp_path):
+    """A damaged record fails its part: reel's error reaches the caller, and neither the
+    dataset nor any staging object is in the bucket."""
+    src = tmp_path / "src.ffr"
+    damaged_ffrecord(src)
+    with pytest.raises(reel.ChecksumError):
+        reel.ray.convert(src, f"s3://{BUCKET}/converted/bad", to="granular", parts=3)
+    assert bucket_keys("converted/bad") == []
+    assert_no_staging_left()
+
+
+def test_the_reel_command_converts_into_the_bucket_on_the_cluster(tmp_path):
+    """`reel convert SRC s3://… --ray=ADDRESS` (through `python -m reel.ray_cli`) writes the
+    local convert's records into the bucket."""
+    src = dataset_path("ffrecord", "normal")
+    dst = f"s3://{BUCKET}/converted/by-the-command"
+    run = subprocess.run(
+        [reel_binary(), "convert", str(src), dst, "--to", "ofrecord", f"--ray={ray.get_runtime_context().gcs_address}"],
+        env=dict(os.environ, REEL_PYTHON=sys.executable),
+        capture_output=True,
+        text=True,
+        timeout=TEST_SECONDS,
+    )
+    assert run.returncode == 0, run.stderr
+    reel.convert(src, tmp_path / "local", to="ofrecord")
+    assert same(reel.open(dst)[:], reel.open(tmp_path / "local")[:])
+    assert_no_staging_left()
 
 
 def test_read_tasks_are_sized_from_the_objects():

@@ -32,8 +32,8 @@ def convert(
     shard: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """Converts the dataset at ``src`` into a new ``to`` dataset at ``dst`` (with
-    ``shard=(k, n)``, only part ``k`` of ``n`` into the local directory ``dst``). Either may
-    be an object URL (``s3://bucket/key`` …): a URL destination is staged locally and
+    ``shard=(k, n)``, only part ``k`` of ``n`` into the directory ``dst``). Either may be an
+    object URL (``s3://bucket/key`` …): a URL destination (or part) is staged locally and
     uploaded when complete, the objects that make it openable last."""
 
 def write_arrow(
@@ -53,8 +53,26 @@ def write_arrow(
 def part_names(format: str, k: int, n: int) -> list[str]:
     """The names of the files (or shard directory) of part ``k`` of an ``n``-part dataset."""
 
-def publish(staged: StrPath, target: StrPath, *, overwrite: bool) -> None:
-    """Makes the dataset ``staged`` (a file or directory) durable and renames it to ``target``."""
+def parts_staging(dst: StrPath, *, overwrite: bool) -> str:
+    """Starts a job writing ``dst`` (a path or object URL) in parts: refuses something there
+    unless ``overwrite``; returns a fresh hidden staging location beside it."""
+
+def staged_part(staging: StrPath, task: int) -> str:
+    """Where worker ``task`` writes its part under ``staging``."""
+
+def publish_parts(
+    staging: StrPath,
+    format: str,
+    parts: Sequence[tuple[StrPath, int, int]],
+    dst: StrPath,
+    *,
+    overwrite: bool,
+) -> None:
+    """Publishes at ``dst`` the dataset whose part ``i`` was written at ``parts[i] =
+    (location, k, n)`` as part ``k`` of ``n``; removes the staging location."""
+
+def discard_staging(staging: StrPath) -> None:
+    """Removes everything written under a staging location ``parts_staging`` gave."""
 
 def verify(path: StrPath, *, backend: str = "auto") -> dict[str, Any]:
     """Checks every record; the report names the bad ones (``bad_records``)."""
@@ -138,6 +156,10 @@ class Dataset:
     @property
     def stored_bytes(self) -> int:
         """The total size of the dataset's files (one stat, or request, per file)."""
+    @property
+    def fingerprint(self) -> str:
+        """A short text that changes when any of the dataset's files is replaced or
+        rewritten (one stat, or request, per file)."""
     @property
     def backend(self) -> str: ...
     def plan(

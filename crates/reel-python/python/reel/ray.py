@@ -9,16 +9,20 @@
     reel.ray.write_reel(ds, "/data/out", format="granular")      # every task writes a shard
 
 Reading: the driver opens each dataset's metadata (no records but the few that fix one Arrow
-schema), splits the records into contiguous ranges, one per read task, and each task opens
-the dataset itself and yields Arrow blocks made by reel's Rust batch reader
-(``Dataset.to_batches``), in reel's Arrow mapping.
+schema), splits the records into contiguous ranges, one per read task, and each task yields
+Arrow blocks made by reel's Rust batch reader (``Dataset.to_batches``), in reel's Arrow
+mapping. A worker process opens each dataset once and keeps it for its later tasks, keyed by
+the dataset's ``fingerprint`` as the driver saw it when planning (a replaced or rewritten
+dataset has another), so the metadata is read once per worker, not once per task.
 
 Writing: every write task writes its own part (an FFRecord ``PART_`` file, an OFRecord
-``part-NNNNN``, a Granular shard, a Gulp chunk) with reel's Rust writer into a staging
-directory beside the destination; the driver publishes the dataset in ``on_write_complete``
-(renames the parts into the format's layout, then renames the staging directory to the
-destination). Until every task has succeeded nothing exists at the destination, and a failed
-job removes its staging directory, so a failed job leaves nothing that opens.
+``part-NNNNN``, a Granular shard, a Gulp chunk) with reel's Rust writer under a hidden staging
+location beside the destination (a directory, or a key prefix in the same bucket: the task
+stages its part on its own node's disk and uploads it when complete); the driver publishes
+the dataset in ``on_write_complete`` (``reel.parts`` in Rust: renames on a file system,
+server-side copies in a bucket with the objects that make the dataset openable last). Until
+every task has succeeded nothing exists at the destination, and a failed job removes its
+staging location, so a failed job leaves nothing that opens.
 """
 
 from __future__ import annotations
@@ -26,8 +30,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-import shutil
-import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +44,7 @@ from ray.data.datasource import Datasink, Datasource, ReadTask
 from ray.data.datasource.datasink import WriteResult
 
 import reel
-from reel._reel import part_names, publish
+from reel._reel import discard_staging, parts_staging, publish_parts, staged_part
 
 __all__ = ["ReelDatasource", "read_reel", "ReelDatasink", "write_reel", "convert", "PART_LAYOUTS"]
 
@@ -123,7 +126,7 @@ def _block_records(block: Block) -> Iterable[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class _Part:
-    """What one write task left in the staging directory (returned to the driver)."""
+    """What one write task left under the staging location (returned to the driver)."""
 
     task: int
     path: str
@@ -140,12 +143,17 @@ class ReelDatasink(Datasink):
     with ``reel.convert`` from a multi-part result, or with ``reel.syrah.Writer``.
 
     The dataset appears at ``path`` only when every task has succeeded: tasks write under a
-    hidden staging directory beside ``path`` and the driver renames the parts into place in
-    ``on_write_complete``; ``on_write_failed`` removes the staging directory. Tasks must see
-    the same file system as the driver (a shared volume on a cluster).
+    hidden staging location beside ``path`` and the driver puts the parts into place in
+    ``on_write_complete`` (renames in a directory; server-side copies in a bucket, the
+    objects that make the dataset openable last); ``on_write_failed`` removes the staging
+    location. A local ``path`` must be on a file system every node sees (a shared volume);
+    an object URL (``s3://bucket/key``, ``gs://…``, ``az://…``) needs only the store's
+    settings on every node (the environment: ``AWS_REGION``, ``AWS_ENDPOINT_URL`` …), and
+    each task stages its part under its node's ``REEL_STAGING_DIR`` (default the temporary
+    directory) until it is uploaded.
 
     Args:
-        path: where the dataset appears.
+        path: where the dataset appears: a path or an object URL.
         format: the target format's name.
         schema: {field: the format's type name}, as for ``reel.Writer``.
         overwrite: replace an existing dataset at ``path`` once the new one is complete.
@@ -167,13 +175,14 @@ class ReelDatasink(Datasink):
             raise ValueError(
                 f"{format!r} {why}: Ray writes one part per task (formats it can write: {known})"
             )
-        self.path = _local_destination(path)
+        self.path = _destination(path)
         self.format = format
         self.schema = schema
         self.overwrite = overwrite
         self._min_rows = min_rows_per_task
-        parent, name = os.path.split(self.path)
-        self.staging = os.path.join(parent, f".{name}.reel-staging-{uuid.uuid4().hex[:12]}")
+        # Set by on_write_start, which Ray runs on the driver before it ships the sink to
+        # the write tasks.
+        self.staging: str | None = None
         self.summary: dict[str, Any] | None = None
 
     def get_name(self) -> str:
@@ -184,18 +193,15 @@ class ReelDatasink(Datasink):
         return self._min_rows
 
     def on_write_start(self, schema: pa.Schema | None = None) -> None:
-        if os.path.lexists(self.path) and not self.overwrite:
-            raise FileExistsError(f"{self.path} exists (pass overwrite=True to replace it)")
-        os.makedirs(os.path.join(self.staging, "tasks"))
-
-    def _task_path(self, task: int) -> str:
-        """The directory task `task` writes its part into, as part 0 of 1 (the driver renames
-        it to its place among all the parts, whose number a task does not know)."""
-        return os.path.join(self.staging, "tasks", f"{task:06d}")
+        """Refuses an existing ``path`` (unless overwriting) and picks the staging location."""
+        self.staging = os.fspath(parts_staging(self.path, overwrite=self.overwrite))
 
     def write(self, blocks: Iterable[Block], ctx: Any) -> _Part | None:
-        """One task: its blocks into one part in the staging directory, with reel's writer."""
-        path = self._task_path(ctx.task_idx)
+        """One task: its blocks into one part under the staging location, with reel's writer,
+        as part 0 of 1 (the driver names it by its place among all the parts, whose number a
+        task does not know)."""
+        assert self.staging is not None, "Ray runs on_write_start before the write tasks"
+        path = os.fspath(staged_part(self.staging, ctx.task_idx))
         # Opened at the first record: a task given no rows writes no part (some formats
         # cannot write an empty dataset without a schema).
         writer: reel.Writer | None = None
@@ -203,7 +209,9 @@ class ReelDatasink(Datasink):
             for block in blocks:
                 for record in _block_records(block):
                     if writer is None:
-                        writer = reel.Writer(path, self.format, schema=self.schema, part=(0, 1))
+                        # overwrite: the location is this task's own; a retried task
+                        # replaces what an attempt that died after its upload left there.
+                        writer = reel.Writer(path, self.format, schema=self.schema, part=(0, 1), overwrite=True)
                     writer.write(record)
         except BaseException:
             if writer is not None:
@@ -216,18 +224,19 @@ class ReelDatasink(Datasink):
         return _Part(ctx.task_idx, path, summary["records"], summary["bytes"], node)
 
     def on_write_complete(self, write_result: WriteResult) -> None:
-        """Commits: the parts into the format's layout, then the whole into ``path``."""
+        """Commits: the parts, in task order, under their names as parts of the whole, the
+        objects that make the dataset openable last (``reel.parts`` in Rust)."""
         parts = sorted((p for p in write_result.write_returns if p is not None), key=lambda p: p.task)
-        dataset = os.path.join(self.staging, "dataset")
         if not parts:
             # No rows at all: an empty dataset of the format, written by its writer.
-            reel.Writer(dataset, self.format, schema=self.schema).finish()
+            reel.Writer(self.path, self.format, schema=self.schema, overwrite=self.overwrite).finish()
+            if self.staging is not None:
+                discard_staging(self.staging)
         else:
-            self._lay_out(parts, dataset)
-        if os.path.lexists(self.path) and not self.overwrite:
-            raise FileExistsError(f"{self.path} appeared during the write; the result is left in {dataset}")
-        publish(dataset, self.path, overwrite=self.overwrite)
-        shutil.rmtree(self.staging, ignore_errors=True)
+            assert self.staging is not None
+            publish_parts(
+                self.staging, self.format, [(p.path, 0, 1) for p in parts], self.path, overwrite=self.overwrite
+            )
         self.summary = {
             "records": sum(p.records for p in parts),
             "bytes": sum(p.bytes for p in parts),
@@ -236,18 +245,10 @@ class ReelDatasink(Datasink):
             "path": self.path,
         }
 
-    def _lay_out(self, parts: list[_Part], dataset: str) -> None:
-        """Moves each task's part (written as part 0 of 1) to its names as part k of n."""
-        os.mkdir(dataset)
-        n = len(parts)
-        written = part_names(self.format, 0, 1)
-        for k, p in enumerate(parts):
-            for old, new in zip(written, part_names(self.format, k, n)):
-                os.rename(os.path.join(p.path, old), os.path.join(dataset, new))
-
     def on_write_failed(self, error: Exception) -> None:
         """Removes everything the tasks wrote: nothing appears at ``path``."""
-        shutil.rmtree(self.staging, ignore_errors=True)
+        if self.staging is not None:
+            discard_staging(self.staging)
 
 
 def write_reel(
@@ -259,31 +260,28 @@ def write_reel(
     overwrite: bool = False,
     min_rows_per_task: int | None = None,
     ray_remote_args: dict[str, Any] | None = None,
+    concurrency: int | None = None,
 ) -> dict[str, Any]:
-    """Writes a Ray dataset as a reel dataset (see ``ReelDatasink``); returns the summary
-    (``records``, ``bytes``, ``parts``, ``nodes``: the Ray node ids that wrote parts,
-    ``path``)."""
+    """Writes a Ray dataset as a reel dataset at ``path`` (a path or an object URL; see
+    ``ReelDatasink``); returns the summary (``records``, ``bytes``, ``parts``, ``nodes``: the
+    Ray node ids that wrote parts, ``path``). ``ray_remote_args`` and ``concurrency`` go to
+    ``Dataset.write_datasink`` (the write tasks' ``ray.remote`` options, e.g.
+    ``{"num_cpus": 2}``, and how many run at once)."""
     sink = ReelDatasink(
         path, format=format, schema=schema, overwrite=overwrite, min_rows_per_task=min_rows_per_task
     )
-    dataset.write_datasink(sink, ray_remote_args=ray_remote_args or {})
+    dataset.write_datasink(sink, ray_remote_args=ray_remote_args, concurrency=concurrency)
     assert sink.summary is not None  # set by on_write_complete, which ran on this driver
     return sink.summary
 
 
-def _local_destination(path: str | os.PathLike[str]) -> str:
-    """The absolute path a job publishes at. An object storage URL is refused by name: the
-    parts are published by renames in a directory (taken as a relative path, ``s3://b/k``
-    would be written under ``./s3:/b/k``)."""
+def _destination(path: str | os.PathLike[str]) -> str:
+    """Where a job publishes, as every task names it: an object URL as it is, a path (or a
+    ``file://`` URL) made absolute (tasks may run in another working directory)."""
     text = os.fspath(path)
-    if "://" in text:
-        if text.startswith("file://"):
-            return os.path.abspath(text[len("file://") :])
-        raise ValueError(
-            f"{text}: reel.ray writes to a directory every node sees (a shared volume); "
-            "object storage URLs are read (read_reel) but not yet written"
-        )
-    return os.path.abspath(text)
+    if text.startswith("file://"):
+        return os.path.abspath(text[len("file://") :])
+    return text if "://" in text else os.path.abspath(text)
 
 
 def _stored_bytes(dataset: reel.Dataset) -> int | None:
@@ -291,6 +289,15 @@ def _stored_bytes(dataset: reel.Dataset) -> int | None:
     (the plan then goes by the cluster's CPUs alone)."""
     try:
         return dataset.stored_bytes
+    except reel.ReelError:
+        return None
+
+
+def _fingerprint(dataset: reel.Dataset) -> str | None:
+    """The dataset's fingerprint, or None when its files cannot be stat'ed here (its read
+    tasks then open it each time)."""
+    try:
+        return dataset.fingerprint
     except reel.ReelError:
         return None
 
@@ -307,10 +314,12 @@ def _cluster_cpus() -> int:
 PART_BYTES = 256 << 20
 
 
-def _convert_part(row: dict[str, Any], src: str, dst: str, to: str, parts: int, verify: bool) -> dict[str, Any]:
-    """One Ray Data row = one part: reel's own convert of records [k·N/n, (k+1)·N/n)."""
+def _convert_part(row: dict[str, Any], src: str, to: str, parts: int, verify: bool) -> dict[str, Any]:
+    """One Ray Data row = one part: reel's own convert of records [k·N/n, (k+1)·N/n) into
+    the row's staging location."""
     k = int(row["part"])
-    report = reel.convert(src, dst, to=to, verify=verify, shard=(k, parts))
+    # overwrite: the location is this task's own (see ReelDatasink.write).
+    report = reel.convert(src, row["location"], to=to, verify=verify, overwrite=True, shard=(k, parts))
     return {
         "part": k,
         "node": ray.get_runtime_context().get_node_id(),
@@ -328,7 +337,7 @@ def convert(
     parts: int | None = None,
     verify: bool = True,
     overwrite: bool = False,
-    ray_remote_args: dict[str, Any] | None = None,
+    **remote_args: Any,
 ) -> dict[str, Any]:
     """Converts the dataset at ``src`` into a new ``to`` dataset at ``dst`` on Ray.
 
@@ -336,9 +345,11 @@ def convert(
     source, at least one per CPU of the cluster, at most one per record); a Ray Data pipeline
     runs one task per part, and each task runs reel's own conversion of its range (the same
     rules, losses, refusals and checksum verification as ``reel.convert``) into part ``k`` of
-    a multi-part dataset in a staging directory beside ``dst``. The driver then publishes the
-    dataset at ``dst``; if any part fails, the staging directory is removed and nothing
-    appears at ``dst``. Every node must see ``src`` and ``dst``'s directory.
+    a multi-part dataset under a staging location beside ``dst``. The driver then publishes
+    the dataset at ``dst`` (as ``ReelDatasink`` does); if any part fails, the staging
+    location is removed and nothing appears at ``dst``. ``src`` and ``dst`` are paths every
+    node sees or object URLs. ``remote_args`` (``num_cpus``, ``memory``, ``runtime_env``,
+    ``resources`` …) go by name to the conversion tasks (``Dataset.map``).
 
     The result is a multi-part dataset (a directory: FFRecord ``PART_`` files, OFRecord
     ``part-NNNNN``, Syrah ``part-NNNNN.syr`` files, Granular shards, Gulp chunks) holding the
@@ -348,19 +359,15 @@ def convert(
     ``reel.convert``, and ``parts`` and ``nodes`` (the Ray node ids that ran parts).
     """
     src = os.fspath(src)
-    dst_path = _local_destination(dst)
+    dst_path = _destination(dst)
     source = reel.open(src, verify=verify)
     records = len(source)
     if parts is None:
         stored = _stored_bytes(source) or 0
         parts = max(_cluster_cpus(), -(-stored // PART_BYTES))
     parts = max(1, min(parts, records)) if records else 1
-    if os.path.lexists(dst_path) and not overwrite:
-        raise FileExistsError(f"{dst_path} exists (pass overwrite=True to replace it)")
-    parent, name = os.path.split(dst_path)
-    staging = os.path.join(parent, f".{name}.reel-staging-{uuid.uuid4().hex[:12]}")
-    dataset = os.path.join(staging, "dataset")
-    os.makedirs(staging)
+    staging = os.fspath(parts_staging(dst_path, overwrite=overwrite))
+    locations = [os.fspath(staged_part(staging, k)) for k in range(parts)]
     try:
         # Tasks raise reel's own error (not Ray Data's UserCodeException around it), so that
         # a refusal or a checksum error reaches the caller as the local convert's would.
@@ -368,19 +375,23 @@ def convert(
         raise_original = context.raise_original_map_exception
         context.raise_original_map_exception = True
         try:
-            rows = ray.data.from_items([{"part": k} for k in range(parts)], override_num_blocks=parts)
+            rows = ray.data.from_items(
+                [{"part": k, "location": location} for k, location in enumerate(locations)],
+                override_num_blocks=parts,
+            )
             reports = rows.map(
                 _convert_part,
-                fn_kwargs={"src": src, "dst": dataset, "to": to, "parts": parts, "verify": verify},
-                **(ray_remote_args or {}),
+                fn_kwargs={"src": src, "to": to, "parts": parts, "verify": verify},
+                **remote_args,
             ).take_all()
         except Exception as e:
             raise _reel_error_in(e) from e
         finally:
             context.raise_original_map_exception = raise_original
-        publish(dataset, dst_path, overwrite=True)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        publish_parts(staging, to, [(loc, k, parts) for k, loc in enumerate(locations)], dst_path, overwrite=overwrite)
+    except BaseException:
+        discard_staging(staging)
+        raise
     losses: list[tuple[str, str]] = []
     for r in sorted(reports, key=lambda r: r["part"]):
         for line in r["losses"]:
@@ -439,6 +450,9 @@ class _Source:
     path: str
     records: int
     stored_bytes: int | None
+    # Dataset.fingerprint when the driver planned (None: the files could not be stat'ed, and
+    # tasks open the dataset each time).
+    fingerprint: str | None
 
     def bytes_of(self, count: int) -> int | None:
         """The stored bytes of ``count`` records, estimated from the dataset's average."""
@@ -464,9 +478,38 @@ def _plan_ranges(records: int, tasks: int, max_records: int | None) -> list[tupl
     return ranges
 
 
+# Datasets this worker process opened for read tasks, most recently used last, keyed by
+# (path, open options, fingerprint). Ray runs many tasks in one worker process; a task of
+# another job over the same, unchanged dataset finds it here. Bounded so that a worker that
+# reads many datasets does not keep them all open.
+_OPENED: OrderedDict[tuple[Any, ...], reel.Dataset] = OrderedDict()
+OPENED_PER_WORKER = 8
+
+
+def _opened(path: str, open_options: dict[str, Any], fingerprint: str | None) -> reel.Dataset:
+    """The dataset at ``path`` as the driver planned it: from this worker's cache when it was
+    opened here before with the same fingerprint, else opened (and kept when its fingerprint
+    is still the planned one: a dataset changed since the plan is read as it is now, as
+    without the cache, but not kept under the old fingerprint)."""
+    if fingerprint is None:
+        return reel.open(path, **open_options)
+    key = (path, tuple(sorted(open_options.items())), fingerprint)
+    ds = _OPENED.get(key)
+    if ds is not None:
+        _OPENED.move_to_end(key)
+        return ds
+    ds = reel.open(path, **open_options)
+    if ds.fingerprint == fingerprint:
+        _OPENED[key] = ds
+        while len(_OPENED) > OPENED_PER_WORKER:
+            _OPENED.popitem(last=False)
+    return ds
+
+
 def _read_range(
     path: str,
     open_options: dict[str, Any],
+    fingerprint: str | None,
     start: int,
     stop: int,
     columns: list[str] | None,
@@ -475,7 +518,7 @@ def _read_range(
 ) -> Iterable[Block]:
     """The body of one read task: records ``[start, stop)`` as Arrow tables of about
     ``block_bytes`` each, made by reel's Rust batch reader (no Arrow built in Python)."""
-    ds = reel.open(path, **open_options)
+    ds = _opened(path, open_options, fingerprint)
     reader = ds.to_batches(start=start, stop=stop, columns=columns, schema=schema, batch_bytes=block_bytes)
     for batch in reader:
         yield pa.Table.from_batches([batch])
@@ -530,7 +573,7 @@ class ReelDatasource(Datasource):
         for p in paths:
             path = os.fspath(p)
             ds = reel.open(path, **self._open_options)
-            self._sources.append(_Source(path, len(ds), _stored_bytes(ds)))
+            self._sources.append(_Source(path, len(ds), _stored_bytes(ds), _fingerprint(ds)))
             if self._schema is None and len(ds):
                 stream = ds.arrow_stream(columns=self._columns, sample_records=SCHEMA_SAMPLE)
                 self._schema = pa.schema(stream)
@@ -608,7 +651,15 @@ class ReelDatasource(Datasource):
                 )
                 # functools.partial: Ray pickles only this task's plan to the worker.
                 read = functools.partial(
-                    _read_range, s.path, self._open_options, start, stop, columns, self._schema, self._block_bytes
+                    _read_range,
+                    s.path,
+                    self._open_options,
+                    s.fingerprint,
+                    start,
+                    stop,
+                    columns,
+                    self._schema,
+                    self._block_bytes,
                 )
                 tasks.append(ReadTask(read, meta, schema=schema, per_task_row_limit=per_task_row_limit))
         return tasks
@@ -629,11 +680,13 @@ def read_reel(
     verify: bool = True,
     override_num_blocks: int | None = None,
     max_task_bytes: int = MAX_TASK_BYTES,
-    ray_remote_args: dict[str, Any] | None = None,
+    **remote_args: Any,
 ) -> ray.data.Dataset:
     """Reads reel datasets as one ``ray.data.Dataset`` (several paths: their records one after
     another). ``override_num_blocks`` is the number of read tasks (by default one per 128 MiB
-    stored, at least one per CPU of the cluster); other arguments as for ``ReelDatasource``."""
+    stored, at least one per CPU of the cluster); ``remote_args`` go by name to
+    ``ray.data.read_datasource`` (``num_cpus``, ``memory``, ``concurrency``, ``runtime_env``,
+    ``resources`` …); other arguments as for ``ReelDatasource``."""
     source = ReelDatasource(
         paths,
         format=format,
@@ -644,6 +697,4 @@ def read_reel(
     )
     if override_num_blocks is None:
         override_num_blocks = source.default_tasks()
-    return ray.data.read_datasource(
-        source, override_num_blocks=override_num_blocks, ray_remote_args=ray_remote_args or {}
-    )
+    return ray.data.read_datasource(source, override_num_blocks=override_num_blocks, **remote_args)
