@@ -83,7 +83,7 @@ pub struct Delivered<T> {
 }
 
 /// Jobs read ahead of the consumer on helper threads and delivered in plan order; see the
-/// [module documentation](self).
+/// [module documentation](crate::stream).
 ///
 /// Dropping it stops the helpers and waits for the reads they are doing to end, so that no
 /// backend still writes into a buffer afterwards.
