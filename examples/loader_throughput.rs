@@ -7,7 +7,9 @@
 //! * raw, 1 thread: `read_batch_into` of those batches in a loop, one reused batch;
 //! * raw, W threads: the same batches shared out round-robin between W threads;
 //! * loader, 0 workers: the loader reading each batch on the consumer's thread;
-//! * loader, W workers: the loader with W worker threads.
+//! * loader, W workers: the loader with W worker threads;
+//! * the two loader variants again with `zero_copy(false)`: records copied into the batch
+//!   even where the backend could hand them out where they lie (mmap).
 //!
 //! Every variant consumes each batch the same way (each record's length and end bytes;
 //! `--touch all` sums every byte, `--touch none` only counts records), and FFRecord's
@@ -24,7 +26,7 @@
 //!     --example loader_throughput -- [--records N] [--size BYTES] [--batch B] \
 //!     [--workers W] [--rounds R] [--backends pread,mmap,io_uring] [--dir /dev/shm] \
 //!     [--touch light|all|none] [--prefetch P] [--consumer-helps on|off] \
-//!     [--only raw1|loader0|rawN|loaderN]
+//!     [--only raw1|loader0|rawN|loaderN|copy0|copyN]
 //! ```
 //!
 //! `--only` runs a single variant (the others report nonsense), for profiling it with
@@ -83,7 +85,7 @@ fn parse_args() -> Args {
             "--prefetch" => a.prefetch = Some(value.parse().unwrap_or_else(|_| panic_usage(&flag))),
             "--consumer-helps" => a.consumer_helps = value == "on",
             "--only" => {
-                let names = ["raw1", "loader0", "rawN", "loaderN"];
+                let names = ["raw1", "loader0", "rawN", "loaderN", "copy0", "copyN"];
                 a.only = Some(
                     names.iter().position(|n| *n == value).unwrap_or_else(|| panic_usage(&flag)),
                 );
@@ -170,8 +172,8 @@ fn raw_threads(
     handles.into_iter().map(|h| h.join().unwrap()).sum()
 }
 
-fn through_loader(builder: &LoaderBuilder, workers: usize) -> u64 {
-    let loader: Loader = builder.clone().workers(workers).build().unwrap();
+fn through_loader(builder: &LoaderBuilder, workers: usize, zero_copy: bool) -> u64 {
+    let loader: Loader = builder.clone().workers(workers).zero_copy(zero_copy).build().unwrap();
     loader.map(|b| consume(&b.unwrap())).sum()
 }
 
@@ -295,9 +297,11 @@ fn main() -> reel::Result<()> {
             args.only,
             &mut [
                 &mut || raw_one_thread(&*source, &batches),
-                &mut || through_loader(&builder, 0),
+                &mut || through_loader(&builder, 0, true),
                 &mut || raw_threads(&source, &batches, w),
-                &mut || through_loader(&builder, w),
+                &mut || through_loader(&builder, w, true),
+                &mut || through_loader(&builder, 0, false),
+                &mut || through_loader(&builder, w, false),
             ],
         );
         let rate = |v: usize| {
@@ -309,11 +313,15 @@ fn main() -> reel::Result<()> {
         println!("  loader, 0 workers (inline)        {:7.2} GB/s", rate(1));
         println!("  raw read_batch_into, {w} threads    {:7.2} GB/s", rate(2));
         println!("  loader, {w} workers                 {:7.2} GB/s", rate(3));
+        println!("  loader, 0 workers, copying        {:7.2} GB/s", rate(4));
+        println!("  loader, {w} workers, copying        {:7.2} GB/s", rate(5));
         println!("  loader vs raw                        best/best  median/round  CPU cost");
         for (label, raw, loader) in [
             ("loader(0 workers) vs raw(1 thread)  ".to_string(), 0, 1),
             (format!("loader({w} workers) vs raw({w} threads)"), 2, 3),
             (format!("loader({w} workers) vs raw(1 thread)  "), 0, 3),
+            ("copying loader(0) vs raw(1 thread)  ".to_string(), 0, 4),
+            (format!("copying loader({w}) vs raw({w} threads)"), 2, 5),
         ] {
             let c = compare(&runs, raw, loader);
             let cpu = c.cpu.map_or_else(|| "n/a".to_string(), |x| format!("{x:.3}"));

@@ -1,6 +1,7 @@
 //! Batches of records sharing one reusable buffer.
 
 use crate::Result;
+use crate::io::SharedBytes;
 use crate::record::{Arena, Field, RecordOut, RecordRef};
 
 #[derive(Clone, Copy, Debug)]
@@ -8,6 +9,9 @@ pub(crate) struct Slot {
     pub(crate) index: u64,
     pub(crate) first_field: usize,
     pub(crate) end_field: usize,
+    /// Where the record's values point: 0 into the batch's own buffer, `k` into
+    /// `shared[k - 1]` (a record read without a copy).
+    pub(crate) buffer: u32,
 }
 
 /// The result of a batch read: the records in the order they were asked for.
@@ -41,6 +45,10 @@ pub struct RecordBatch {
     pub(crate) fields: Vec<Field>,
     pub(crate) scratch: crate::layout::Scratch,
     pub(crate) slots: Vec<Slot>,
+    /// Memory-held files that borrowed records point into
+    /// ([`RecordSource::read_batch_borrowed`](crate::RecordSource::read_batch_borrowed));
+    /// holding them keeps those bytes alive as long as the batch holds the records.
+    pub(crate) shared: Vec<SharedBytes>,
 }
 
 impl RecordBatch {
@@ -62,11 +70,11 @@ impl RecordBatch {
     /// Record `k` of the batch (the `k`-th index asked for).
     pub fn get(&self, k: usize) -> Option<RecordRef<'_>> {
         let s = self.slots.get(k)?;
-        Some(RecordRef::new(
-            s.index,
-            self.arena.as_slice(),
-            &self.fields[s.first_field..s.end_field],
-        ))
+        let buf = match s.buffer {
+            0 => self.arena.as_slice(),
+            b => self.shared.get(b as usize - 1).map_or(&[][..], |m| &m[..]),
+        };
+        Some(RecordRef::new(s.index, buf, &self.fields[s.first_field..s.end_field]))
     }
 
     /// The records in order (also `for record in &batch`).
@@ -74,16 +82,25 @@ impl RecordBatch {
         self.into_iter()
     }
 
-    /// Bytes held by the batch (raw reads plus decoded values).
+    /// Bytes held by the batch (raw reads plus decoded values; not the bytes of records
+    /// that borrow from a memory-held file).
     pub fn buffer_len(&self) -> usize {
         self.arena.used()
     }
 
-    /// Removes every record, keeping the allocated capacity.
+    /// Whether record `k` borrows its bytes from a memory-held file instead of holding a
+    /// copy (see [`RecordSource::read_batch_borrowed`](crate::RecordSource::read_batch_borrowed)).
+    pub fn is_borrowed(&self, k: usize) -> bool {
+        self.slots.get(k).is_some_and(|s| s.buffer != 0)
+    }
+
+    /// Removes every record, keeping the allocated capacity (and letting go of the files
+    /// borrowed records pointed into).
     pub fn clear(&mut self) {
         self.arena.clear();
         self.fields.clear();
         self.slots.clear();
+        self.shared.clear();
     }
 
     /// Adds one record built by `fill`. If `fill` fails, the batch is left as it was.
@@ -103,7 +120,7 @@ impl RecordBatch {
             self.arena.truncate(used);
             return Err(e);
         }
-        self.slots.push(Slot { index, first_field, end_field: self.fields.len() });
+        self.slots.push(Slot { index, first_field, end_field: self.fields.len(), buffer: 0 });
         Ok(())
     }
 
@@ -117,7 +134,8 @@ impl RecordBatch {
             let v = out.copy_value(value);
             out.push(name.clone(), v);
         }
-        self.slots.push(Slot { index: record.index(), first_field, end_field: self.fields.len() });
+        let end_field = self.fields.len();
+        self.slots.push(Slot { index: record.index(), first_field, end_field, buffer: 0 });
     }
 }
 

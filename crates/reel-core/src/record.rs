@@ -97,16 +97,28 @@ impl Arena {
 pub struct RecordOut<'a> {
     arena: &'a mut Arena,
     fields: &'a mut Vec<Field>,
+    /// The buffer raw spans point into when the record borrows them from a memory-held file
+    /// (then nothing may be appended: see [`Layout::decodes_in_place`](crate::Layout)).
+    input: Option<&'a [u8]>,
 }
 
 impl<'a> RecordOut<'a> {
     pub(crate) fn new(arena: &'a mut Arena, fields: &'a mut Vec<Field>) -> Self {
-        RecordOut { arena, fields }
+        RecordOut { arena, fields, input: None }
+    }
+
+    /// A target whose raw spans point into `input` rather than into the arena.
+    pub(crate) fn borrowing(
+        arena: &'a mut Arena,
+        fields: &'a mut Vec<Field>,
+        input: &'a [u8],
+    ) -> Self {
+        RecordOut { arena, fields, input: Some(input) }
     }
 
     /// The bytes of `span` (raw input or previously appended bytes).
     pub fn bytes(&self, span: Span) -> &[u8] {
-        span.get(self.arena.as_slice())
+        span.get(self.input.unwrap_or(self.arena.as_slice()))
     }
 
     /// Appends a copy of `data` and returns its span.

@@ -91,6 +91,21 @@ pub trait RecordSource: Send + Sync {
     /// asked. On error `out` is left empty.
     fn read_batch_into(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()>;
 
+    /// [`read_batch_into`](Self::read_batch_into), except that records may point into the
+    /// backend's memory instead of holding a copy: when the backend holds the files in
+    /// memory ([`ReadAt::shared_bytes`](crate::ReadAt::shared_bytes): mmap, memory) and the
+    /// format's records are their raw bytes
+    /// ([`Layout::decodes_in_place`](crate::Layout::decodes_in_place): FFRecord), a batch
+    /// whose records average at least [`BORROW_MIN_RECORD`](crate::BORROW_MIN_RECORD) is
+    /// checked (checksums) where it lies and handed out without a copy (smaller records
+    /// measured faster copied). The batch then
+    /// holds a share of each file its records point into, so the bytes stay valid as long
+    /// as the batch holds the records, even after the source is dropped. Otherwise, and by
+    /// default, it copies as `read_batch_into` does.
+    fn read_batch_borrowed(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()> {
+        self.read_batch_into(indices, out)
+    }
+
     /// The I/O backend the source reads through.
     fn backend_name(&self) -> &'static str {
         "none"
@@ -206,6 +221,9 @@ macro_rules! forward_source {
             }
             fn read_batch_into(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()> {
                 (**self).read_batch_into(indices, out)
+            }
+            fn read_batch_borrowed(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()> {
+                (**self).read_batch_borrowed(indices, out)
             }
             fn backend_name(&self) -> &'static str {
                 (**self).backend_name()

@@ -191,6 +191,11 @@ impl Layout for FfrecordLayout {
         Ok(())
     }
 
+    /// A record is its raw bytes: it can be handed out where it lies.
+    fn decodes_in_place(&self) -> bool {
+        true
+    }
+
     /// The stored CRC-32 of the record, which core compares as the bytes arrive. Fuzzing
     /// skips it so that mutated inputs reach the code behind it.
     fn has_record_crc32(&self) -> bool {

@@ -34,6 +34,7 @@ pub struct LoaderBuilder {
     resume: Option<LoaderState>,
     consumer_helps: bool,
     interleave: Interleave,
+    zero_copy: bool,
 }
 
 impl LoaderBuilder {
@@ -56,6 +57,7 @@ impl LoaderBuilder {
             resume: None,
             consumer_helps: false,
             interleave: Interleave::ALL,
+            zero_copy: true,
         }
     }
 
@@ -149,6 +151,18 @@ impl LoaderBuilder {
     /// position after the batch), so they resume the rank, not this reader.
     pub fn interleave(mut self, every: u64, first: u64) -> Self {
         self.interleave = Interleave { every, first };
+        self
+    }
+
+    /// Whether records may be handed out where they lie instead of copied (default: on).
+    /// With a backend that holds the files in memory (mmap, memory) and a format whose
+    /// records are their raw bytes (FFRecord), each record is checked (its CRC) in the
+    /// mapping and the batch points into it
+    /// ([`read_batch_borrowed`](reel_core::RecordSource::read_batch_borrowed)): a batch then
+    /// keeps the mapping alive, even after the loader and the source are gone. Otherwise
+    /// records are copied into the batch's buffer, as they are with this off.
+    pub fn zero_copy(mut self, on: bool) -> Self {
+        self.zero_copy = on;
         self
     }
 
@@ -271,7 +285,8 @@ impl LoaderBuilder {
             consumer_reads,
             thread_name: "reel-loader",
         };
-        let work = StepWork { source: self.source, sequencer, maps: self.maps };
+        let work =
+            StepWork { source: self.source, sequencer, maps: self.maps, borrow: self.zero_copy };
         let engine = ReadAhead::new(work, StepPlan { next: Some(start), skip }, &options)?;
         Ok(Loader { engine, cursor: start, skip, workers })
     }

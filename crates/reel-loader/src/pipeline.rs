@@ -17,6 +17,8 @@ pub(crate) struct StepWork {
     pub(crate) source: Arc<dyn RecordSource>,
     pub(crate) sequencer: Sequencer,
     pub(crate) maps: Vec<MapFn>,
+    /// Whether records may point into memory-held files instead of being copied.
+    pub(crate) borrow: bool,
 }
 
 /// Where the schedule stands: the next step to hand out.
@@ -84,7 +86,11 @@ impl StepWork {
             want_positions.then_some(&mut scratch.positions),
         );
         let indices = &scratch.indices;
-        match catch_unwind(AssertUnwindSafe(|| self.source.read_batch_into(indices, out))) {
+        let read = || match self.borrow {
+            true => self.source.read_batch_borrowed(indices, out),
+            false => self.source.read_batch_into(indices, out),
+        };
+        match catch_unwind(AssertUnwindSafe(read)) {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(self.locate(e, indices)),
             Err(panic) => {

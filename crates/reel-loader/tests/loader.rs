@@ -361,10 +361,84 @@ fn loads_ffrecord_through_every_core_backend() {
 }
 
 #[test]
+fn mmap_records_reach_the_consumer_without_a_copy_and_outlive_the_loader() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d");
+    std::fs::create_dir(&path).unwrap();
+    // Records of at least `BORROW_MIN_RECORD` bytes are handed out where they lie.
+    let size = reel_core::BORROW_MIN_RECORD as usize;
+    let records: Vec<Vec<u8>> = (0..97u32).map(|i| vec![i as u8; size + i as usize]).collect();
+    dump(&records, &path, 3).unwrap();
+    for workers in [0, 2] {
+        let options = FfrecordOptions::default().backend(Backend::Mmap);
+        let reader = FfrecordReader::open_with(&path, &options).unwrap();
+        let files = reader.source().files();
+        // Where the three files are mapped.
+        let maps: Vec<std::ops::Range<usize>> = (0..3)
+            .map(|f| {
+                let map = files.bytes(f).unwrap();
+                map.as_ptr() as usize..map.as_ptr() as usize + map.len()
+            })
+            .collect();
+        let mut loader = Loader::builder(reader)
+            .batch_size(10)
+            .shuffle(Shuffle::Feistel)
+            .workers(workers)
+            .build()
+            .unwrap();
+        let held = loader.next().unwrap().unwrap();
+        let mut seen = 0;
+        for batch in loader.by_ref() {
+            let batch = batch.unwrap();
+            assert_eq!(batch.buffer_len(), 0, "the batch holds no copy of any record");
+            for (k, r) in batch.iter().enumerate() {
+                let data = r.bytes("data").unwrap();
+                assert_eq!(data, records[r.index() as usize]);
+                assert!(batch.is_borrowed(k));
+                let at = data.as_ptr() as usize;
+                assert!(
+                    maps.iter().any(|m| m.contains(&at) && at + data.len() <= m.end),
+                    "record {} at {at:#x} lies outside every mapping {maps:x?}",
+                    r.index()
+                );
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 87, "{workers} workers");
+        // The batch holds the mappings: it stays readable after the loader, its workers and
+        // the reader (with its mappings) are gone.
+        drop(loader);
+        for r in held.iter() {
+            assert_eq!(r.bytes("data").unwrap(), records[r.index() as usize]);
+        }
+        assert_eq!(held.len(), 10);
+    }
+    // Backends that do not hold the files in memory copy, and so does a loader told to.
+    let reader = FfrecordReader::open_with(&path, &FfrecordOptions::default()).unwrap();
+    let batch = Loader::builder(reader).batch_size(5).build().unwrap().next().unwrap().unwrap();
+    assert!(!batch.is_borrowed(0) && batch.buffer_len() > 0, "{}", batch.len());
+    let options = FfrecordOptions::default().backend(Backend::Mmap);
+    let reader = FfrecordReader::open_with(&path, &options).unwrap();
+    let loader = Loader::builder(reader).batch_size(5).zero_copy(false).build().unwrap();
+    let batch = loader.into_iter().next().unwrap().unwrap();
+    assert!(!batch.is_borrowed(0) && batch.buffer_len() > 0);
+    assert_eq!(batch.get(0).unwrap().bytes("data").unwrap(), records[0]);
+    // Small records are copied (faster than checking them in place).
+    let small = dir.path().join("small.ffr");
+    dump(&[vec![1u8; 100], vec![2u8; 100]], &small, 1).unwrap();
+    let options = FfrecordOptions::default().backend(Backend::Mmap);
+    let reader = FfrecordReader::open_with(&small, &options).unwrap();
+    let batch = Loader::builder(reader).batch_size(2).build().unwrap().next().unwrap().unwrap();
+    assert!(!batch.is_borrowed(0) && batch.buffer_len() == 200);
+}
+
+#[test]
 fn ffrecord_checksum_errors_name_the_record() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("x.ffr");
-    let records: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i; 16]).collect();
+    // Large enough to be checked in place under mmap (`BORROW_MIN_RECORD`).
+    let size = reel_core::BORROW_MIN_RECORD as usize;
+    let records: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i; size]).collect();
     dump(&records, &path, 1).unwrap();
     let reader = FfrecordReader::open(&path).unwrap();
     let bad = 11u64;
@@ -373,13 +447,17 @@ fn ffrecord_checksum_errors_name_the_record() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[offset as usize + 3] ^= 0xff;
     std::fs::write(&path, bytes).unwrap();
-    let loader = Loader::builder(FfrecordReader::open(&path).unwrap())
-        .batch_size(4)
-        .workers(2)
-        .build()
-        .unwrap();
-    let errors: Vec<_> = loader.filter_map(Result::err).collect();
-    assert_eq!(errors.len(), 1);
-    assert_eq!(errors[0].kind(), ErrorKind::Checksum);
-    assert_eq!(errors[0].record(), Some(bad));
+    // Copied (pread) or checked where it lies in the mapping (mmap, zero-copy).
+    for backend in [Backend::Pread, Backend::Mmap] {
+        let options = FfrecordOptions::default().backend(backend);
+        let loader = Loader::builder(FfrecordReader::open_with(&path, &options).unwrap())
+            .batch_size(4)
+            .workers(2)
+            .build()
+            .unwrap();
+        let errors: Vec<_> = loader.filter_map(Result::err).collect();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].kind(), ErrorKind::Checksum);
+        assert_eq!(errors[0].record(), Some(bad));
+    }
 }

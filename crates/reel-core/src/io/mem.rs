@@ -1,7 +1,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{ReadAt, open_regular, short_read};
+use super::{ReadAt, SharedBytes, open_regular, short_read};
 use crate::{Error, Result};
 
 /// Files held in memory: the oracle backend for tests and the way fuzzers feed bytes to
@@ -85,5 +85,9 @@ impl ReadAt for MemFiles {
 
     fn bytes(&self, file: u32) -> Option<&[u8]> {
         self.files.get(file as usize).map(|f| &*f.1)
+    }
+
+    fn shared_bytes(&self, file: u32) -> Option<SharedBytes> {
+        self.files.get(file as usize).map(|f| SharedBytes::loaded(f.1.clone()))
     }
 }

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 pub use mem::MemFiles;
 pub use mmap::MmapFiles;
+pub(crate) use mmap::prefetch_lines;
 pub use pread::PreadFiles;
 
 use crate::limits::{check_within, try_zeroed};
@@ -118,6 +119,15 @@ pub trait ReadAt: Send + Sync {
         None
     }
 
+    /// File `file`'s bytes as a shared handle that keeps them alive, when the backend holds
+    /// the file in memory and lets readers hand records out without copying them (mmap,
+    /// memory): a batch read with
+    /// [`RecordSource::read_batch_borrowed`](crate::RecordSource::read_batch_borrowed)
+    /// holds one per file its records point into. Cloning the handle costs no allocation.
+    fn shared_bytes(&self, _file: u32) -> Option<SharedBytes> {
+        None
+    }
+
     /// Whether reads complete one after another in the calling thread (pread, mmap,
     /// memory). Readers then fetch and decode a batch in cache-sized chunks, so each
     /// record is decoded (and checksummed) while its bytes are still in the CPU cache.
@@ -149,6 +159,45 @@ pub type Arrived<'a> = dyn FnMut(usize, &[u8]) -> Result<()> + 'a;
 /// glibc's `rep movsb` threshold), while 16 KiB, 32 KiB, 64 KiB and whole records gave
 /// +21 … +93 %, within the busy machine's noise of each other.
 pub const OBSERVED_PIECE: usize = 64 << 10;
+
+/// The bytes of one file held in memory (a mapping, or a file loaded whole), shared: a clone
+/// is a reference count, and the bytes stay valid as long as any clone exists, whatever
+/// happens to the reader that handed it out.
+#[derive(Clone)]
+pub struct SharedBytes(SharedRepr);
+
+#[derive(Clone)]
+enum SharedRepr {
+    Mapped(Arc<memmap2::Mmap>),
+    Loaded(Arc<[u8]>),
+}
+
+impl SharedBytes {
+    pub(crate) fn mapped(map: Arc<memmap2::Mmap>) -> Self {
+        SharedBytes(SharedRepr::Mapped(map))
+    }
+
+    pub(crate) fn loaded(bytes: Arc<[u8]>) -> Self {
+        SharedBytes(SharedRepr::Loaded(bytes))
+    }
+}
+
+impl std::ops::Deref for SharedBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            SharedRepr::Mapped(m) => m,
+            SharedRepr::Loaded(b) => b,
+        }
+    }
+}
+
+impl fmt::Debug for SharedBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SharedBytes({} bytes)", self.len())
+    }
+}
 
 /// The part of `dest` a request writes, or an error if it lies outside.
 pub fn dest_slice<'a>(dest: &'a mut [u8], r: &ReadReq) -> Result<&'a mut [u8]> {
@@ -236,6 +285,9 @@ macro_rules! forward_read_at {
             }
             fn bytes(&self, file: u32) -> Option<&[u8]> {
                 (**self).bytes(file)
+            }
+            fn shared_bytes(&self, file: u32) -> Option<SharedBytes> {
+                (**self).shared_bytes(file)
             }
             fn is_synchronous(&self) -> bool {
                 (**self).is_synchronous()

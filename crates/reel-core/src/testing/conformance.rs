@@ -108,6 +108,14 @@ pub fn check_source(source: &dyn RecordSource) -> Vec<Outcome> {
     reversed_dups.extend(all.iter().step_by(3));
     check_batch(source, &expected, &reversed_dups, &mut batch, "reversed batch with duplicates");
     check_batch(source, &expected, &shuffled(n, 7), &mut batch, "shuffled batch");
+    // Records that point into memory-held files (where backend and format allow it) read
+    // the same as copies, and fail the same way.
+    let shuffled_7 = shuffled(n, 7);
+    let borrowed = all.chunks(7).chain([&reversed_dups[..], &shuffled_7[..]]);
+    for (k, indices) in borrowed.enumerate() {
+        let result = source.read_batch_borrowed(indices, &mut batch);
+        compare_batch(result, &batch, &expected, indices, &format!("borrowed batch {k}"));
+    }
 
     source.read_batch_into(&[], &mut batch).unwrap();
     assert!(batch.is_empty(), "an empty batch must read as empty");
