@@ -302,26 +302,19 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
         scratch.shared_files.clear();
         shared.clear();
         let mut total: u64 = 0;
+        let mut plan = |i: u64, p: &mut Plan<'_>| layout.plan(i, p);
         for &index in indices {
-            if index >= len {
-                return Err(Error::out_of_range(index, len).with_format(format));
-            }
             let before = scratch.ranges.len();
-            layout
-                .plan(index, &mut Plan { ranges: &mut scratch.ranges })
-                .map_err(|e| e.with_record(index).with_format(format))?;
-            let mut record_bytes: u64 = 0;
-            for r in &scratch.ranges[before..] {
-                check_within(r.offset, r.len, files.file_len(r.file), "record").map_err(|e| {
-                    e.with_path(files.file_path(r.file)).with_record(index).with_format(format)
-                })?;
-                record_bytes = record_bytes.saturating_add(r.len);
-            }
             // Borrowed bytes take no memory, but a record beyond the limit is refused
             // whichever way it is read.
-            self.limits
-                .check_record(record_bytes)
-                .map_err(|e| e.with_record(index).with_format(format))?;
+            let record_bytes = plan_checked(
+                files,
+                &self.limits,
+                (format, len),
+                index,
+                &mut plan,
+                &mut scratch.ranges,
+            )?;
             total = total.saturating_add(record_bytes);
             scratch.counts.push(scratch.ranges.len() - before);
         }
@@ -471,20 +464,9 @@ fn fill<F: ReadAt + ?Sized>(
         (0..files.file_count() as u32).map(|f| files.file_len(f)).fold(0, u64::saturating_add);
     let mut total: u64 = 0;
     for &index in indices {
-        if index >= len {
-            return Err(Error::out_of_range(index, len).with_format(format));
-        }
         let before = scratch.ranges.len();
-        plan(index, &mut Plan { ranges: &mut scratch.ranges })
-            .map_err(|e| e.with_record(index).with_format(format))?;
-        let mut record_bytes: u64 = 0;
-        for r in &scratch.ranges[before..] {
-            check_within(r.offset, r.len, files.file_len(r.file), "record").map_err(|e| {
-                e.with_path(files.file_path(r.file)).with_record(index).with_format(format)
-            })?;
-            record_bytes = record_bytes.saturating_add(r.len);
-        }
-        limits.check_record(record_bytes).map_err(|e| e.with_record(index).with_format(format))?;
+        let record_bytes =
+            plan_checked(files, limits, (format, len), index, plan, &mut scratch.ranges)?;
         if record_bytes > files_total && record_bytes > limits.max_batch_bytes {
             // Only ranges that overlap can add up to more than the files hold: a record
             // naming the same bytes over and over would otherwise multiply a small file.
@@ -678,6 +660,33 @@ fn compare(stored: Option<u32>, computed: u32) -> Result<()> {
         )),
         _ => Ok(()),
     }
+}
+
+/// Plans record `index` (of a source of `len` records in `format`) into `ranges`, checks
+/// each range against its file and the record against [`Limits::check_record`], and
+/// returns the record's size in bytes.
+fn plan_checked<F: ReadAt + ?Sized>(
+    files: &F,
+    limits: &Limits,
+    (format, len): (&'static str, u64),
+    index: u64,
+    plan: &mut PlanFn<'_>,
+    ranges: &mut Vec<ReadRange>,
+) -> Result<u64> {
+    if index >= len {
+        return Err(Error::out_of_range(index, len).with_format(format));
+    }
+    let before = ranges.len();
+    plan(index, &mut Plan { ranges }).map_err(|e| e.with_record(index).with_format(format))?;
+    let mut record_bytes: u64 = 0;
+    for r in &ranges[before..] {
+        check_within(r.offset, r.len, files.file_len(r.file), "record").map_err(|e| {
+            e.with_path(files.file_path(r.file)).with_record(index).with_format(format)
+        })?;
+        record_bytes = record_bytes.saturating_add(r.len);
+    }
+    limits.check_record(record_bytes).map_err(|e| e.with_record(index).with_format(format))?;
+    Ok(record_bytes)
 }
 
 /// Brings the records of the chunk starting at record `first_record` (part `first_part`)

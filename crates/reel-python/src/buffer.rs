@@ -66,7 +66,9 @@ impl BatchBuffer {
         &self.batch
     }
 
-    /// Every byte of the batch (what record values point into).
+    /// The buffer the first record's values point into: the batch's own bytes, or, when the
+    /// loader handed records out where they lie (zero-copy from mmap), the memory-held
+    /// file, which the batch keeps alive. Values that lie elsewhere are copied for Python.
     pub(crate) fn bytes(&self) -> &[u8] {
         self.batch.get(0).map_or(&[], |r| r.raw_buffer())
     }
