@@ -222,7 +222,11 @@ pub(crate) fn value(
             let s = str_at(array, row)?;
             out.append_str(s)
         }
-        Plan::Json => crate::json::from_json_text(str_at(array, row)?, out)?,
+        Plan::Json => reel_core::tagged_json::decode(
+            str_at(array, row)?.as_bytes(),
+            out,
+            reel_core::Limits::default().max_nesting,
+        )?,
         Plan::Array { dtype, shape, item } => {
             let (values, start, len) = list_slice(array, row)?;
             if values.null_count() > 0 && (start..start + len).any(|k| values.is_null(k)) {

@@ -287,10 +287,7 @@ impl Col {
             },
             Col::Var { text, json, data, offsets, valid, .. } => {
                 match (value, *text, *json) {
-                    (v, _, true) => {
-                        // serde_json writes into a Vec without failing.
-                        let _ = serde_json::to_writer(&mut *data, &crate::json::to_json(v));
-                    }
+                    (v, _, true) => reel_core::tagged_json::encode(v, data),
                     (ValueRef::Bytes(b), false, false) => data.extend_from_slice(b),
                     (ValueRef::Str(s), true, false) => data.extend_from_slice(s.as_bytes()),
                     _ => return here(if *text { &Kind::Str } else { &Kind::Bytes }),

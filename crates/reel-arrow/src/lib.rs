@@ -29,7 +29,7 @@
 //! | other arrays (mixed dtypes or shapes, complex, text, void) | `struct<dtype: utf8, shape: list<uint64>, data: binary>` (`reel.type = ndarray`; `numpy.frombuffer(data, dtype).reshape(shape)`) |
 //! | list | `list<item type>` (`reel.type = list`) |
 //! | map with text keys | `struct` with a child per key |
-//! | values with no common type | tagged JSON text (`reel.type = json`, lossless: bytes, non-finite floats, arrays and maps with other keys as `{"$bytes": hex}`, `{"$float": "nan"}`, `{"$ndarray": …}`, `{"$map": [[k, v], …]}`) |
+//! | values with no common type | tagged JSON text (`reel.type = json`, lossless: [`reel_core::tagged_json`], the convention of reel's JSON payloads too: bytes, non-finite floats, arrays and maps with other keys as `{"$bytes": base64}`, `{"$float": "nan"}`, `{"$array": {"dtype", "shape", "data"}}`, `{"$map": [[k, v], …]}`) |
 //!
 //! Every column is nullable: a record without a field has a null there. A record whose
 //! field does not fit the inferred column (a new field, another type) is an
@@ -45,7 +45,6 @@ mod batches;
 mod decode;
 mod encode;
 mod file_source;
-mod json;
 mod kind;
 mod stream;
 mod write;

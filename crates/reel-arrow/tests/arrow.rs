@@ -451,3 +451,60 @@ fn the_sink_and_the_batch_reader_agree_on_the_schema() {
     };
     assert_eq!(sink_schema(&records, &given).field(0).data_type(), &DataType::LargeUtf8);
 }
+
+/// A column of values with no common Arrow type is tagged JSON text in reel's one convention
+/// (`reel_core::tagged_json`, shared with the JSON payloads): base64 bytes, `$array` with a
+/// numpy dtype string. What another tool wrote in it reads back too, big-endian arrays
+/// (numpy's `>i4`) swapped into reel's little-endian values.
+#[test]
+fn mixed_values_are_tagged_json_and_big_endian_arrays_read_back() {
+    let records: Vec<Record> = (0..4)
+        .map(|i| {
+            let mut r = Record::new();
+            match i {
+                0 => r.push_bytes("v", &[0, 255, 7]),
+                1 => r.push_array("v", DType::I16, &[2], &[1, 0, 2, 0]).unwrap(),
+                2 => r.push_float("v", f64::NAN),
+                _ => r.push_str("v", "text"),
+            };
+            r
+        })
+        .collect();
+    let source = VecSource::new(records.clone());
+    let reader = SourceBatchReader::new(&source, &ArrowOptions::default()).unwrap();
+    let field = reader.schema().field(0).clone();
+    assert_eq!(field.metadata()["reel.type"], "json");
+    let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+    let text = batches[0].column(0).as_any().downcast_ref::<StringArray>().unwrap();
+    assert_eq!(text.value(0), r#"{"$bytes":"AP8H"}"#);
+    assert_eq!(text.value(1), r#"{"$array":{"dtype":"<i2","shape":[2],"data":"AQACAA=="}}"#);
+    assert_eq!(text.value(2), r#"{"$float":"nan"}"#);
+    assert_eq!(text.value(3), r#""text""#);
+
+    // Written by another tool: numpy's np.array([1, -2], dtype=">i4"), base64-encoded.
+    let column = StringArray::from(vec![
+        r#"{"$array": {"dtype": ">i4", "shape": [2], "data": "AAAAAf////4="}}"#,
+        r#"{"$array": {"dtype": "<i4", "shape": [2], "data": "AQAAAP7///8="}}"#,
+        r#"{"$bytes": "AP8H"}"#,
+    ]);
+    let field = Field::new("v", DataType::Utf8, true).with_metadata(
+        [("reel.type".to_string(), "json".to_string())]
+            .into_iter()
+            .collect::<std::collections::HashMap<_, _>>(),
+    );
+    let schema = Arc::new(arrow_schema::Schema::new(vec![field]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(column) as ArrayRef]).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("tagged.parquet");
+    let mut w = ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let src = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+    for i in 0..2 {
+        let r = src.read(i).unwrap();
+        let a = r.get("v").unwrap().as_array().unwrap();
+        assert_eq!(a.dtype, DType::I32);
+        assert_eq!(a.to_i32_vec(), Some(vec![1, -2]), "row {i}");
+    }
+    assert_eq!(src.read(2).unwrap().get("v").unwrap().as_bytes(), Some(&[0u8, 255, 7][..]));
+}

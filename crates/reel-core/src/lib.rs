@@ -56,6 +56,8 @@ mod source;
 pub mod staged;
 pub mod store;
 pub mod stream;
+#[cfg(feature = "tagged-json")]
+pub mod tagged_json;
 mod value;
 
 #[cfg(feature = "testing")]

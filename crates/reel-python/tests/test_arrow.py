@@ -8,6 +8,7 @@ and checked against the golden manifests with the same checks as test_golden.py.
 
 from __future__ import annotations
 
+import base64
 import json
 
 import numpy as np
@@ -27,11 +28,11 @@ def untag(j):
         if len(j) == 1:
             ((k, v),) = j.items()
             if k == "$bytes":
-                return bytes.fromhex(v)
+                return base64.b64decode(v)
             if k == "$float":
                 return float(v)
-            if k == "$ndarray":
-                data = bytes.fromhex(v["hex"])
+            if k == "$array":
+                data = base64.b64decode(v["data"])
                 return np.frombuffer(data, dtype=np.dtype(v["dtype"])).reshape(v["shape"]).copy()
             if k == "$map":
                 return {untag(a): untag(b) for a, b in v}

@@ -18,7 +18,6 @@
 //! the layout that [`ConvertOptions::pack`](crate::ConvertOptions) writes (see
 //! [`Codec`]).
 
-mod json;
 mod pack;
 mod pickle;
 
@@ -80,12 +79,14 @@ impl Payload {
 /// bytes), which is granular's `tree` form. In Python:
 /// `{k: np.frombuffer(v[3], v[1]).reshape(v[2]) if isinstance(v, list) and len(v) == 4 and v[0] == '_' else v for k, v in msgpack.unpackb(b).items()}`.
 ///
-/// **json** (UTF-8): null, bool, int, str, list as themselves; finite floats as numbers
-/// (always with a fraction or exponent); other values as objects with one `$` key:
-/// `{"$bytes": base64}`, `{"$array": {"dtype": "<f4", "shape": [2, 3], "data": base64}}`,
+/// **json** (UTF-8): reel's tagged JSON ([`reel_core::tagged_json`], the convention Arrow
+/// and Parquet columns of mixed values use too): null, bool, int, str, list as themselves;
+/// finite floats as numbers (always with a fraction or exponent); other values as objects
+/// with one `$` key: `{"$bytes": base64}`,
+/// `{"$array": {"dtype": "<f4", "shape": [2, 3], "data": base64}}`,
 /// `{"$float": "nan" | "inf" | "-inf"}`, and `{"$map": [[key, value], …]}` for a map whose
-/// keys are not all text or that has a single key starting with `$`. Other maps are
-/// objects. Base64 is the standard alphabet with padding.
+/// keys are not all distinct text or that has a single key starting with `$`. Other maps
+/// are objects. Base64 is the standard alphabet with padding.
 ///
 /// `--payload msgpack|json` reads these layouts back as the same fields and values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -115,7 +116,7 @@ impl Codec {
         match self {
             Codec::Msgpack => msgpack_encode(value, out),
             Codec::Json => {
-                json::encode(value, out);
+                reel_core::tagged_json::encode(value, out);
                 Ok(())
             }
         }
@@ -163,7 +164,7 @@ pub fn decode_value(
             .map_err(|e| Error::new(e.kind(), format!("msgpack payload: {}", e.message()))),
         #[cfg(not(feature = "granular"))]
         Payload::Msgpack => Err(no_msgpack()),
-        Payload::Json => json::decode(span, out, limits),
+        Payload::Json => reel_core::tagged_json::decode_span(span, out, limits.max_nesting),
     }
 }
 
