@@ -196,3 +196,150 @@ fn every_golden_case_survives_parquet_and_arrow_ipc() {
         "arrow golden: {converted} datasets through Parquet and Arrow IPC, {refused} refused alike"
     );
 }
+
+/// The raw byte strings of a value (bytes, text, array data, inside lists and maps too).
+fn leaves<'a>(value: ValueRef<'a>, out: &mut Vec<&'a [u8]>) {
+    match value {
+        ValueRef::Bytes(b) => out.push(b),
+        ValueRef::Str(s) => out.push(s.as_bytes()),
+        ValueRef::Array(a) => out.push(a.data),
+        ValueRef::List(l) => l.iter().for_each(|v| leaves(v, out)),
+        ValueRef::Map(m) => m.iter().for_each(|(_, v)| leaves(v, out)),
+        _ => {}
+    }
+}
+
+/// `_index`, `_file`, `_offset` and `_length` of every golden dataset of every format,
+/// written by the batch reader (`write_parquet`) and by `convert` (the sink path, as `reel
+/// convert --with-index --with-location`) alike: each row names the file its record's first
+/// byte range is in, and a range of it that exists and holds the record's stored bytes
+/// (FFRecord: exactly its bytes; the other formats: at least one of the record's raw values,
+/// a frame, an array, a feature's bytes, a column's value). A record stored in no byte range
+/// (a video without frames, an item without arrays) has null cells.
+#[test]
+fn location_columns_point_at_each_records_bytes_in_every_format() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut options = WriteOptions::default();
+    options.arrow.extra.index = true;
+    options.arrow.extra.location = true;
+    let mut checked_formats = std::collections::BTreeSet::new();
+    let mut located = 0;
+    for format_key in reel_core::testing::golden::format_keys() {
+        for case in cases(&format_key) {
+            if case.is_corrupt() {
+                continue;
+            }
+            let label = format!("{format_key}/{}", case.name);
+            let Ok((_, source)) = open_case(&format_key, &case) else { continue };
+            let Ok(originals) = source.iter().collect::<reel::Result<Vec<Record>>>() else {
+                continue;
+            };
+            let stem = label.replace('/', "_");
+            let by_reader = tmp.path().join(format!("{stem}.located.parquet"));
+            reel::arrow::write_parquet(&*source, &by_reader, &options)
+                .unwrap_or_else(|e| panic!("{label}: {e}"));
+            let by_convert = tmp.path().join(format!("{stem}.converted.parquet"));
+            let mut convert = ConvertOptions::new(Format::Parquet);
+            convert.arrow = options.clone();
+            reel::convert::convert_source(&*source, &by_convert, &convert, &mut |_, _| {})
+                .unwrap_or_else(|e| panic!("{label}: convert: {e}"));
+            let rows = ArrowFileSource::open(&by_reader, &ReadOptions::default()).unwrap();
+            let converted = ArrowFileSource::open(&by_convert, &ReadOptions::default()).unwrap();
+            assert_eq!(rows.len(), originals.len() as u64, "{label}");
+            let mut ranges = Vec::new();
+            for (i, want) in originals.iter().enumerate() {
+                let row = rows.read(i as u64).unwrap();
+                let other = converted.read(i as u64).unwrap();
+                let columns = ["_index", "_file", "_offset", "_length"];
+                for c in columns {
+                    assert_eq!(row.get(c), other.get(c), "{label} #{i} {c}: reader vs convert");
+                }
+                assert_eq!(row.get("_index").and_then(|v| v.as_u64()), Some(i as u64), "{label}");
+                ranges.clear();
+                assert!(source.locate(i as u64, &mut ranges).unwrap(), "{label}: locate");
+                let Some(file) = row.get("_file").and_then(|v| v.as_str()) else {
+                    assert!(ranges.is_empty(), "{label} #{i}: a stored record has no _file");
+                    assert!(row.get("_offset").is_none() && row.get("_length").is_none());
+                    continue;
+                };
+                let offset = row.get("_offset").and_then(|v| v.as_u64()).unwrap();
+                let len = row.get("_length").and_then(|v| v.as_u64()).unwrap();
+                let bytes = std::fs::read(file).unwrap_or_else(|e| panic!("{label}: {file}: {e}"));
+                assert!(
+                    Path::new(file).starts_with(&case.dir),
+                    "{label}: {file} is outside the dataset"
+                );
+                let end = offset.checked_add(len).unwrap();
+                assert!(end <= bytes.len() as u64, "{label} #{i}: {offset}+{len} past the file");
+                let stored = &bytes[offset as usize..end as usize];
+                if format_key == "ffrecord" {
+                    assert_eq!(
+                        Some(stored),
+                        want.bytes("data"),
+                        "{label} #{i}: the record's bytes"
+                    );
+                }
+                if format_key == "ofrecord" {
+                    // The payload of a frame, right after its 8-byte length.
+                    let at = offset as usize;
+                    let prefix: [u8; 8] = bytes[at - 8..at].try_into().unwrap();
+                    assert_eq!(u64::from_le_bytes(prefix), len, "{label} #{i}: frame length");
+                }
+                let mut raw = Vec::new();
+                if format_key.starts_with("granular") {
+                    // A datapoint is one record per key, each in the key's own `<key>.bag`:
+                    // the location is the first key's, its stored value (raw for bytes and
+                    // utf8 columns).
+                    let key = Path::new(file).file_stem().and_then(|s| s.to_str()).unwrap();
+                    let value = want.get(key);
+                    assert!(value.is_some(), "{label} #{i}: {file} is no key's file");
+                    if let Some(v) =
+                        value.and_then(|v| v.as_bytes().or(v.as_str().map(str::as_bytes)))
+                    {
+                        assert_eq!(stored, v, "{label} #{i} {key}");
+                    }
+                    located += 1;
+                    checked_formats.insert("granular".to_string());
+                    continue;
+                }
+                want.iter().for_each(|(_, v)| leaves(v, &mut raw));
+                // Long enough to be found by chance nowhere else; OFRecord's int lists are
+                // varints, not their raw values.
+                raw.retain(|l| l.len() >= 4);
+                if format_key == "ofrecord" {
+                    raw.retain(|l| !want.iter().any(|(_, v)| matches!(v, ValueRef::Array(a) if a.data == *l && a.dtype == reel::DType::I64)));
+                }
+                let found = raw.iter().any(|l| stored.windows(l.len()).any(|w| w == *l));
+                assert!(
+                    raw.is_empty() || found,
+                    "{label} #{i}: none of the record's values is in {file} at {offset}+{len}"
+                );
+                located += 1;
+                checked_formats.insert(format_key.split('/').next().unwrap().to_string());
+            }
+        }
+    }
+    let formats: Vec<&str> = checked_formats.iter().map(String::as_str).collect();
+    assert_eq!(formats, ["ffrecord", "granular", "gulpio2", "ofrecord", "syrah"]);
+    println!("location columns: {located} records located in {formats:?}");
+
+    // Extra columns never repeat a field's name.
+    let table = tmp.path().join("ffrecord_normal.located.parquet");
+    let table_source = ArrowFileSource::open(&table, &ReadOptions::default()).unwrap();
+    let again = tmp.path().join("again.parquet");
+    let err = reel::arrow::write_parquet(&table_source, &again, &options).unwrap_err();
+    assert!(err.to_string().contains("\"_index\""), "{err}");
+    assert!(!again.exists());
+
+    // A source that does not store records in byte ranges (a Parquet file) has null cells.
+    let plain = tmp.path().join("plain.parquet");
+    let normal = cases("ffrecord").into_iter().find(|c| c.name == "normal").unwrap();
+    let (_, ffrecord) = open_case("ffrecord", &normal).unwrap();
+    reel::arrow::write_parquet(&*ffrecord, &plain, &WriteOptions::default()).unwrap();
+    let table_source = ArrowFileSource::open(&plain, &ReadOptions::default()).unwrap();
+    reel::arrow::write_parquet(&table_source, &again, &options).unwrap();
+    let back = ArrowFileSource::open(&again, &ReadOptions::default()).unwrap();
+    let first = back.read(0).unwrap();
+    assert_eq!(first.get("_index").and_then(|v| v.as_u64()), Some(0));
+    assert!(first.get("_file").is_none() && first.get("_length").is_none(), "{first:?}");
+}

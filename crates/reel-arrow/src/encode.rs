@@ -16,7 +16,7 @@ use arrow_buffer::{
     BooleanBufferBuilder, Buffer, MutableBuffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer,
 };
 use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
-use reel_core::{DType, Error, RecordRef, Result, ValueRef};
+use reel_core::{DType, Error, Location, RecordRef, Result, ValueRef};
 
 use crate::kind::{Kind, element_field, ndarray_fields};
 
@@ -539,8 +539,11 @@ fn primitive_array(dtype: DType, buffer: Buffer, n: usize) -> ArrayRef {
 pub struct ExtraColumns {
     /// `_index` (uint64): the record's index in its source.
     pub index: bool,
-    /// `_file` (utf8) and `_offset` (uint64): the file and byte offset the record starts
-    /// at, where the source can tell ([`RecordSource::locate`](reel_core::RecordSource)).
+    /// `_file` (utf8), `_offset` and `_length` (uint64): where the source stores the record
+    /// ([`reel_core::Location`], from the format's plan through
+    /// [`RecordSource::locate`](reel_core::RecordSource::locate)): the file of its first
+    /// byte range, and the byte range of that file holding the record's bytes there. Null
+    /// where the source cannot tell (a Parquet or Arrow source, records made in memory).
     pub location: bool,
 }
 
@@ -550,6 +553,8 @@ pub const INDEX_COLUMN: &str = "_index";
 pub const FILE_COLUMN: &str = "_file";
 /// Name of the byte-offset column.
 pub const OFFSET_COLUMN: &str = "_offset";
+/// Name of the byte-length column.
+pub const LENGTH_COLUMN: &str = "_length";
 
 /// Turns records into Arrow record batches of a fixed schema.
 pub struct Encoder {
@@ -560,6 +565,7 @@ pub struct Encoder {
     index: Vec<u64>,
     files: Col,
     offsets: Col,
+    lengths: Col,
     rows: usize,
     /// Skip record fields the schema has no column for (a column selection), instead of
     /// refusing them.
@@ -576,6 +582,7 @@ impl Encoder {
         if extra.location {
             fields.push(Field::new(FILE_COLUMN, DataType::Utf8, true));
             fields.push(Field::new(OFFSET_COLUMN, DataType::UInt64, true));
+            fields.push(Field::new(LENGTH_COLUMN, DataType::UInt64, true));
         }
         Encoder {
             schema: Arc::new(Schema::new(fields)),
@@ -585,6 +592,7 @@ impl Encoder {
             index: Vec::new(),
             files: Col::var(true, false, false),
             offsets: Col::UInt(Vec::new(), NullBufferBuilder::new(0)),
+            lengths: Col::UInt(Vec::new(), NullBufferBuilder::new(0)),
             rows: 0,
             skip_unknown: false,
         }
@@ -608,7 +616,10 @@ impl Encoder {
 
     /// Bytes held by the waiting rows.
     pub fn buffered_bytes(&self) -> usize {
-        self.columns.iter().map(Col::bytes).sum::<usize>() + self.index.len() * 8
+        let extra = [&self.files, &self.offsets, &self.lengths].map(Col::bytes);
+        self.columns.iter().map(Col::bytes).sum::<usize>()
+            + self.index.len() * 8
+            + extra.iter().sum::<usize>()
     }
 
     /// Adds one record. A field the schema lacks, or a value that does not fit its column,
@@ -618,11 +629,18 @@ impl Encoder {
         self.push_located(record, None)
     }
 
-    /// [`push`](Self::push) with the record's file and byte offset (for the extra columns).
+    /// Whether the batches have the location columns ([`ExtraColumns::location`]), which
+    /// [`push_located`](Self::push_located) fills.
+    pub fn wants_location(&self) -> bool {
+        self.extra.location
+    }
+
+    /// [`push`](Self::push) with where the record is stored (for the location columns; null
+    /// cells for `None`).
     pub fn push_located(
         &mut self,
         record: RecordRef<'_>,
-        location: Option<(&str, u64)>,
+        location: Option<Location<'_>>,
     ) -> Result<()> {
         let index = record.index();
         let fail = |field: &str, why: String| {
@@ -654,13 +672,16 @@ impl Encoder {
         }
         if self.extra.location {
             match location {
-                Some((file, offset)) => {
-                    let _ = self.files.push(ValueRef::Str(file));
-                    let _ = self.offsets.push(ValueRef::UInt(offset));
+                Some(at) => {
+                    // A text and two uint64 columns take these values; they cannot fail.
+                    let _ = self.files.push(ValueRef::Str(&at.path.to_string_lossy()));
+                    let _ = self.offsets.push(ValueRef::UInt(at.offset));
+                    let _ = self.lengths.push(ValueRef::UInt(at.len));
                 }
                 None => {
                     self.files.push_null();
                     self.offsets.push_null();
+                    self.lengths.push_null();
                 }
             }
         }
@@ -686,6 +707,7 @@ impl Encoder {
         if self.extra.location {
             arrays.push(self.files.finish(&fields[k])?);
             arrays.push(self.offsets.finish(&fields[k + 1])?);
+            arrays.push(self.lengths.finish(&fields[k + 2])?);
         }
         let rows = std::mem::take(&mut self.rows);
         RecordBatch::try_new_with_options(

@@ -5,9 +5,11 @@ use std::ops::Range;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
-use reel_core::{Error, FieldSpec, RecordRef, RecordSource, Result};
+use reel_core::{Error, FieldSpec, ReadRange, RecordRef, RecordSource, RecordSourceExt, Result};
 
-use crate::encode::{Encoder, ExtraColumns};
+use crate::encode::{
+    Encoder, ExtraColumns, FILE_COLUMN, INDEX_COLUMN, LENGTH_COLUMN, OFFSET_COLUMN,
+};
 use crate::kind::Kind;
 
 /// How records become Arrow batches: the schema (given or inferred), extra columns and
@@ -118,6 +120,18 @@ pub(crate) fn encoder_for<'a>(
             .schema
             .as_ref()
             .is_some_and(|s| s.fields().iter().any(|f| has_large_offsets(f.data_type())));
+    let extra_names = [
+        (options.extra.index, &[INDEX_COLUMN][..]),
+        (options.extra.location, &[FILE_COLUMN, OFFSET_COLUMN, LENGTH_COLUMN][..]),
+    ];
+    for name in extra_names.iter().filter(|(on, _)| *on).flat_map(|(_, names)| names.iter()) {
+        if kinds.iter().any(|(n, _)| n == name) {
+            return Err(Error::invalid_input(format!(
+                "the records already have a field {name:?}, which the extra column of that name \
+                 would repeat; drop or rename the field, or leave the extra columns out"
+            )));
+        }
+    }
     let mut encoder = Encoder::new(&kinds, large, options.extra);
     encoder.skip_unknown(options.columns.is_some());
     Ok(encoder)
@@ -174,7 +188,24 @@ pub struct SourceBatchReader<S> {
     /// The first records, read to infer the schema, served from here instead of being read
     /// again (emptied once passed).
     sampled: reel_core::RecordBatch,
+    /// Scratch for locating records (the location columns).
+    ranges: Vec<ReadRange>,
     failed: bool,
+}
+
+/// Adds `record` to `encoder`, with where `source` stores it when the batches have the
+/// location columns.
+fn push(
+    encoder: &mut Encoder,
+    source: &dyn RecordSource,
+    ranges: &mut Vec<ReadRange>,
+    record: RecordRef<'_>,
+) -> Result<()> {
+    let at = match encoder.wants_location() {
+        true => source.location(record.index(), ranges)?,
+        false => None,
+    };
+    encoder.push_located(record, at)
 }
 
 impl<S: RecordSource> SourceBatchReader<S> {
@@ -218,6 +249,7 @@ impl<S: RecordSource> SourceBatchReader<S> {
             batch: reel_core::RecordBatch::new(),
             indices: Vec::new(),
             sampled,
+            ranges: Vec::new(),
             failed: false,
         })
     }
@@ -263,7 +295,7 @@ impl<S: RecordSource> SourceBatchReader<S> {
                 let stop = (self.next + take).min(sampled);
                 for k in self.next..stop {
                     if let Some(record) = self.sampled.get(k as usize) {
-                        self.encoder.push(record)?;
+                        push(&mut self.encoder, &self.source, &mut self.ranges, record)?;
                     }
                 }
                 self.next = stop;
@@ -276,7 +308,7 @@ impl<S: RecordSource> SourceBatchReader<S> {
             self.rows.extend_into(self.next..self.next + take, &mut self.indices);
             self.source.read_batch_into(&self.indices, &mut self.batch)?;
             for record in self.batch.iter() {
-                self.encoder.push(record)?;
+                push(&mut self.encoder, &self.source, &mut self.ranges, record)?;
             }
             self.next += take;
         }

@@ -12,8 +12,8 @@ use parquet::basic::{Compression as PqCompression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 use reel_core::{
-    Error, ErrorKind, FieldSpec, RecordRef, RecordSink, RecordSource, Result, SinkSummary,
-    StagedFile, UnfinishedGuard,
+    Error, ErrorKind, FieldSpec, Location, RecordRef, RecordSink, RecordSource, Result,
+    SinkSummary, StagedFile, UnfinishedGuard,
 };
 
 use crate::encode::Encoder;
@@ -213,6 +213,8 @@ pub struct ArrowSink {
     staged: Option<StagedFile>,
     path: PathBuf,
     sample: reel_core::RecordBatch,
+    /// Where the sampled records are stored, when the location columns are written.
+    sample_locations: Vec<Option<(PathBuf, u64, u64)>>,
     writing: Option<Writing>,
     records: u64,
     unfinished: UnfinishedGuard,
@@ -236,6 +238,7 @@ impl ArrowSink {
             staged: Some(staged),
             path: path.clone(),
             sample: reel_core::RecordBatch::new(),
+            sample_locations: Vec::new(),
             writing: None,
             records: 0,
             unfinished: UnfinishedGuard::new(
@@ -260,17 +263,24 @@ impl ArrowSink {
         let writer = Writer::new(self.kind, staged, &encoder.schema(), &self.options)?;
         self.writing = Some(Writing { encoder, writer });
         let sample = std::mem::take(&mut self.sample);
+        let mut locations = std::mem::take(&mut self.sample_locations).into_iter();
         for r in sample.iter() {
-            self.push(r)?;
+            let at = locations.next().flatten();
+            let at = at.as_ref().map(|(path, offset, len)| Location {
+                path,
+                offset: *offset,
+                len: *len,
+            });
+            self.push(r, at)?;
         }
         Ok(())
     }
 
-    fn push(&mut self, record: RecordRef<'_>) -> Result<()> {
+    fn push(&mut self, record: RecordRef<'_>, location: Option<Location<'_>>) -> Result<()> {
         let batch_rows = self.options.arrow.batch_rows.max(1);
         let batch_bytes = self.options.arrow.batch_bytes;
         let w = self.writing.as_mut().ok_or_else(closed)?;
-        w.encoder.push(record)?;
+        w.encoder.push_located(record, location)?;
         if w.encoder.rows() >= batch_rows || w.encoder.buffered_bytes() >= batch_bytes {
             let batch = w.encoder.finish_batch()?;
             w.writer.write(&batch, &self.path)?;
@@ -285,13 +295,25 @@ fn closed() -> Error {
 
 impl RecordSink for ArrowSink {
     fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
+        self.append_located(record, None)
+    }
+
+    fn append_located(
+        &mut self,
+        record: RecordRef<'_>,
+        location: Option<Location<'_>>,
+    ) -> Result<u64> {
         if self.staged.is_none() {
             return Err(closed());
         }
         if self.writing.is_some() {
-            self.push(record)?;
+            self.push(record, location)?;
         } else {
             self.sample.push_copy(record);
+            if self.options.arrow.extra.location {
+                self.sample_locations
+                    .push(location.map(|at| (at.path.to_path_buf(), at.offset, at.len)));
+            }
             let o = &self.options.arrow;
             if self.sample.len() >= o.sample_records.max(1)
                 || self.sample.buffer_len() >= o.sample_bytes

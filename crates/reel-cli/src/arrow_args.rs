@@ -30,6 +30,10 @@ pub struct ArrowArgs {
     /// Add the column `_index`: each record's index in the source.
     #[arg(long, help_heading = "Parquet / Arrow targets")]
     with_index: bool,
+    /// Add the columns `_file`, `_offset` and `_length`: where the source stores each
+    /// record (the file of its first byte range and the byte range of that file holding it).
+    #[arg(long, help_heading = "Parquet / Arrow targets")]
+    with_location: bool,
     /// 64-bit offsets (large_binary / large_utf8) for columns over 2 GiB per batch.
     #[arg(long, help_heading = "Parquet / Arrow targets")]
     large_types: bool,
@@ -59,6 +63,7 @@ impl ArrowArgs {
         o.arrow.batch_bytes = parse_size(&self.batch_bytes)?;
         o.arrow.sample_records = self.sample.max(1);
         o.arrow.extra.index = self.with_index;
+        o.arrow.extra.location = self.with_location;
         o.arrow.large_types = self.large_types;
         if let Some(path) = &self.schema_from {
             o.arrow.schema = Some(reel::arrow::schema_of_file(path)?);

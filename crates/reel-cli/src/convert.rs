@@ -66,7 +66,7 @@ pub struct ConvertArgs {
             "shard", "lossless_only", "fields", "drop", "rename", "pack", "encode_nested", "nullable",
             "backend", "payload", "payload_field", "lenient_jpeg", "compression",
             "row_group_rows", "row_group_bytes", "batch_bytes", "sample", "schema_from",
-            "with_index", "large_types",
+            "with_index", "with_location", "large_types",
         ]
     )]
     ray: Option<String>,

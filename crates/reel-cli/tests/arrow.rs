@@ -62,6 +62,25 @@ fn ffrecord_to_parquet_and_back_with_settings() {
     let meta = SerializedFileReader::new(std::fs::File::open(&pq2).unwrap()).unwrap();
     let col = meta.metadata().row_group(0).column(0);
     assert!(matches!(col.compression(), reel::arrow::parquet::basic::Compression::ZSTD(_)));
+
+    // `--with-location`: where each record is stored, the bytes it is.
+    let located = tmp.path().join("located.parquet");
+    let out = reel()
+        .args(["convert", "--quiet", "--to", "parquet", "--with-location"])
+        .arg(&ffr)
+        .arg(&located)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let file = std::fs::read(&ffr).unwrap();
+    let rows = reel::open(&located).unwrap();
+    for (i, want) in records.iter().enumerate() {
+        let row = rows.read(i as u64).unwrap();
+        assert_eq!(row.get("_file").and_then(|v| v.as_str()), ffr.to_str(), "#{i}");
+        let offset = row.get("_offset").and_then(|v| v.as_u64()).unwrap() as usize;
+        let len = row.get("_length").and_then(|v| v.as_u64()).unwrap() as usize;
+        assert_eq!(Some(&file[offset..offset + len]), want.bytes("data"), "#{i}");
+    }
 }
 
 #[test]

@@ -245,6 +245,38 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
         result
     }
 
+    /// Appends the ranges `plan` gives for record `index` (checked to lie within their
+    /// files) to `ranges`, without reading them: [`RecordSource::locate`] for a custom plan
+    /// (a format reader whose reads plan differently than [`Layout::plan`]).
+    pub fn locate_with(
+        &self,
+        index: u64,
+        ranges: &mut Vec<ReadRange>,
+        plan: impl FnOnce(u64, &mut Plan<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let format = self.layout.info().format;
+        let len = self.layout.len();
+        if index >= len {
+            return Err(Error::out_of_range(index, len).with_format(format));
+        }
+        let before = ranges.len();
+        let planned =
+            plan(index, &mut Plan { ranges }).map_err(|e| e.with_record(index).with_format(format));
+        if let Err(e) = planned {
+            ranges.truncate(before);
+            return Err(e);
+        }
+        for r in &ranges[before..] {
+            let checked = check_within(r.offset, r.len, self.files.file_len(r.file), "record");
+            if let Err(e) = checked {
+                let e = e.with_path(self.files.file_path(r.file)).with_record(index);
+                ranges.truncate(before);
+                return Err(e.with_format(format));
+            }
+        }
+        Ok(())
+    }
+
     /// Reads a batch with a custom plan and decode (see [`read_with`](Self::read_with)).
     pub fn read_batch_with(
         &self,
@@ -835,6 +867,15 @@ impl<L: Layout, F: ReadAt> RecordSource for LayoutSource<L, F> {
     fn backend_name(&self) -> &'static str {
         self.files.backend_name()
     }
+
+    fn locate(&self, index: u64, ranges: &mut Vec<ReadRange>) -> Result<bool> {
+        self.locate_with(index, ranges, |i, p| self.layout.plan(i, p))?;
+        Ok(true)
+    }
+
+    fn file_path(&self, file: u32) -> Option<&std::path::Path> {
+        ((file as usize) < self.files.file_count()).then(|| self.files.file_path(file))
+    }
 }
 
 /// Implements [`RecordSource`] for a format's reader type `$reader<F>` by delegating to the
@@ -869,6 +910,16 @@ macro_rules! delegate_record_source {
             }
             fn backend_name(&self) -> &'static str {
                 $crate::RecordSource::backend_name(&self.$field)
+            }
+            fn locate(
+                &self,
+                index: u64,
+                ranges: &mut Vec<$crate::ReadRange>,
+            ) -> $crate::Result<bool> {
+                $crate::RecordSource::locate(&self.$field, index, ranges)
+            }
+            fn file_path(&self, file: u32) -> Option<&std::path::Path> {
+                $crate::RecordSource::file_path(&self.$field, file)
             }
         }
     };

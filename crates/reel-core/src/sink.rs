@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::{RecordRef, Result};
+use crate::{Location, RecordRef, Result};
 
 /// What a finished sink wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -65,6 +65,19 @@ pub trait RecordSink: Send {
     /// the one to call through `&mut dyn RecordSink`.
     fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64>;
 
+    /// [`append_ref`](Self::append_ref) with where the source stores the record
+    /// ([`RecordSourceExt::location`](crate::RecordSourceExt::location)), for sinks that keep
+    /// it: Parquet and Arrow IPC files with location columns. Other sinks ignore it (the
+    /// default); a sink that wraps another passes it on.
+    fn append_located(
+        &mut self,
+        record: RecordRef<'_>,
+        location: Option<Location<'_>>,
+    ) -> Result<u64> {
+        let _ = location;
+        self.append_ref(record)
+    }
+
     /// How many records were appended so far (the index the next one gets).
     fn records(&self) -> u64;
 
@@ -77,6 +90,13 @@ impl<T: RecordSink + ?Sized> RecordSink for Box<T> {
     fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
         (**self).append_ref(record)
     }
+    fn append_located(
+        &mut self,
+        record: RecordRef<'_>,
+        location: Option<Location<'_>>,
+    ) -> Result<u64> {
+        (**self).append_located(record, location)
+    }
     fn records(&self) -> u64 {
         (**self).records()
     }
@@ -88,6 +108,13 @@ impl<T: RecordSink + ?Sized> RecordSink for Box<T> {
 impl<T: RecordSink + ?Sized> RecordSink for &mut T {
     fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
         (**self).append_ref(record)
+    }
+    fn append_located(
+        &mut self,
+        record: RecordRef<'_>,
+        location: Option<Location<'_>>,
+    ) -> Result<u64> {
+        (**self).append_located(record, location)
     }
     fn records(&self) -> u64 {
         (**self).records()

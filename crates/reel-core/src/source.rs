@@ -1,9 +1,9 @@
 //! Reading records: the [`RecordSource`] trait and its helpers.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::{Record, RecordBatch, Result};
+use crate::{ReadRange, Record, RecordBatch, Result};
 
 /// A field of a dataset's schema, as the format names it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,6 +110,54 @@ pub trait RecordSource: Send + Sync {
     fn backend_name(&self) -> &'static str {
         "none"
     }
+
+    /// Appends to `ranges` the byte ranges record `index` is stored in: the ranges its
+    /// format plans to read it from ([`Layout::plan`](crate::Layout::plan)), in plan order,
+    /// without reading them. Returns `false`, appending nothing, when the source cannot tell
+    /// (rows of a Parquet file, records made in memory). File numbers name files through
+    /// [`file_path`](Self::file_path). [`RecordSourceExt::location`] sums this up.
+    fn locate(&self, index: u64, ranges: &mut Vec<ReadRange>) -> Result<bool> {
+        let _ = (index, ranges);
+        Ok(false)
+    }
+
+    /// The path (or URL) of file number `file` of the ranges [`locate`](Self::locate) gives;
+    /// `None` for a number it never gives.
+    fn file_path(&self, file: u32) -> Option<&Path> {
+        let _ = file;
+        None
+    }
+}
+
+/// Where a record is stored, in brief ([`RecordSourceExt::location`]): the file of its first
+/// (non-empty) byte range, and the smallest byte range of that file holding every range of
+/// the record in it. For a record stored in one file (every format but Granular, which stores a datapoint
+/// as one record per key, each key in its own file) that range holds the whole record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Location<'a> {
+    /// The file (a URL for a dataset read from object storage).
+    pub path: &'a Path,
+    /// Byte offset of the range in the file.
+    pub offset: u64,
+    /// Length of the range in bytes.
+    pub len: u64,
+}
+
+impl<'a> Location<'a> {
+    /// The location `ranges` (a record's, as [`RecordSource::locate`] gives them) sum up to,
+    /// with `path` naming their files; `None` when there are no ranges or the first range's
+    /// file has no path.
+    pub fn of_ranges(
+        ranges: &[ReadRange],
+        path: impl FnOnce(u32) -> Option<&'a Path>,
+    ) -> Option<Location<'a>> {
+        // An empty range (an empty value of one Granular key) holds nothing to point at.
+        let first = ranges.iter().find(|r| r.len > 0).or(ranges.first())?;
+        let same_file = ranges.iter().filter(|r| r.file == first.file);
+        let start = same_file.clone().map(|r| r.offset).min()?;
+        let end = same_file.map(|r| r.offset.saturating_add(r.len)).max()?;
+        Some(Location { path: path(first.file)?, offset: start, len: end - start })
+    }
 }
 
 /// Convenience methods for every [`RecordSource`].
@@ -144,6 +192,17 @@ pub trait RecordSourceExt: RecordSource {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Where record `index` is stored ([`Location`], from [`locate`](RecordSource::locate));
+    /// `None` when the source cannot tell or the record has no bytes in files. `ranges` is
+    /// scratch space, reused across calls.
+    fn location(&self, index: u64, ranges: &mut Vec<ReadRange>) -> Result<Option<Location<'_>>> {
+        ranges.clear();
+        if !self.locate(index, ranges)? {
+            return Ok(None);
+        }
+        Ok(Location::of_ranges(ranges, |file| self.file_path(file)))
     }
 
     /// Every record in order.
@@ -227,6 +286,12 @@ macro_rules! forward_source {
             }
             fn backend_name(&self) -> &'static str {
                 (**self).backend_name()
+            }
+            fn locate(&self, index: u64, ranges: &mut Vec<ReadRange>) -> Result<bool> {
+                (**self).locate(index, ranges)
+            }
+            fn file_path(&self, file: u32) -> Option<&Path> {
+                (**self).file_path(file)
             }
         }
     )*};

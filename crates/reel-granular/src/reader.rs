@@ -391,4 +391,18 @@ impl<F: ReadAt> RecordSource for GranularReader<F> {
     fn backend_name(&self) -> &'static str {
         self.source.backend_name()
     }
+
+    fn locate(&self, index: u64, ranges: &mut Vec<reel_core::ReadRange>) -> Result<bool> {
+        let sel = self.source.layout().all();
+        // G1/G2 sequences are located through refs.bag, read as a read would.
+        let disk = self.disk_ranges(&[index], sel)?;
+        let layout = self.source.layout();
+        self.source
+            .locate_with(index, ranges, |i, p| layout.plan_with(i, sel, disk.as_ref(), p))?;
+        Ok(true)
+    }
+
+    fn file_path(&self, file: u32) -> Option<&Path> {
+        self.source.file_path(file)
+    }
 }

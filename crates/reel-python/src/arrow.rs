@@ -40,6 +40,7 @@ pub(crate) struct StreamArgs<'a, 'py> {
     pub(crate) large_types: bool,
     pub(crate) schema: Option<&'a Bound<'py, PyAny>>,
     pub(crate) with_index: bool,
+    pub(crate) with_location: bool,
     pub(crate) sample_records: usize,
 }
 
@@ -98,7 +99,7 @@ pub(crate) fn batch_reader(
         schema: args.schema.map(schema_of).transpose()?,
         columns: args.columns,
         large_types: args.large_types,
-        extra: ExtraColumns { index: args.with_index, location: false },
+        extra: ExtraColumns { index: args.with_index, location: args.with_location },
         batch_rows: args.batch_rows,
         batch_bytes: args.batch_bytes,
         ..ArrowOptions::default()

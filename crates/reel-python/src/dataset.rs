@@ -451,10 +451,12 @@ impl Dataset {
     /// order); `columns` picks fields; batches hold at most `batch_rows` records and about
     /// `batch_bytes` bytes; `large_types` gives 64-bit offsets; `schema` (a
     /// `pyarrow.Schema`) replaces the inferred one, which comes from the declared fields and
-    /// the first `sample_records` records; `with_index` adds `_index`, each record's index.
+    /// the first `sample_records` records; `with_index` adds `_index`, each record's index;
+    /// `with_location` adds `_file`, `_offset` and `_length`, where the dataset stores it.
     #[pyo3(signature = (*, start=None, stop=None, indices=None, columns=None,
                         batch_rows=65536, batch_bytes=16 << 20, large_types=false,
-                        schema=None, with_index=false, sample_records=1000))]
+                        schema=None, with_index=false, with_location=false,
+                        sample_records=1000))]
     #[allow(clippy::too_many_arguments)]
     fn arrow_stream(
         &self,
@@ -468,6 +470,7 @@ impl Dataset {
         large_types: bool,
         schema: Option<&Bound<'_, PyAny>>,
         with_index: bool,
+        with_location: bool,
         sample_records: usize,
     ) -> PyResult<ArrowStream> {
         let args = StreamArgs {
@@ -480,6 +483,7 @@ impl Dataset {
             large_types,
             schema,
             with_index,
+            with_location,
             sample_records,
         };
         let source = self.reader().py_err(py)?;
@@ -532,6 +536,7 @@ impl Dataset {
             large_types: false,
             schema,
             with_index: false,
+            with_location: false,
             sample_records: 1000,
         };
         let reader = match requested_schema {

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
 import reel
-from conftest import dataset_path, manifest, same
+from conftest import NORMAL_CASES, dataset_path, golden_root, manifest, same
 from test_golden import FORMATS, cases, check_records
 
 ABSENT = object()
@@ -129,6 +131,41 @@ def test_ranges_and_index_lists_are_the_matching_rows(key, case):
     assert picked.column("_index").to_pylist() == order
     picked_records = records_of(picked.drop_columns(["_index"]), like=[mine[i] for i in order])
     assert same(picked_records, [whole[i] for i in order])
+
+
+@pytest.mark.parametrize("key,case", NORMAL_CASES)
+def test_location_columns_name_each_records_file_and_bytes(key, case):
+    """``with_location``: ``_file``, ``_offset`` and ``_length`` of each row lie in the
+    dataset's files, and agree between a range, an index list and a batch reader (the
+    Rust tests check the bytes they point at for every golden case of every format)."""
+    ds = reel.open(dataset_path(key, case), format=FORMATS[key])
+    n = len(ds)
+    whole = ds.to_arrow(with_index=True, with_location=True)
+    assert whole.column_names[-4:] == ["_index", "_file", "_offset", "_length"]
+    assert whole.schema.field("_offset").type == pa.uint64()
+    rows = whole.select(["_file", "_offset", "_length"]).to_pylist()
+    for i, row in enumerate(rows):
+        assert row["_file"] is not None, f"#{i}"
+        size = os.path.getsize(row["_file"])
+        assert row["_offset"] + row["_length"] <= size, f"#{i}: {row}"
+        assert Path(row["_file"]).resolve().is_relative_to(golden_root().resolve())
+    order = list(reversed(range(n)))
+    picked = ds.to_arrow(indices=order, with_location=True)
+    assert picked.select(["_file", "_offset", "_length"]).to_pylist() == [rows[i] for i in order]
+    streamed = ds.to_batches(batch_rows=3, with_location=True).read_all()
+    assert streamed.select(["_file", "_offset", "_length"]).to_pylist() == rows
+    if key == "ffrecord":
+        data = Path(rows[0]["_file"]).read_bytes()
+        for i, row in enumerate(rows):
+            assert data[row["_offset"] : row["_offset"] + row["_length"]] == bytes(ds[i]["data"])
+
+
+def test_location_columns_are_null_where_a_source_cannot_tell(tmp_path):
+    src = reel.open(dataset_path("ffrecord", "normal"), format="ffrecord")
+    reel.write_arrow(src, tmp_path / "t.parquet", format="parquet")
+    table = reel.open(tmp_path / "t.parquet").to_arrow(with_location=True)
+    assert table.column("_file").null_count == table.num_rows == len(src)
+    assert table.column("_length").null_count == table.num_rows
 
 
 def small_dataset(tmp_path, n=50):

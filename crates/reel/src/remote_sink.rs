@@ -146,6 +146,14 @@ impl RecordSink for RemoteSink {
         self.inner.append_ref(record)
     }
 
+    fn append_located(
+        &mut self,
+        record: RecordRef<'_>,
+        location: Option<reel_core::Location<'_>>,
+    ) -> Result<u64> {
+        self.inner.append_located(record, location)
+    }
+
     fn records(&self) -> u64 {
         self.inner.records()
     }

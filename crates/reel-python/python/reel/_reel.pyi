@@ -205,10 +205,15 @@ class Dataset:
         large_types: bool = False,
         schema: Any | None = None,
         with_index: bool = False,
+        with_location: bool = False,
         sample_records: int = 1000,
     ) -> ArrowStream:
         """The records (a range, a list of indices or all) as an Arrow C stream, read when
-        consumed; ``schema`` is anything with ``__arrow_c_schema__`` (a ``pyarrow.Schema``)."""
+        consumed; ``schema`` is anything with ``__arrow_c_schema__`` (a ``pyarrow.Schema``).
+        ``with_index`` adds the column ``_index`` (each record's index); ``with_location``
+        adds ``_file``, ``_offset`` and ``_length``: the file of the record's first byte
+        range and the byte range of that file holding the record (null where the dataset
+        cannot tell, e.g. a Parquet file)."""
     def to_arrow(self, **options: Any) -> Any:
         """A ``pyarrow.Table`` of the records; keyword arguments as for ``arrow_stream``."""
     def to_batches(self, **options: Any) -> Any:

@@ -255,6 +255,7 @@ pub fn convert_source(
         schema: source.info().schema.as_ref(),
         records: Some(range.end - range.start),
         dst,
+        source: Some(source),
     };
     let total = range.end - range.start;
     // A helper thread reads batches ahead while this one adapts and writes, so reading and
@@ -281,6 +282,20 @@ struct Target<'a> {
     /// How many records will come, when known.
     records: Option<u64>,
     dst: &'a Path,
+    /// The source, which locates records for the location columns of a Parquet or Arrow
+    /// target.
+    source: Option<&'a dyn RecordSource>,
+}
+
+/// Whether the target has location columns ([`reel_arrow::ExtraColumns::location`]).
+fn wants_location(options: &ConvertOptions) -> bool {
+    #[cfg(feature = "arrow")]
+    return options.arrow.arrow.extra.location;
+    #[cfg(not(feature = "arrow"))]
+    return {
+        let _ = options;
+        false
+    };
 }
 
 /// Writes the records of `batches` (in order) to a new dataset at `target.dst`, after
@@ -340,6 +355,8 @@ fn write_batches<B: Deref<Target = RecordBatch>>(
         Some((k, count)) => create_part(target.dst, to, k, count, &create)?,
         None => (crate::create(target.dst, to, &create)?, target.dst.to_path_buf()),
     };
+    let locator = target.source.filter(|_| wants_location(options));
+    let mut ranges = Vec::new();
     let held = held.into_iter().map(Ok);
     for batch in held.chain(batches) {
         let batch = batch?;
@@ -353,7 +370,12 @@ fn write_batches<B: Deref<Target = RecordBatch>>(
                 ))
                 .with_record(index));
             }
-            sink.append(ready).map_err(|e| null_refused(e, &ready, to).with_record(index))?;
+            let at = match locator {
+                Some(source) => source.location(index, &mut ranges)?,
+                None => None,
+            };
+            sink.append_located(ready, at)
+                .map_err(|e| null_refused(e, &ready, to).with_record(index))?;
         }
         written(batch);
     }
@@ -393,8 +415,13 @@ pub fn convert_batches(
     }
     let mut records = reel_arrow::BatchRecords::new(batches)?;
     let info = records.info().clone();
-    let target =
-        Target { from: Format::ArrowIpc, schema: info.schema.as_ref(), records: None, dst };
+    let target = Target {
+        from: Format::ArrowIpc,
+        schema: info.schema.as_ref(),
+        records: None,
+        dst,
+        source: None,
+    };
     let mut feed = std::iter::from_fn(|| {
         let mut batch = RecordBatch::new();
         let budget = crate::verify::STREAM_BATCH_BYTES as usize;

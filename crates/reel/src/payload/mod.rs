@@ -359,6 +359,14 @@ impl RecordSource for PayloadSource {
     fn backend_name(&self) -> &'static str {
         self.inner.backend_name()
     }
+
+    fn locate(&self, index: u64, ranges: &mut Vec<reel_core::ReadRange>) -> Result<bool> {
+        self.inner.locate(index, ranges)
+    }
+
+    fn file_path(&self, file: u32) -> Option<&std::path::Path> {
+        self.inner.file_path(file)
+    }
 }
 
 /// Wraps `source` so its payload is decoded, unless `payload` is [`Payload::Raw`].
