@@ -231,6 +231,7 @@ fn location_columns_point_at_each_records_bytes_in_every_format() {
             }
             let label = format!("{format_key}/{}", case.name);
             let Ok((_, source)) = open_case(&format_key, &case) else { continue };
+            let source: std::sync::Arc<dyn RecordSource> = source.into();
             let Ok(originals) = source.iter().collect::<reel::Result<Vec<Record>>>() else {
                 continue;
             };
@@ -241,7 +242,7 @@ fn location_columns_point_at_each_records_bytes_in_every_format() {
             let by_convert = tmp.path().join(format!("{stem}.converted.parquet"));
             let mut convert = ConvertOptions::new(Format::Parquet);
             convert.arrow = options.clone();
-            reel::convert::convert_source(&*source, &by_convert, &convert, &mut |_, _| {})
+            reel::convert::convert_source(source.clone(), &by_convert, &convert, &mut |_, _| {})
                 .unwrap_or_else(|e| panic!("{label}: convert: {e}"));
             let rows = ArrowFileSource::open(&by_reader, &ReadOptions::default()).unwrap();
             let converted = ArrowFileSource::open(&by_convert, &ReadOptions::default()).unwrap();

@@ -65,7 +65,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use reel_core::{
-    Error, Record, RecordBatch, RecordRef, RecordSink, RecordSource, Result, SinkSummary,
+    Error, Record, RecordBatch, RecordRef, RecordSink, RecordSource, RecordSourceExt, Result,
+    SinkSummary,
 };
 
 pub use fields::FieldMap;
@@ -255,7 +256,7 @@ pub fn convert_source(
         schema: source.info().schema.as_ref(),
         records: Some(range.end - range.start),
         dst,
-        source: Some(source),
+        source: Some(&*source),
     };
     let total = range.end - range.start;
     // A helper thread reads batches ahead while this one adapts and writes, so reading and
