@@ -17,10 +17,10 @@ use reel::store::{ReadSettings, StoreOptions};
 use reel::testing::conformance;
 use reel::{ErrorKind, OpenOptions, RecordBatch, RecordSource};
 
-/// The most requests opening one FFRecord file may cost (see
-/// `opening_and_one_batch_cost_few_requests_of_any_kind`): what it costs today, repeated
-/// HEADs and listings of the same object included (not yet memoised per open).
-const OPEN_REQUESTS: u64 = 12;
+/// The requests opening one FFRecord file costs (see
+/// `opening_and_one_batch_cost_few_requests_of_any_kind`): one ranged GET of its first
+/// 64 KiB, which tells its size and holds its header and index table.
+const OPEN_REQUESTS: u64 = 1;
 
 fn options(settings: ReadSettings) -> OpenOptions {
     let mut store =
@@ -134,8 +134,43 @@ fn opening_and_one_batch_cost_few_requests_of_any_kind() {
     eprintln!("open: {to_open} requests; one batch of 256 after open: {batch} requests");
     // The batch: its coalesced range GETs only (no HEAD: the sizes are known from the open).
     assert!(batch <= 3, "{batch} requests for one batch after open");
-    // Opening: a bound that catches regressions; memoising object metadata would lower it.
+    // Opening: sniffing and opening ask about the same object several times; the store
+    // asks once.
     assert!(to_open <= OPEN_REQUESTS, "{to_open} requests to open one FFRecord file");
+}
+
+/// Requests (of any method) to open one golden dataset of each shape over HTTP, with the
+/// most each may cost: every question about an object or a prefix is asked once per open,
+/// and an object's first 64 KiB, learnt with its size, serve its headers and index tables.
+#[test]
+fn opening_each_format_asks_each_question_once() {
+    let root = common::golden_root();
+    let server = HttpServer::start(&root);
+    // The bounds are what each costs now, so that a regression shows: a single-file
+    // dataset is its first-bytes GET (plus, for Syrah, its index table past 64 KiB); a
+    // directory adds a GET that finds no object there and its listing, then one GET per
+    // file whose metadata the format reads (FFRecord parts, Granular's `spec.json` and each
+    // column's `.idx` or `.bag` end, Gulp's `.gmeta` files, OFRecord's part heads and tails
+    // as the frame scan walks them; a frame over 64 KiB costs one more).
+    let cases = [
+        ("ffrecord/normal/data.ffr", 1),
+        ("ffrecord/multi_file/parts", 5),
+        ("syrah/normal/data.syr", 2),
+        ("ofrecord/normal", 8),
+        ("granular/granular-0.24.2/normal", 11),
+        ("granular/bags-0.5.1/normal", 18),
+        ("gulpio2/normal", 6),
+        ("gulpio2/many_chunks", 14),
+    ];
+    for (case, bound) in cases {
+        let url = format!("{}/{case}", server.url());
+        let before = server.requests();
+        let source = reel::open_with(&url, &options(ReadSettings::default()))
+            .unwrap_or_else(|e| panic!("{case}: {e}"));
+        let to_open = server.requests() - before;
+        eprintln!("{case}: {to_open} requests to open ({} records)", source.len());
+        assert!(to_open <= bound, "{case}: {to_open} requests to open, more than {bound}");
+    }
 }
 
 #[test]
@@ -171,7 +206,8 @@ fn faults_are_retried_into_the_right_bytes() {
 #[test]
 fn a_store_that_keeps_failing_is_an_error_naming_object_and_range() {
     let dir = tempfile::tempdir().unwrap();
-    ffrecord_dataset(dir.path(), 50, 100);
+    // Record 90 lies past the first 64 KiB, which opening the file reads and keeps.
+    ffrecord_dataset(dir.path(), 100, 1000);
     let server = HttpServer::start(dir.path());
     let url = format!("{}/data", server.url());
     let settings = ReadSettings {
@@ -189,11 +225,11 @@ fn a_store_that_keeps_failing_is_an_error_naming_object_and_range() {
     ] {
         server.set_faults(f.clone());
         let started = Instant::now();
-        let e = read_batch(&*source, &[3]).unwrap_err();
+        let e = read_batch(&*source, &[90]).unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(10), "{f:?} took {:?}", started.elapsed());
         assert_eq!(e.kind(), ErrorKind::Io, "{f:?}: {e}");
         let text = e.to_string();
         assert!(text.contains(&url), "{f:?}: {text}");
-        assert!(text.contains("cannot read bytes 912..1012"), "{f:?}: {text}");
+        assert!(text.contains("cannot read bytes 91212..92212"), "{f:?}: {text}");
     }
 }

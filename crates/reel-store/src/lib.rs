@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 mod address;
+mod ends;
 mod error;
 mod options;
 pub mod read;

@@ -25,6 +25,7 @@ use object_store::ObjectStoreExt;
 use reel_core::{Error, ErrorKind, ReadAt, ReadReq, Result};
 
 use crate::ObjectPath;
+use crate::ends::{Ends, window_for};
 use crate::error::store_error;
 use crate::runtime::block_on;
 
@@ -69,6 +70,7 @@ pub struct ReadStats {
     requests: AtomicU64,
     retries: AtomicU64,
     bytes: AtomicU64,
+    pub(crate) metadata_requests: AtomicU64,
 }
 
 impl ReadStats {
@@ -86,6 +88,12 @@ impl ReadStats {
     pub fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
     }
+
+    /// Requests that asked about objects rather than read records: HEADs, listings and the
+    /// first-bytes GETs that learn an object's size (see [`crate::RemoteStore`]).
+    pub fn metadata_requests(&self) -> u64 {
+        self.metadata_requests.load(Ordering::Relaxed)
+    }
 }
 
 /// Fetches byte ranges of objects with deadlines and retries; shared by the readers and the
@@ -99,11 +107,28 @@ pub(crate) struct Fetcher {
     pub store: Arc<crate::Store>,
     pub settings: ReadSettings,
     pub stats: Arc<ReadStats>,
+    /// Ends of objects fetched while opening, shared by the store and its file sets.
+    pub ends: Arc<Ends>,
 }
 
 impl Fetcher {
-    /// Exactly `range` of `key` (named `url` in errors), retried as the module docs say.
-    pub async fn fetch(&self, url: &Path, key: &ObjectPath, range: Range<u64>) -> Result<Bytes> {
+    /// `range` of `object` for a read made alone: from a kept end window, else, if the range
+    /// lies in an end window, by fetching and keeping that whole window, else as asked.
+    pub async fn fetch_near_end(&self, object: &Object, range: Range<u64>) -> Result<Bytes> {
+        if let Some(bytes) = self.ends.get(&object.key, object.len, &range) {
+            return Ok(bytes);
+        }
+        let Some((end, window)) = window_for(object.len, &range) else {
+            return self.fetch(object, range).await;
+        };
+        let bytes = self.fetch(object, window.clone()).await?;
+        self.ends.keep(&object.key, end, bytes.clone());
+        Ok(bytes.slice((range.start - window.start) as usize..(range.end - window.start) as usize))
+    }
+
+    /// Exactly `range` of `object`, retried as the module docs say.
+    pub async fn fetch(&self, object: &Object, range: Range<u64>) -> Result<Bytes> {
+        let (url, key) = (&object.url, &object.key);
         let want = range.end - range.start;
         if want == 0 {
             return Ok(Bytes::new());
@@ -155,6 +180,10 @@ impl Fetcher {
     }
 }
 
+fn req_end(r: &ReadReq) -> u64 {
+    r.offset + r.len as u64
+}
+
 /// Full jitter: a wait drawn uniformly from `0..=initial * 2^(attempt-1)`, capped at 5 s.
 fn backoff(initial: Duration, attempt: u32) -> Duration {
     let ceiling = initial.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
@@ -179,8 +208,8 @@ fn jitter() -> u64 {
     z ^ (z >> 31)
 }
 
-/// One object of a file set.
-#[derive(Debug)]
+/// One object of a file set, or one whose metadata is read.
+#[derive(Clone, Debug)]
 pub(crate) struct Object {
     /// Its URL, for messages.
     pub url: PathBuf,
@@ -250,7 +279,7 @@ impl ObjectFiles {
 
     async fn fetch_one(&self, i: usize, f: &Fetch) -> Result<(usize, Bytes)> {
         let object = self.object(f.file)?;
-        let body = self.fetcher.fetch(&object.url, &object.key, f.start..f.end).await?;
+        let body = self.fetcher.fetch(object, f.start..f.end).await?;
         Ok((i, body))
     }
 
@@ -286,9 +315,16 @@ impl ReadAt for ObjectFiles {
         self.objects.get(file as usize).map_or(Path::new("<no such object>"), |o| &o.url)
     }
 
+    /// A read alone is a format reading its metadata (a header, an index, a frame during
+    /// a scan): near an end of the object it fetches that end's whole window, which the
+    /// next such reads find in memory.
     fn read_exact_at(&self, file: u32, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let req = [ReadReq { file, offset, len: buf.len(), dest: 0 }];
-        self.read_many(&req, buf)
+        let req = ReadReq { file, offset, len: buf.len(), dest: 0 };
+        self.check(&req)?;
+        let object = self.object(file)?;
+        let bytes = block_on(self.fetcher.fetch_near_end(object, offset..req_end(&req)))??;
+        buf.copy_from_slice(&bytes);
+        Ok(())
     }
 
     fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
@@ -296,7 +332,18 @@ impl ReadAt for ObjectFiles {
             self.check(r)?;
             reel_core::io::dest_slice(dest, r)?;
         }
-        let (sorted, fetches) = plan(reqs, &self.fetcher.settings);
+        // Reads inside an end of an object that opening it fetched (a header read at open,
+        // again) are answered from memory.
+        let mut remote = Vec::new();
+        for r in reqs {
+            let object = &self.objects[r.file as usize];
+            let range = r.offset..r.offset + r.len as u64;
+            match self.fetcher.ends.get(&object.key, object.len, &range) {
+                Some(bytes) => reel_core::io::dest_slice(dest, r)?.copy_from_slice(&bytes),
+                None => remote.push(*r),
+            }
+        }
+        let (sorted, fetches) = plan(&remote, &self.fetcher.settings);
         if fetches.is_empty() {
             return Ok(());
         }

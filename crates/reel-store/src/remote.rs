@@ -6,15 +6,19 @@
 //! (`list_with_delimiter`). Metadata reads and record batches go through the same fetcher:
 //! deadlines, retries, short bodies refused (see [`crate::read`]).
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use bytes::Bytes;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore, ObjectStoreExt};
 use reel_core::paths::InputKind;
 use reel_core::{Backend, Entry, Error, ErrorKind, ReadAt, Result};
 
+use crate::ends::{END_BYTES, End, Ends};
 use crate::error::store_error;
 use crate::read::{Fetcher, Object, ObjectFiles, ReadSettings, ReadStats};
 use crate::runtime::block_on;
@@ -24,11 +28,98 @@ use crate::{ObjectPath, Store};
 const SEQUENTIAL_CHUNK: u64 = 8 << 20;
 
 /// One object store (a bucket, container or HTTP origin) as a [`reel_core::Store`].
+///
+/// It remembers what it learnt (per open, since each opened dataset has its own store):
+/// each object's size and entity tag, which objects are missing, each prefix's listing and
+/// the ends of objects whose metadata was read (see [`crate::ends`]). Opening a dataset asks each
+/// question of the store once, however often the format code asks it: sniffing the format,
+/// then opening it, stat the same names again. A dataset is taken not to change while it is
+/// read.
 #[derive(Debug)]
 pub struct RemoteStore {
     /// The URL of the store's root, without a trailing slash (`s3://bucket`).
     root: String,
     fetcher: Fetcher,
+    memo: Mutex<Memo>,
+}
+
+/// What a [`RemoteStore`] has learnt about its objects.
+#[derive(Debug, Default)]
+struct Memo {
+    /// Objects asked about by name: their size and tag, or `None` when there is none.
+    objects: HashMap<ObjectPath, Option<Known>>,
+    /// One level of each prefix listed.
+    listings: HashMap<ObjectPath, Arc<Listing>>,
+}
+
+/// An object's size and entity tag.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Known {
+    size: u64,
+    etag: Option<String>,
+}
+
+impl From<&ObjectMeta> for Known {
+    fn from(meta: &ObjectMeta) -> Self {
+        Known { size: meta.size, etag: meta.e_tag.clone() }
+    }
+}
+
+/// One level of a prefix: its objects and the prefixes under it.
+#[derive(Debug)]
+struct Listing {
+    objects: Vec<(ObjectPath, Known)>,
+    prefixes: Vec<ObjectPath>,
+}
+
+/// The prefix `key` is directly under (the empty path for a key at the root).
+fn parent(key: &ObjectPath) -> ObjectPath {
+    match key.as_ref().rsplit_once('/') {
+        Some((parent, _)) => ObjectPath::from(parent),
+        None => ObjectPath::default(),
+    }
+}
+
+impl Memo {
+    /// What is known of the object `key`: `Some(Some(_))` it exists, `Some(None)` it does
+    /// not, `None` not known (never asked, and its prefix not listed).
+    fn object(&self, key: &ObjectPath) -> Option<Option<Known>> {
+        if let Some(known) = self.objects.get(key) {
+            return Some(known.clone());
+        }
+        if self.under_a_missing_prefix(key) {
+            return Some(None);
+        }
+        let listing = self.listings.get(&parent(key))?;
+        Some(listing.objects.iter().find(|(k, _)| k == key).map(|(_, known)| known.clone()))
+    }
+
+    /// Whether `key` is a prefix with something under it, if known.
+    fn is_prefix(&self, key: &ObjectPath) -> Option<bool> {
+        if let Some(listing) = self.listings.get(key) {
+            return Some(!listing.objects.is_empty() || !listing.prefixes.is_empty());
+        }
+        if self.under_a_missing_prefix(key) {
+            return Some(false);
+        }
+        let listing = self.listings.get(&parent(key))?;
+        Some(listing.prefixes.contains(key))
+    }
+
+    /// Whether a listed prefix above `key`'s parent shows that the prefix `key` would be
+    /// under does not exist (`a/b/c` when the listing of `a` has no `a/b`), so nothing named
+    /// `key` does either.
+    fn under_a_missing_prefix(&self, key: &ObjectPath) -> bool {
+        let mut child = parent(key);
+        while !child.as_ref().is_empty() {
+            let above = parent(&child);
+            if let Some(listing) = self.listings.get(&above) {
+                return !listing.prefixes.contains(&child);
+            }
+            child = above;
+        }
+        false
+    }
 }
 
 impl RemoteStore {
@@ -37,8 +128,13 @@ impl RemoteStore {
         let root = store.url().store_url().trim_end_matches('/').to_string();
         // Building the client now makes a store that cannot be built fail here, at open.
         store.client()?;
-        let fetcher = Fetcher { store, settings, stats: Arc::new(ReadStats::default()) };
-        Ok(RemoteStore { root, fetcher })
+        let fetcher = Fetcher {
+            store,
+            settings,
+            stats: Arc::new(ReadStats::default()),
+            ends: Arc::new(Ends::default()),
+        };
+        Ok(RemoteStore { root, fetcher, memo: Mutex::default() })
     }
 
     /// A store for the bucket, container or origin of `url`, configured by `options` (and
@@ -67,6 +163,10 @@ impl RemoteStore {
         self.fetcher.store.client()
     }
 
+    fn memo(&self) -> std::sync::MutexGuard<'_, Memo> {
+        self.memo.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The key of the location `path` (an URL under this store's root).
     pub fn key(&self, path: &Path) -> Result<ObjectPath> {
         let text = path.to_str().ok_or_else(|| {
@@ -92,8 +192,17 @@ impl RemoteStore {
         }
     }
 
-    async fn head(&self, client: &dyn ObjectStore, path: &Path, key: &ObjectPath) -> Result<u64> {
-        Ok(self.head_meta(client, path, key).await?.size)
+    fn timeout(&self) -> Duration {
+        self.fetcher.settings.request_timeout
+    }
+
+    fn count_metadata_request(&self) {
+        self.fetcher.stats.metadata_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One HEAD of `key`: its size and tag.
+    async fn head(&self, client: &dyn ObjectStore, path: &Path, key: &ObjectPath) -> Result<Known> {
+        Ok(Known::from(&self.head_meta(client, path, key).await?))
     }
 
     /// The object's metadata (one HEAD, under the request deadline).
@@ -102,16 +211,126 @@ impl RemoteStore {
         client: &dyn ObjectStore,
         path: &Path,
         key: &ObjectPath,
-    ) -> Result<object_store::ObjectMeta> {
+    ) -> Result<ObjectMeta> {
         let what = "cannot get the object's size";
-        let head = tokio::time::timeout(self.fetcher.settings.request_timeout, client.head(key));
-        match head.await {
+        self.count_metadata_request();
+        match tokio::time::timeout(self.timeout(), client.head(key)).await {
             Ok(Ok(meta)) => Ok(meta),
             Ok(Err(e)) => Err(store_error(e, &path.to_string_lossy(), what)),
             Err(_) => {
                 Err(Error::new(ErrorKind::Io, format!("{what}: no answer in time")).with_path(path))
             }
         }
+    }
+
+    /// One GET of the first [`END_BYTES`] of `key`: its size and tag (from the answer's
+    /// `Content-Range`) and its first bytes. `None` when that did not work out for any
+    /// reason but a missing object (an empty object has no bytes to range over, a server
+    /// may not answer ranges): the caller asks with a HEAD instead.
+    async fn probe(
+        &self,
+        client: &dyn ObjectStore,
+        key: &ObjectPath,
+    ) -> Option<Result<(Known, Bytes)>> {
+        self.count_metadata_request();
+        let options =
+            GetOptions { range: Some(GetRange::Bounded(0..END_BYTES)), ..GetOptions::default() };
+        let request = async {
+            let answer = client.get_opts(key, options).await?;
+            let (meta, range) = (answer.meta.clone(), answer.range.clone());
+            let body = answer.bytes().await?;
+            Ok::<_, object_store::Error>((meta, range, body))
+        };
+        match tokio::time::timeout(self.timeout(), request).await {
+            Ok(Ok((meta, range, body)))
+                if range.start == 0
+                    && range.end == meta.size.min(END_BYTES)
+                    && body.len() as u64 == range.end =>
+            {
+                Some(Ok((Known::from(&meta), body)))
+            }
+            Ok(Err(e @ object_store::Error::NotFound { .. })) => {
+                Some(Err(store_error(e, &self.address(key), "cannot get the object's size")))
+            }
+            _ => None,
+        }
+    }
+
+    fn address(&self, key: &ObjectPath) -> String {
+        self.url_of(key).to_string_lossy().into_owned()
+    }
+
+    /// The size and tag of the object `key`: remembered, or asked for once (with its first
+    /// bytes). A missing object is a [`ErrorKind::NotFound`] error.
+    fn object(&self, path: &Path, key: &ObjectPath) -> Result<Known> {
+        let missing = || Error::new(ErrorKind::NotFound, "no such object").with_path(path);
+        if let Some(known) = self.memo().object(key) {
+            return known.ok_or_else(missing);
+        }
+        let client = self.client()?;
+        let found = match block_on(self.probe(&*client, key))? {
+            Some(Ok((known, head))) => {
+                self.fetcher.ends.keep(key, End::Head, head);
+                Ok(known)
+            }
+            Some(Err(e)) => Err(e),
+            None => block_on(self.head(&*client, path, key))?,
+        };
+        match found {
+            Ok(known) => {
+                self.memo().objects.insert(key.clone(), Some(known.clone()));
+                Ok(known)
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                self.memo().objects.insert(key.clone(), None);
+                Err(missing())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One level of the prefix `key`: remembered, or listed once.
+    fn listing(&self, path: &Path, key: &ObjectPath) -> Result<Arc<Listing>> {
+        if let Some(listing) = self.memo().listings.get(key) {
+            return Ok(Arc::clone(listing));
+        }
+        let client = self.client()?;
+        let prefix = (!key.as_ref().is_empty()).then_some(key);
+        self.count_metadata_request();
+        let timeout = self.timeout();
+        let request =
+            async { tokio::time::timeout(timeout, client.list_with_delimiter(prefix)).await };
+        let listed = match block_on(request)? {
+            Ok(listed) => {
+                listed.map_err(|e| store_error(e, &path.to_string_lossy(), "cannot list"))?
+            }
+            Err(_) => {
+                return Err(
+                    Error::new(ErrorKind::Io, "cannot list: no answer in time").with_path(path)
+                );
+            }
+        };
+        let listing = Arc::new(Listing {
+            objects: listed.objects.iter().map(|m| (m.location.clone(), Known::from(m))).collect(),
+            prefixes: listed.common_prefixes,
+        });
+        self.memo().listings.insert(key.clone(), Arc::clone(&listing));
+        Ok(listing)
+    }
+
+    /// The object `key` as the fetcher reads it.
+    fn described(&self, path: &Path, key: &ObjectPath, known: Known) -> Object {
+        Object { url: path.to_path_buf(), key: key.clone(), len: known.size }
+    }
+
+    /// Bytes `offset..offset + len` of `path`, checked against its size: from a kept end
+    /// window, or fetching one when the range lies in it, else one ranged GET.
+    fn read_bytes(&self, path: &Path, offset: u64, len: u64) -> Result<Bytes> {
+        let key = self.key(path)?;
+        let known = self.object(path, &key)?;
+        reel_core::check_within(offset, len, known.size, "read").map_err(|e| e.with_path(path))?;
+        let object = self.described(path, &key, known);
+        block_on(self.fetcher.fetch_near_end(&object, offset..offset + len))?
     }
 }
 
@@ -125,30 +344,30 @@ impl reel_core::Store for RemoteStore {
         if key.as_ref().is_empty() {
             return Ok(InputKind::Dir);
         }
-        let client = self.client()?;
-        let found = block_on(self.head(&*client, path, &key))?;
-        match found {
-            Ok(len) => return Ok(InputKind::File(len)),
+        match self.object(path, &key) {
+            Ok(known) => return Ok(InputKind::File(known.size)),
             Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
             Err(_) => {}
         }
-        let listed = block_on(async { client.list_with_delimiter(Some(&key)).await })?
-            .map_err(|e| store_error(e, &path.to_string_lossy(), "cannot list"))?;
-        if listed.objects.is_empty() && listed.common_prefixes.is_empty() {
+        let remembered = self.memo().is_prefix(&key);
+        let is_prefix = match remembered {
+            Some(known) => known,
+            None => {
+                let listing = self.listing(path, &key)?;
+                !listing.objects.is_empty() || !listing.prefixes.is_empty()
+            }
+        };
+        if !is_prefix {
             return Err(Error::new(ErrorKind::NotFound, "no such object or prefix").with_path(path));
         }
         Ok(InputKind::Dir)
     }
 
-    /// One HEAD: `stat`'s listing, after a missing object, can only find a prefix, which is
-    /// not a file.
+    /// Asks about an object only: after a missing object, `stat`'s listing can only find a
+    /// prefix, which is not a file.
     fn is_file(&self, path: &Path) -> bool {
         let Ok(key) = self.key(path) else { return false };
-        if key.as_ref().is_empty() {
-            return false;
-        }
-        let Ok(client) = self.client() else { return false };
-        matches!(block_on(self.head(&*client, path, &key)), Ok(Ok(_)))
+        !key.as_ref().is_empty() && self.object(path, &key).is_ok()
     }
 
     /// One HEAD: the object's size, ETag and last-modified time (an object written again
@@ -167,27 +386,24 @@ impl reel_core::Store for RemoteStore {
 
     fn list(&self, dir: &Path) -> Result<Vec<Entry>> {
         let key = self.key(dir)?;
-        let prefix = (!key.as_ref().is_empty()).then_some(&key);
-        let client = self.client()?;
-        let listed = block_on(async { client.list_with_delimiter(prefix).await })?
-            .map_err(|e| store_error(e, &dir.to_string_lossy(), "cannot list"))?;
-        let mut out = Vec::with_capacity(listed.objects.len() + listed.common_prefixes.len());
-        for object in &listed.objects {
-            out.push(Entry { path: self.url_of(&object.location), is_dir: false });
+        let listing = self.listing(dir, &key)?;
+        let mut out = Vec::with_capacity(listing.objects.len() + listing.prefixes.len());
+        for (object, _) in &listing.objects {
+            out.push(Entry { path: self.url_of(object), is_dir: false });
         }
-        for prefix in &listed.common_prefixes {
+        for prefix in &listing.prefixes {
             out.push(Entry { path: self.url_of(prefix), is_dir: true });
         }
         Ok(out)
     }
 
     fn read_range(&self, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
-        let files = self.open_files(&[path.to_path_buf()], &Backend::default())?;
-        files.read_to_vec(0, offset, len)
+        Ok(self.read_bytes(path, offset, len)?.to_vec())
     }
 
     fn read_whole(&self, path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
-        let len = self.size(path)?;
+        let key = self.key(path)?;
+        let len = self.object(path, &key)?.size;
         if len > limit {
             return Err(Error::new(
                 ErrorKind::Limit,
@@ -195,40 +411,64 @@ impl reel_core::Store for RemoteStore {
             )
             .with_path(path));
         }
-        let key = self.key(path)?;
-        let body = block_on(self.fetcher.fetch(path, &key, 0..len))??;
-        Ok(body.to_vec())
+        self.read_range(path, 0, len)
     }
 
     fn read_sequential(&self, path: &Path) -> Result<(Box<dyn Read + Send>, u64)> {
-        let len = self.size(path)?;
+        let key = self.key(path)?;
+        let known = self.object(path, &key)?;
+        let len = known.size;
         let reader = ChunkReader {
             fetcher: self.fetcher.clone(),
-            url: path.to_path_buf(),
-            key: self.key(path)?,
-            len,
+            object: self.described(path, &key, known),
             pos: 0,
             chunk: Bytes::new(),
         };
         Ok((Box::new(reader), len))
     }
 
+    /// Objects whose size is not yet known are asked about with concurrent HEADs (their
+    /// first bytes are not wanted: records are read in batches).
     fn open_files(&self, paths: &[PathBuf], _backend: &Backend) -> Result<Box<dyn ReadAt>> {
-        let client = self.client()?;
         let keys = paths.iter().map(|p| self.key(p)).collect::<Result<Vec<_>>>()?;
-        let heads: Vec<_> =
-            paths.iter().zip(&keys).map(|(path, key)| self.head(&*client, path, key)).collect();
-        let concurrency = self.fetcher.settings.concurrency.max(1);
-        let lens = block_on(async move {
-            use futures_util::{StreamExt, TryStreamExt};
-            futures_util::stream::iter(heads).buffered(concurrency).try_collect::<Vec<u64>>().await
-        })??;
-        let objects = paths
-            .iter()
-            .zip(keys)
-            .zip(lens)
-            .map(|((url, key), len)| Object { url: url.clone(), key, len })
-            .collect();
+        let known: Vec<Option<Option<Known>>> = {
+            let memo = self.memo();
+            keys.iter().map(|k| memo.object(k)).collect()
+        };
+        let unknown: Vec<usize> = (0..keys.len()).filter(|&i| known[i].is_none()).collect();
+        let mut asked: HashMap<usize, Known> = HashMap::new();
+        if !unknown.is_empty() {
+            let client = self.client()?;
+            let heads: Vec<_> =
+                unknown.iter().map(|&i| self.head(&*client, &paths[i], &keys[i])).collect();
+            let concurrency = self.fetcher.settings.concurrency.max(1);
+            let answers = block_on(async move {
+                use futures_util::{StreamExt, TryStreamExt};
+                futures_util::stream::iter(heads)
+                    .buffered(concurrency)
+                    .try_collect::<Vec<_>>()
+                    .await
+            })??;
+            let mut memo = self.memo();
+            for (&i, known) in unknown.iter().zip(answers) {
+                memo.objects.insert(keys[i].clone(), Some(known.clone()));
+                asked.insert(i, known);
+            }
+        }
+        let mut objects = Vec::with_capacity(paths.len());
+        for (i, (path, key)) in paths.iter().zip(keys).enumerate() {
+            let known = match known[i].clone() {
+                Some(Some(known)) => known,
+                Some(None) => {
+                    return Err(Error::new(ErrorKind::NotFound, "no such object").with_path(path));
+                }
+                None => asked.remove(&i).ok_or_else(|| {
+                    Error::new(ErrorKind::Io, "the store did not describe the object")
+                        .with_path(path)
+                })?,
+            };
+            objects.push(self.described(path, &key, known));
+        }
         Ok(Box::new(ObjectFiles::new(objects, self.fetcher.clone())))
     }
 }
@@ -236,9 +476,7 @@ impl reel_core::Store for RemoteStore {
 /// An object read from start to end in large range requests.
 struct ChunkReader {
     fetcher: Fetcher,
-    url: PathBuf,
-    key: ObjectPath,
-    len: u64,
+    object: Object,
     pos: u64,
     chunk: Bytes,
 }
@@ -246,11 +484,11 @@ struct ChunkReader {
 impl Read for ChunkReader {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         if self.chunk.is_empty() {
-            if self.pos >= self.len || buf.is_empty() {
+            if self.pos >= self.object.len || buf.is_empty() {
                 return Ok(0);
             }
-            let end = self.len.min(self.pos + SEQUENTIAL_CHUNK);
-            let fetch = self.fetcher.fetch(&self.url, &self.key, self.pos..end);
+            let end = self.object.len.min(self.pos + SEQUENTIAL_CHUNK);
+            let fetch = self.fetcher.fetch(&self.object, self.pos..end);
             self.chunk = block_on(fetch)
                 .and_then(|r| r)
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
