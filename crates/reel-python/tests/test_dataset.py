@@ -281,3 +281,29 @@ def test_type_stubs_cover_the_extension():
     assert public <= declared | {"__version__"}, public - declared
     assert {n for n in declared if not n.startswith("_")} <= public | {"StrPath", "Record"}
     assert stub.with_name("py.typed").exists()
+
+
+def test_stream_hands_large_mmap_records_out_of_the_mapping(tmp_path):
+    """With mmap, records of 32 KiB and more reach Python as views of the mapping itself
+    (the loader checks their CRC in place and copies nothing); the views stay valid after
+    the stream and the dataset are gone, because they hold the mapping."""
+    path = tmp_path / "big.ffr"
+    records = [bytes([k]) * (32 * 1024 + k) for k in range(24)]
+    with reel.ffrecord.Writer(path) as w:
+        for r in records:
+            w.write({"data": r})
+    size = os.path.getsize(path)
+    ds = reel.open(path, backend="mmap")
+    batches = list(ds.stream(batch_size=8, shuffle="none", epochs=1, copy=False))
+    views = [r["data"] for b in batches for r in b]
+    assert [bytes(v) for v in views] == records
+    for v in views:
+        assert isinstance(v, memoryview) and v.readonly
+        # The buffer behind the view is the whole mapped file, not a batch-sized copy.
+        assert isinstance(v.obj, reel.BatchBuffer) and len(v.obj) == size
+    del batches, ds
+    assert [bytes(v) for v in views] == records
+    # Other backends, and small records, are copied into the batch.
+    copied = reel.open(path, backend="pread").stream(batch_size=8, shuffle="none", epochs=1, copy=False)
+    first = next(iter(copied))[0]["data"]
+    assert len(first.obj) < size
