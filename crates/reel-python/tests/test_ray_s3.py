@@ -10,7 +10,6 @@ needs the store's settings. The environment is restored at the end.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -159,43 +158,54 @@ def test_an_empty_result_is_an_empty_dataset_in_the_bucket():
     assert_no_staging_left()
 
 
-def _fail_on_row(target: int, how: str):
-    def fn(batch):
-        if target in set(batch["n"].tolist()):
-            if how == "raise":
-                raise RuntimeError("injected failure")
-            os._exit(1)  # the worker process dies in the middle of its task
-        return batch
+def failing_sink(target: int, how: str, **kwargs) -> reel.ray.ReelDatasink:
+    """A ReelDatasink whose write task fails when the block holding row `target` reaches it,
+    after the task's earlier blocks went into its part: it raises, or its worker process
+    dies. The class is made here so that it goes to the workers by value (they cannot
+    import this test module)."""
 
-    return fn
+    class FailingSink(reel.ray.ReelDatasink):
+        def write(self, blocks, ctx):
+            def until_the_failure():
+                for block in blocks:
+                    if target in block["n"].to_pylist():
+                        if how == "raise":
+                            raise RuntimeError("injected failure")
+                        os._exit(1)
+                    yield block
+
+            return super().write(until_the_failure(), ctx)
+
+    return FailingSink(**kwargs)
 
 
 @pytest.mark.parametrize("how", ["raise", "kill"])
 def test_a_failed_write_to_a_bucket_leaves_nothing_that_opens(how):
-    """One task raises, or its worker process dies, after its earlier rows went into its
-    part (one-row blocks, ten rows a task): the job fails, nothing is at the destination,
-    and the staging objects of the tasks that finished are deleted."""
+    """One write task raises, or its worker process dies, in the middle of its part (one-row
+    blocks, ten a task, failing at the fourth): the job fails, nothing is at the
+    destination, and the staging objects of the tasks that finished are deleted."""
     rows = ray.data.from_items([{"n": i, "data": bytes([i])} for i in range(40)], override_num_blocks=40)
-    failing = rows.map_batches(_fail_on_row(33, how), max_retries=0)
     url = f"s3://{BUCKET}/failed/{how}"
+    sink = failing_sink(33, how, path=url, format="granular", min_rows_per_task=10)
     with pytest.raises(Exception):
-        reel.ray.write_reel(
-            failing, url, format="granular", min_rows_per_task=10, ray_remote_args={"max_retries": 0}
-        )
+        rows.write_datasink(sink, ray_remote_args={"max_retries": 0})
     assert bucket_keys("failed/") == []
     with pytest.raises(reel.NotFoundError):
         reel.open(url)
     assert [k for k in bucket_keys() if ".reel-staging-" in k] == []
     assert pending_uploads() == []
+    staging = os.environ["REEL_STAGING_DIR"]
     if how == "raise":
-        assert os.listdir(os.environ["REEL_STAGING_DIR"]) == []
+        assert os.listdir(staging) == []
     else:
         # The worst case: the killed process never ran its clean-up, so its local staging
-        # directory (the records it had written) stays on its node's disk.
-        left = os.listdir(os.environ["REEL_STAGING_DIR"])
-        assert all(name.startswith(".reel-upload-") for name in left), left
-        for name in left:
-            shutil.rmtree(os.path.join(os.environ["REEL_STAGING_DIR"], name))
+        # directory (the records it had written) is still on its node's disk ...
+        left = os.listdir(staging)
+        assert left and all(name.startswith(".reel-upload-") for name in left), left
+        # ... until the next writer on the node finds that no live process holds its lock.
+        with reel.Writer(f"s3://{BUCKET}/after-the-kill", "ffrecord") as w:
+            w.write({"data": b"x"})
+        assert os.listdir(staging) == []
 
 
 # Conversions whose source and destination are both in the bucket: every source format, and

@@ -84,13 +84,95 @@ pub(crate) fn create_remote_part(
 
 /// A fresh local directory to stage a dataset bound for object storage in, under
 /// [`STAGING_DIR_ENV`] (default: the system's temporary directory); removed when dropped.
-fn local_staging() -> Result<tempfile::TempDir> {
+///
+/// A process killed before it can remove its staging directory (SIGKILL, a Ray worker that
+/// dies) leaves it behind, so each staging directory carries a lock file its process holds
+/// (`flock`, released by the kernel when the process ends), and making a new one first
+/// removes the directories whose lock nobody holds any more.
+fn local_staging() -> Result<LocalStaging> {
     let root =
         std::env::var_os(STAGING_DIR_ENV).map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
-    tempfile::Builder::new()
-        .prefix(".reel-upload-")
+    owner_lock::remove_abandoned(&root);
+    let dir = tempfile::Builder::new()
+        .prefix(UPLOAD_PREFIX)
         .tempdir_in(&root)
-        .map_err(|e| Error::io(e, "cannot create a staging directory").with_path(&root))
+        .map_err(|e| Error::io(e, "cannot create a staging directory").with_path(&root))?;
+    let lock = owner_lock::take(dir.path());
+    Ok(LocalStaging { dir, _lock: lock })
+}
+
+/// How the names of local staging directories start.
+const UPLOAD_PREFIX: &str = ".reel-upload-";
+
+/// A local staging directory and the lock that marks it as in use.
+struct LocalStaging {
+    // Dropped first: the directory goes, then the lock is released.
+    dir: tempfile::TempDir,
+    _lock: Option<std::fs::File>,
+}
+
+impl LocalStaging {
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// The lock file in a local staging directory that tells a live owner from a dead one.
+#[cfg(unix)]
+mod owner_lock {
+    use std::fs::File;
+    use std::path::Path;
+
+    use rustix::fs::{FlockOperation, flock};
+
+    /// The lock file's name in a staging directory.
+    const LOCK: &str = "owner.lock";
+
+    /// Locks a new lock file in `dir` for this process (best effort: `None` where the file
+    /// system has no `flock`; such a directory is then never removed by another process).
+    /// The file gets its name only once locked, so a lock file that exists is locked until
+    /// its owner ends.
+    pub(super) fn take(dir: &Path) -> Option<File> {
+        let unnamed = dir.join(".owner.lock.new");
+        let file = File::create(&unnamed).ok()?;
+        flock(&file, FlockOperation::NonBlockingLockExclusive).ok()?;
+        std::fs::rename(&unnamed, dir.join(LOCK)).ok()?;
+        Some(file)
+    }
+
+    /// Removes the staging directories under `root` whose lock file exists and is not held
+    /// (their process ended without removing them). Directories without a lock file, or
+    /// whose lock cannot be tried, are left alone.
+    pub(super) fn remove_abandoned(root: &Path) {
+        let Ok(entries) = std::fs::read_dir(root) else { return };
+        for entry in entries.flatten() {
+            if !entry.file_name().to_string_lossy().starts_with(super::UPLOAD_PREFIX) {
+                continue;
+            }
+            let dir = entry.path();
+            let Ok(lock) = File::open(dir.join(LOCK)) else { continue };
+            if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_ok() {
+                if let Err(e) = std::fs::remove_dir_all(&dir) {
+                    log::warn!(
+                        "{}: cannot remove an abandoned staging directory: {e}",
+                        dir.display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Without `flock`, staging directories carry no lock and are never removed by others.
+#[cfg(not(unix))]
+mod owner_lock {
+    use std::path::Path;
+
+    pub(super) fn take(_dir: &Path) -> Option<std::fs::File> {
+        None
+    }
+
+    pub(super) fn remove_abandoned(_root: &Path) {}
 }
 
 /// The objects at or under `key`, refused with [`ErrorKind::InvalidInput`] naming the
@@ -138,7 +220,7 @@ struct RemoteSink {
     shown: String,
     format: Format,
     old: Vec<ObjectPath>,
-    _staging: tempfile::TempDir,
+    _staging: LocalStaging,
 }
 
 impl RecordSink for RemoteSink {
@@ -283,6 +365,30 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn staging_directories_of_ended_processes_are_removed_and_live_ones_kept() {
+        let root = tempfile::tempdir().unwrap();
+        let make = || {
+            let dir =
+                tempfile::Builder::new().prefix(UPLOAD_PREFIX).tempdir_in(root.path()).unwrap();
+            let lock = owner_lock::take(dir.path()).unwrap();
+            (dir.keep(), lock)
+        };
+        let (ended, lock) = make();
+        drop(lock); // its process ended: the kernel released the lock
+        let (live, _held) = make();
+        let unlocked = root.path().join(".reel-upload-without-lock");
+        std::fs::create_dir(&unlocked).unwrap();
+        let other = root.path().join("not-staging");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::write(other.join("owner.lock"), b"").unwrap();
+        owner_lock::remove_abandoned(root.path());
+        assert!(!ended.exists());
+        assert!(live.join("owner.lock").exists());
+        assert!(unlocked.exists() && other.exists());
+    }
 
     #[test]
     fn metadata_goes_up_after_data() {
