@@ -146,7 +146,9 @@ mod owner_lock {
     pub(super) fn remove_abandoned(root: &Path) {
         let Ok(entries) = std::fs::read_dir(root) else { return };
         for entry in entries.flatten() {
-            if !entry.file_name().to_string_lossy().starts_with(super::UPLOAD_PREFIX) {
+            // Directories only: a symbolic link by that name may lead anywhere.
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if !is_dir || !entry.file_name().to_string_lossy().starts_with(super::UPLOAD_PREFIX) {
                 continue;
             }
             let dir = entry.path();
@@ -384,10 +386,16 @@ mod tests {
         let other = root.path().join("not-staging");
         std::fs::create_dir(&other).unwrap();
         std::fs::write(other.join("owner.lock"), b"").unwrap();
+        // A link named like a staging directory, to a directory with an unheld lock file.
+        let elsewhere = tempfile::tempdir().unwrap();
+        drop(owner_lock::take(elsewhere.path()).unwrap());
+        std::os::unix::fs::symlink(elsewhere.path(), root.path().join(".reel-upload-link"))
+            .unwrap();
         owner_lock::remove_abandoned(root.path());
         assert!(!ended.exists());
         assert!(live.join("owner.lock").exists());
         assert!(unlocked.exists() && other.exists());
+        assert!(elsewhere.path().join("owner.lock").exists());
     }
 
     #[test]
