@@ -31,7 +31,7 @@ const SEQUENTIAL_CHUNK: u64 = 8 << 20;
 ///
 /// It remembers what it learnt (per open, since each opened dataset has its own store):
 /// each object's size and entity tag, which objects are missing, each prefix's listing and
-/// the ends of objects whose metadata was read (see [`crate::ends`]). Opening a dataset asks each
+/// the ends of objects whose metadata was read (see the `ends` module). Opening a dataset asks each
 /// question of the store once, however often the format code asks it: sniffing the format,
 /// then opening it, stat the same names again. A dataset is taken not to change while it is
 /// read.
