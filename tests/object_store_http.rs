@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use http_server::{Faults, HttpServer};
-use reel::store::{ReadSettings, StoreOptions};
+use reel::store::{CacheSettings, ReadSettings, StoreOptions};
 use reel::testing::conformance;
 use reel::{ErrorKind, OpenOptions, RecordBatch, RecordSource};
 
@@ -231,5 +231,103 @@ fn a_store_that_keeps_failing_is_an_error_naming_object_and_range() {
         let text = e.to_string();
         assert!(text.contains(&url), "{f:?}: {text}");
         assert!(text.contains("cannot read bytes 91212..92212"), "{f:?}: {text}");
+    }
+}
+
+/// Every chunk file under the cache directory `dir`.
+fn cached_chunks(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for sub in std::fs::read_dir(dir.join("chunks")).unwrap().flatten() {
+        files.extend(std::fs::read_dir(sub.path()).unwrap().flatten().map(|f| f.path()));
+    }
+    files
+}
+
+/// Reads every record of `source` in random batches of 256, checking each.
+fn check_a_pass(source: &dyn RecordSource, records: &[Vec<u8>], seed: u64) {
+    let order = conformance::shuffled(records.len() as u64, seed);
+    for batch in order.chunks(256) {
+        let got = read_batch(source, batch).unwrap();
+        for (k, &i) in batch.iter().enumerate() {
+            assert_eq!(got[k], records[i as usize], "record {i}");
+        }
+    }
+}
+
+/// With a local cache, a second pass makes no request; a new open of the same dataset with
+/// the same cache reads its records without a request beyond the open's; damaged and
+/// truncated chunk files are found and fetched again, never returned.
+#[test]
+fn a_second_pass_reads_from_the_local_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = ffrecord_dataset(dir.path(), 2000, 1024);
+    let server = HttpServer::start(dir.path());
+    let url = format!("{}/data", server.url());
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = CacheSettings { chunk_bytes: 64 << 10, ..CacheSettings::new(cache_dir.path()) };
+    let settings = ReadSettings { cache: Some(cache), ..ReadSettings::default() };
+    let source = reel::open_with(&url, &options(settings.clone())).unwrap();
+    let before = server.requests();
+    check_a_pass(&*source, &records, 1);
+    assert!(server.requests() > before, "the first pass fetched nothing");
+    let before = server.requests();
+    check_a_pass(&*source, &records, 2);
+    assert_eq!(server.requests() - before, 0, "requests in the second pass");
+
+    let before = server.requests();
+    let again = reel::open_with(&url, &options(settings.clone())).unwrap();
+    let to_open = server.requests() - before;
+    check_a_pass(&*again, &records, 3);
+    assert_eq!(server.requests() - before, to_open, "a new open read records from the store");
+
+    // Damage: a flipped byte in each chunk file's last block, then each file cut short.
+    let chunks = cached_chunks(cache_dir.path());
+    assert!(chunks.len() >= 20, "{} chunk files", chunks.len());
+    for path in &chunks {
+        let mut bytes = std::fs::read(path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x10;
+        std::fs::write(path, bytes).unwrap();
+    }
+    let before = server.gets();
+    check_a_pass(&*again, &records, 4);
+    assert!(server.gets() > before, "damaged chunks were not fetched again");
+    for path in cached_chunks(cache_dir.path()) {
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    }
+    let before = server.gets();
+    check_a_pass(&*again, &records, 5);
+    assert!(server.gets() > before, "truncated chunks were not fetched again");
+    // And whole again: the pass after the repairs is free.
+    let before = server.requests();
+    check_a_pass(&*again, &records, 6);
+    assert_eq!(server.requests() - before, 0);
+}
+
+/// A cache smaller than the dataset stays within its bound and still reads right.
+#[test]
+fn the_local_cache_stays_within_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = ffrecord_dataset(dir.path(), 2000, 1024);
+    let server = HttpServer::start(dir.path());
+    let url = format!("{}/data", server.url());
+    let cache_dir = tempfile::tempdir().unwrap();
+    let bound = 300 << 10;
+    let cache = CacheSettings {
+        chunk_bytes: 16 << 10,
+        max_bytes: bound,
+        ..CacheSettings::new(cache_dir.path())
+    };
+    let settings = ReadSettings { cache: Some(cache), ..ReadSettings::default() };
+    let source = reel::open_with(&url, &options(settings)).unwrap();
+    for seed in 0..2 {
+        check_a_pass(&*source, &records, seed);
+        let held: u64 = cached_chunks(cache_dir.path())
+            .iter()
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .sum();
+        assert!(held <= bound, "the cache holds {held} bytes, over its bound of {bound}");
+        assert!(held > bound / 2, "the cache holds only {held} bytes");
     }
 }

@@ -24,6 +24,14 @@ pub struct OpenArgs {
     /// instead of rejecting every frame the reference's decoder (libjpeg-turbo) rejects.
     #[arg(long)]
     pub lenient_jpeg: bool,
+    /// Keep record bytes read from object storage in this local directory, so later runs
+    /// read them from disk (several processes may share it); default $REEL_CACHE_DIR.
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<std::path::PathBuf>,
+    /// The most bytes the cache directory holds (with K, M, G or T); default 10G, or
+    /// $REEL_CACHE_SIZE.
+    #[arg(long, value_name = "SIZE", requires = "cache")]
+    pub cache_size: Option<String>,
 }
 
 impl OpenArgs {
@@ -48,6 +56,13 @@ impl OpenArgs {
             .payload(payload)
             .lenient_jpeg(self.lenient_jpeg);
         options.payload_field = self.payload_field.clone();
+        if let Some(dir) = &self.cache {
+            let mut cache = reel::store::CacheSettings::new(dir);
+            if let Some(size) = &self.cache_size {
+                cache.max_bytes = crate::bench::parse_size(size)?;
+            }
+            options.read_settings.cache = Some(cache);
+        }
         Ok(options)
     }
 }

@@ -44,7 +44,7 @@ enum Command {
     Cat(cat::CatArgs),
     /// Convert a dataset to another format (losses are stated; impossible mappings are
     /// refused before anything is written).
-    Convert(convert::ConvertArgs),
+    Convert(Box<convert::ConvertArgs>),
     /// Write a synthetic dataset of checkable records in any format.
     Generate(generate::GenerateArgs),
     /// Pack a directory into one FFRecord file (a packed folder).

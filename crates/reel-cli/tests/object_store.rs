@@ -78,3 +78,41 @@ fn a_missing_object_is_an_error_naming_the_url() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&url), "{err}");
 }
+
+/// Two `reel cat` processes reading one dataset over HTTP at once, sharing one cache
+/// directory, print what `reel cat` prints from disk; a third run reads its records from
+/// the cache (no GET beyond what opening costs).
+#[test]
+fn two_processes_share_one_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.ffr");
+    stdout(
+        reel()
+            .args(["generate", "--quiet", "--format", "ffrecord", "--records", "3000"])
+            .args(["--max-record", "2048"])
+            .arg(&data),
+    );
+    let server = HttpServer::start(dir.path());
+    let url = format!("{}/data.ffr", server.url());
+    let cache = tempfile::tempdir().unwrap();
+    let cat = |target: &str| {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("reel"));
+        cmd.args(["cat", "--json", "--bytes", "hex", "--cache"]).arg(cache.path());
+        cmd.args(["--cache-size", "64M"]).arg(target);
+        cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    let local = stdout(reel().args(["cat", "--json", "--bytes", "hex"]).arg(&data));
+    let (a, b) = (cat(&url), cat(&url));
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8(out.stdout).unwrap() == local, "a shared-cache read differs");
+    }
+    let gets = server.gets();
+    let out = cat(&url).wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8(out.stdout).unwrap() == local);
+    // Opening asks for the file's first 64 KiB; the records come from the cache.
+    assert!(server.gets() - gets <= 1, "{} GETs with a full cache", server.gets() - gets);
+}

@@ -30,6 +30,9 @@ pub(crate) struct OpenArgs {
     pub(crate) verify: bool,
     pub(crate) decode_images: bool,
     pub(crate) decode: bool,
+    /// The local cache of object bytes, and its bound in bytes.
+    pub(crate) cache: Option<PathBuf>,
+    pub(crate) cache_size: Option<u64>,
 }
 
 impl OpenArgs {
@@ -46,7 +49,17 @@ impl OpenArgs {
 
     /// The options every format is opened with.
     pub(crate) fn options(&self) -> reel::Result<OpenOptions> {
-        Ok(OpenOptions::default().backend(self.backend()?).verify(self.verify))
+        let mut options = OpenOptions::default().backend(self.backend()?).verify(self.verify);
+        if let Some(dir) = &self.cache {
+            let mut cache = reel::store::CacheSettings::new(dir);
+            if let Some(bound) = self.cache_size {
+                cache.max_bytes = bound;
+            }
+            options.read_settings.cache = Some(cache);
+        } else if self.cache_size.is_some() {
+            return Err(Error::invalid_input("cache_size= needs cache= (a directory)"));
+        }
+        Ok(options)
     }
 
     /// The format asked for, or the one the files at `path` in `store` have.
@@ -118,12 +131,19 @@ impl OpenArgs {
 ///         as gulpio2 and granular return them (True), or the stored JPEG/PNG bytes (False).
 ///     decode: Granular only: False gives every field as its stored bytes (the
 ///         reference's `decoders=None`).
+///     cache: a local directory that keeps record bytes read from object storage, so
+///         later epochs read them from disk; processes may share it (default: the
+///         REEL_CACHE_DIR environment variable, else none).
+///     cache_size: the most bytes the cache directory holds (default 10 GiB, or
+///         REEL_CACHE_SIZE).
 ///
 /// Raises:
 ///     FileNotFoundError (reel.NotFoundError) if nothing is at `path`; reel.ReelError
 ///     subclasses for data reel cannot read; ValueError for bad arguments.
 #[pyfunction]
-#[pyo3(signature = (path, *, format=None, backend="auto", verify=true, decode_images=true, decode=true))]
+#[pyo3(signature = (path, *, format=None, backend="auto", verify=true, decode_images=true, decode=true,
+                    cache=None, cache_size=None))]
+#[allow(clippy::too_many_arguments)] // Python keywords, one per option
 pub(crate) fn open(
     py: Python<'_>,
     path: PathBuf,
@@ -132,9 +152,11 @@ pub(crate) fn open(
     verify: bool,
     decode_images: bool,
     decode: bool,
+    cache: Option<PathBuf>,
+    cache_size: Option<u64>,
 ) -> PyResult<Dataset> {
-    let args =
-        OpenArgs { path, format, backend: backend.to_string(), verify, decode_images, decode };
+    let backend = backend.to_string();
+    let args = OpenArgs { path, format, backend, verify, decode_images, decode, cache, cache_size };
     Dataset::open(py, args)
 }
 
@@ -360,7 +382,17 @@ impl Dataset {
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
         let reopen = py.import("reel")?.getattr("_reopen")?;
         let a = &self.args;
-        let args = (a.path.clone(), a.format.clone(), a.backend.clone(), a.verify, a.decode_images)
+        // The path as a str: a pathlib.Path would fold an URL's `//` (`s3:/bucket/key`).
+        let args = (
+            a.path.clone().into_os_string(),
+            a.format.clone(),
+            a.backend.clone(),
+            a.verify,
+            a.decode_images,
+            a.decode,
+            a.cache.clone(),
+            a.cache_size,
+        )
             .into_pyobject(py)?;
         Ok((reopen, args))
     }

@@ -193,6 +193,8 @@ pub(crate) fn verify<'py>(
         verify: true,
         decode_images: false,
         decode: true,
+        cache: None,
+        cache_size: None,
     };
     let options = args.options().py_err(py)?;
     let report = py.detach(|| reel::verify(&path, &options)).py_err(py)?;

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 import reel
@@ -81,3 +83,24 @@ def test_missing_objects_and_buckets_raise_reel_errors(s3):
         reel.open(f"s3://{BUCKET}/no/such/file.ffr", format="ffrecord")
     with pytest.raises(reel.ReelError, match="no-such-bucket"):
         reel.convert(dataset_path("ffrecord", "normal"), "s3://no-such-bucket/x.ffr", to="ffrecord")
+
+
+def test_a_cached_dataset_reads_later_epochs_from_disk(s3, tmp_path):
+    """With cache=, records read once come from the local directory afterwards: a second
+    pass reads even after the object is gone from the bucket, and so does a dataset
+    unpickled (with its cache) before that."""
+    local = tmp_path / "big.ffr"
+    reel.generate(local, format="ffrecord", records=2000, max_record=2048)
+    s3.upload_file(str(local), BUCKET, "cached/big.ffr")
+    url = f"s3://{BUCKET}/cached/big.ffr"
+    cache = tmp_path / "cache"
+    remote = reel.open(url, cache=cache, cache_size=64 << 20)
+    expected = reel.open(local)
+    same_records(remote, expected, "first pass")
+    assert list((cache / "chunks").rglob("*-*")), "nothing was cached"
+    unpickled = pickle.loads(pickle.dumps(remote))
+    s3.delete_object(Bucket=BUCKET, Key="cached/big.ffr")
+    same_records(remote, expected, "second pass, from the cache")
+    same_records(unpickled, expected, "unpickled, from the cache")
+    with pytest.raises(ValueError, match="cache_size= needs cache="):
+        reel.open(str(local), cache_size=1 << 20)

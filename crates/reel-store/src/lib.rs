@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 mod address;
+pub mod cache;
 mod ends;
 mod error;
 mod options;
@@ -28,6 +29,7 @@ pub mod testing;
 mod upload;
 
 pub use address::{Address, ObjectUrl, StoreKind, is_remote};
+pub use cache::{CACHE_DIR_ENV, CACHE_SIZE_ENV, CacheSettings, parse_size};
 pub use error::store_error;
 pub use object_store;
 pub use object_store::path::Path as ObjectPath;

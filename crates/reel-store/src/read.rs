@@ -13,6 +13,7 @@
 //! [`ReadSettings::attempts`] times, after an exponential backoff with jitter; a short body is
 //! never returned. The error that ends it names the object's URL and the byte range.
 
+use std::collections::BTreeSet;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use object_store::ObjectStoreExt;
 use reel_core::{Error, ErrorKind, ReadAt, ReadReq, Result};
 
 use crate::ObjectPath;
+use crate::cache::{CacheSettings, ChunkCache, ObjectId};
 use crate::ends::{Ends, window_for};
 use crate::error::store_error;
 use crate::runtime::block_on;
@@ -49,6 +51,9 @@ pub struct ReadSettings {
     pub initial_backoff: Duration,
     /// Deadline of one request, from sending it to the end of its body. Default 60 s.
     pub request_timeout: Duration,
+    /// A local cache of record bytes (see [`crate::cache`]); none by default. The facade
+    /// also takes it from the environment ([`crate::CACHE_DIR_ENV`]).
+    pub cache: Option<CacheSettings>,
 }
 
 impl Default for ReadSettings {
@@ -60,6 +65,7 @@ impl Default for ReadSettings {
             attempts: 5,
             initial_backoff: Duration::from_millis(50),
             request_timeout: Duration::from_secs(60),
+            cache: None,
         }
     }
 }
@@ -109,6 +115,8 @@ pub(crate) struct Fetcher {
     pub stats: Arc<ReadStats>,
     /// Ends of objects fetched while opening, shared by the store and its file sets.
     pub ends: Arc<Ends>,
+    /// The local chunk cache, when the settings ask for one.
+    pub cache: Option<Arc<ChunkCache>>,
 }
 
 impl Fetcher {
@@ -215,12 +223,23 @@ pub(crate) struct Object {
     pub url: PathBuf,
     pub key: ObjectPath,
     pub len: u64,
+    /// Its entity tag, when the store told it (a replaced object has another).
+    pub etag: Option<String>,
+}
+
+impl Object {
+    /// Its identity in the chunk cache: URL, size and tag.
+    fn cache_id(&self) -> ObjectId {
+        ObjectId::new(&self.url.to_string_lossy(), self.len, self.etag.as_deref())
+    }
 }
 
 /// A set of objects read as one [`ReadAt`]: coalesced, concurrent range GETs per batch.
 #[derive(Debug)]
 pub struct ObjectFiles {
     objects: Vec<Object>,
+    /// Each object's name in the chunk cache (empty without a cache).
+    cache_ids: Vec<ObjectId>,
     fetcher: Fetcher,
 }
 
@@ -258,7 +277,93 @@ fn plan(reqs: &[ReadReq], settings: &ReadSettings) -> (Vec<ReadReq>, Vec<Fetch>)
 
 impl ObjectFiles {
     pub(crate) fn new(objects: Vec<Object>, fetcher: Fetcher) -> Self {
-        ObjectFiles { objects, fetcher }
+        let cache_ids = match fetcher.cache {
+            Some(_) => objects.iter().map(Object::cache_id).collect(),
+            None => Vec::new(),
+        };
+        ObjectFiles { objects, cache_ids, fetcher }
+    }
+
+    /// [`ReadAt::read_many`] through the chunk cache: each request is read from the chunks
+    /// it lies in; a request any of whose chunks is missing (or damaged, which the cache
+    /// finds and deletes) gets all of them fetched, as runs of consecutive chunks with
+    /// concurrent range GETs, kept in the cache, and copied out as each run arrives.
+    fn read_many_cached(
+        &self,
+        cache: &ChunkCache,
+        reqs: &[ReadReq],
+        dest: &mut [u8],
+    ) -> Result<()> {
+        let chunk = cache.chunk_bytes();
+        let mut pending: Vec<ReadReq> = Vec::new();
+        let mut missing: BTreeSet<(u32, u64)> = BTreeSet::new();
+        for r in reqs.iter().filter(|r| r.len > 0) {
+            let object = &self.objects[r.file as usize];
+            let id = &self.cache_ids[r.file as usize];
+            let (end, out) = (req_end(r), reel_core::io::dest_slice(dest, r)?);
+            let (first, last) = (r.offset / chunk, (end - 1) / chunk);
+            let served = (first..=last).all(|c| {
+                let (start, stop) = ((c * chunk).max(r.offset), ((c + 1) * chunk).min(end));
+                let piece = &mut out[(start - r.offset) as usize..(stop - r.offset) as usize];
+                let chunk_len = chunk.min(object.len - c * chunk);
+                cache.read(id, c, chunk_len, start - c * chunk, piece)
+            });
+            if !served {
+                pending.push(*r);
+                missing.extend((first..=last).map(|c| (r.file, c)));
+            }
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        // Runs of consecutive chunks of one object, each at most `max_request_bytes` (and
+        // at least one chunk).
+        let per_run = (self.fetcher.settings.max_request_bytes / chunk).max(1);
+        let mut runs: Vec<(u32, Range<u64>)> = Vec::new();
+        for (file, c) in missing {
+            match runs.last_mut() {
+                Some((f, run)) if *f == file && run.end == c && run.end - run.start < per_run => {
+                    run.end += 1;
+                }
+                _ => runs.push((file, c..c + 1)),
+            }
+        }
+        let requests: Vec<_> = runs
+            .iter()
+            .map(|(file, run)| {
+                let object = &self.objects[*file as usize];
+                let bytes = run.start * chunk..(run.end * chunk).min(object.len);
+                async move {
+                    let body = self.fetcher.fetch(object, bytes.clone()).await?;
+                    Ok::<_, Error>((*file, run.clone(), bytes, body))
+                }
+            })
+            .collect();
+        let concurrency = self.fetcher.settings.concurrency.max(1);
+        let pending = &pending;
+        block_on(async move {
+            let mut arriving = futures_util::stream::iter(requests).buffer_unordered(concurrency);
+            while let Some(answer) = arriving.next().await {
+                let (file, run, bytes, body) = answer?;
+                let id = &self.cache_ids[file as usize];
+                for c in run {
+                    let from = (c * chunk - bytes.start) as usize;
+                    let to = (from + chunk as usize).min(body.len());
+                    cache.put(id, c, &body[from..to]);
+                }
+                for r in pending.iter().filter(|r| r.file == file) {
+                    let (start, stop) = (r.offset.max(bytes.start), req_end(r).min(bytes.end));
+                    if start >= stop {
+                        continue;
+                    }
+                    let out = reel_core::io::dest_slice(dest, r)?;
+                    out[(start - r.offset) as usize..(stop - r.offset) as usize].copy_from_slice(
+                        &body[(start - bytes.start) as usize..(stop - bytes.start) as usize],
+                    );
+                }
+            }
+            Ok(())
+        })?
     }
 
     /// What this reader has done so far.
@@ -322,7 +427,14 @@ impl ReadAt for ObjectFiles {
         let req = ReadReq { file, offset, len: buf.len(), dest: 0 };
         self.check(&req)?;
         let object = self.object(file)?;
-        let bytes = block_on(self.fetcher.fetch_near_end(object, offset..req_end(&req)))??;
+        let range = offset..req_end(&req);
+        if self.fetcher.cache.is_some()
+            && self.fetcher.ends.get(&object.key, object.len, &range).is_none()
+        {
+            // A record read alone; the cache has it, or will.
+            return self.read_many(&[req], buf);
+        }
+        let bytes = block_on(self.fetcher.fetch_near_end(object, range))??;
         buf.copy_from_slice(&bytes);
         Ok(())
     }
@@ -331,6 +443,9 @@ impl ReadAt for ObjectFiles {
         for r in reqs {
             self.check(r)?;
             reel_core::io::dest_slice(dest, r)?;
+        }
+        if let Some(cache) = &self.fetcher.cache {
+            return self.read_many_cached(cache, reqs, dest);
         }
         // Reads inside an end of an object that opening it fetched (a header read at open,
         // again) are answered from memory.

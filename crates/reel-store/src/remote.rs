@@ -18,6 +18,7 @@ use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore, ObjectStoreExt
 use reel_core::paths::InputKind;
 use reel_core::{Backend, Entry, Error, ErrorKind, ReadAt, Result};
 
+use crate::cache::ChunkCache;
 use crate::ends::{END_BYTES, End, Ends};
 use crate::error::store_error;
 use crate::read::{Fetcher, Object, ObjectFiles, ReadSettings, ReadStats};
@@ -128,11 +129,13 @@ impl RemoteStore {
         let root = store.url().store_url().trim_end_matches('/').to_string();
         // Building the client now makes a store that cannot be built fail here, at open.
         store.client()?;
+        let cache = settings.cache.as_ref().map(ChunkCache::open).transpose()?.map(Arc::new);
         let fetcher = Fetcher {
             store,
             settings,
             stats: Arc::new(ReadStats::default()),
             ends: Arc::new(Ends::default()),
+            cache,
         };
         Ok(RemoteStore { root, fetcher, memo: Mutex::default() })
     }
@@ -320,7 +323,7 @@ impl RemoteStore {
 
     /// The object `key` as the fetcher reads it.
     fn described(&self, path: &Path, key: &ObjectPath, known: Known) -> Object {
-        Object { url: path.to_path_buf(), key: key.clone(), len: known.size }
+        Object { url: path.to_path_buf(), key: key.clone(), len: known.size, etag: known.etag }
     }
 
     /// Bytes `offset..offset + len` of `path`, checked against its size: from a kept end

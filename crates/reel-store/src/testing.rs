@@ -1,4 +1,5 @@
-//! A moto S3 server on loopback for tests (feature `testing`).
+//! A moto S3 server on loopback for tests (feature `testing`), and a fault-injecting proxy
+//! to put in front of it or any other HTTP server ([`FaultProxy`]).
 //!
 //! Tests that need it are `#[ignore = "needs the moto S3 server; .ci/run runs them"]` and
 //! call [`MotoServer::start`], which fails loudly when [`MOTO_PYTHON_ENV`] is not set, so a
@@ -13,6 +14,9 @@ use std::time::{Duration, Instant};
 use reel_core::{Error, ErrorKind, Result};
 
 use crate::StoreOptions;
+
+mod fault_proxy;
+pub use fault_proxy::{FaultProxy, Faults};
 
 /// The environment variable naming a Python interpreter that has `moto[server]`.
 pub const MOTO_PYTHON_ENV: &str = "REEL_TEST_MOTO_PYTHON";

@@ -258,11 +258,11 @@ pub fn locate(path: &Path, options: &OpenOptions) -> Result<(PathBuf, OpenOption
         return match reel_store::Address::parse(text)? {
             reel_store::Address::Local(local) => Ok((local, options.clone())),
             reel_store::Address::Remote(url) => {
-                let store = reel_store::RemoteStore::open(
-                    &url,
-                    &options.store_options,
-                    options.read_settings.clone(),
-                )?;
+                let mut settings = options.read_settings.clone();
+                if settings.cache.is_none() {
+                    settings.cache = reel_store::CacheSettings::from_env()?;
+                }
+                let store = reel_store::RemoteStore::open(&url, &options.store_options, settings)?;
                 let located = PathBuf::from(url.to_string());
                 Ok((located, options.clone().store(std::sync::Arc::new(store))))
             }

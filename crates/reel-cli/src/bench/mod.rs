@@ -97,19 +97,9 @@ pub struct BenchArgs {
     json: bool,
 }
 
-/// Parses `16k`, `1m`, `2g` or a plain number of bytes.
+/// Parses `16k`, `1m`, `2g` or a plain number of bytes ([`reel::store::parse_size`]).
 pub fn parse_size(s: &str) -> reel::Result<u64> {
-    let s = s.trim().to_ascii_lowercase();
-    let (num, mult) = match s.chars().last() {
-        Some('k') => (&s[..s.len() - 1], 1u64 << 10),
-        Some('m') => (&s[..s.len() - 1], 1 << 20),
-        Some('g') => (&s[..s.len() - 1], 1 << 30),
-        _ => (&s[..], 1),
-    };
-    num.trim()
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
+    reel::store::parse_size(s)
         .ok_or_else(|| reel::Error::invalid_input(format!("not a size: {s:?}")))
 }
 

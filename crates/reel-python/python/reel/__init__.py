@@ -87,6 +87,8 @@ def _reopen(
     verify: bool,
     decode_images: bool,
     decode: bool = True,
+    cache: str | os.PathLike[str] | None = None,
+    cache_size: int | None = None,
 ) -> Dataset:
     """Opens a dataset again after unpickling (what ``Dataset.__reduce__`` names)."""
     return open(
@@ -96,4 +98,6 @@ def _reopen(
         verify=verify,
         decode_images=decode_images,
         decode=decode,
+        cache=cache,
+        cache_size=cache_size,
     )

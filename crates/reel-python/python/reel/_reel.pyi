@@ -17,10 +17,13 @@ def open(
     verify: bool = True,
     decode_images: bool = True,
     decode: bool = True,
+    cache: StrPath | None = None,
+    cache_size: int | None = None,
 ) -> Dataset:
     """Opens the dataset at ``path`` (a file or directory, or an object URL: ``s3://``,
     ``gs://``, ``az://``, ``http(s)://``, configured from the environment), working out its
-    format."""
+    format. ``cache`` keeps record bytes read from object storage in a local directory
+    (bounded by ``cache_size`` bytes) so later epochs read them from disk."""
 
 def convert(
     src: StrPath,

@@ -1,0 +1,153 @@
+//! Reads through a fault-injecting proxy (`reel_store::testing::FaultProxy`) that sits
+//! between reel and a server the test starts: the HTTP test server here, and moto's S3
+//! server in the `#[ignore]`d tests that `.ci/run` runs with `--ignored`. Under latency,
+//! `503 SlowDown` and `429` answers, connections cut mid-body and short bodies, a read
+//! returns the right bytes after retries or fails with an error naming the object and the
+//! range, within its deadline: never wrong bytes, never a hang.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+#[path = "common/http_server.rs"]
+mod http_server;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use http_server::HttpServer;
+use reel::store::testing::{FaultProxy, Faults, MotoServer};
+use reel::store::{ReadSettings, StoreOptions};
+use reel::testing::conformance;
+use reel::{ErrorKind, OpenOptions, RecordBatch, RecordSource};
+
+/// A dataset of `n` FFRecord records of `size` bytes: one file, `data`, in `dir`.
+fn ffrecord_dataset(dir: &Path, n: usize, size: usize) -> Vec<Vec<u8>> {
+    let records: Vec<Vec<u8>> =
+        (0..n).map(|i| (0..size).map(|j| (i * 131 + j * 7) as u8).collect()).collect();
+    reel::ffrecord::dump(&records, dir.join("data"), 1).unwrap();
+    records
+}
+
+fn read_batch(source: &dyn RecordSource, indices: &[u64]) -> reel::Result<Vec<Vec<u8>>> {
+    let mut batch = RecordBatch::new();
+    source.read_batch_into(indices, &mut batch)?;
+    Ok(batch.iter().map(|r| r.bytes("data").unwrap().to_vec()).collect())
+}
+
+/// Settings that make reel's own retry loop (not object_store's) meet every fault, quickly.
+fn options(store: StoreOptions, settings: ReadSettings) -> OpenOptions {
+    let mut store = store;
+    store.retry.max_retries = 0;
+    store.timeout = Duration::from_secs(5);
+    OpenOptions::default().store_options(store).read_settings(settings)
+}
+
+fn http_options() -> StoreOptions {
+    StoreOptions { use_env: false, ..StoreOptions::default() }.with("allow_http", "true")
+}
+
+/// Each fault, alone and mixed, while random batches are read: every record right.
+fn faults_give_the_right_bytes(
+    url: &str,
+    store: StoreOptions,
+    proxy: &FaultProxy,
+    records: &[Vec<u8>],
+) {
+    let settings = ReadSettings {
+        coalesce_gap: 0,
+        initial_backoff: Duration::from_millis(5),
+        attempts: 8,
+        ..ReadSettings::default()
+    };
+    let source = reel::open_with(url, &options(store, settings)).unwrap();
+    let n = records.len() as u64;
+    let faults = [
+        Faults { unavailable_every: 3, ..Faults::default() },
+        Faults { throttle_every: 4, ..Faults::default() },
+        Faults { cut_every: 3, ..Faults::default() },
+        Faults { short_every: 2, ..Faults::default() },
+        Faults {
+            latency: Duration::from_millis(20),
+            unavailable_every: 7,
+            cut_every: 5,
+            short_every: 11,
+            ..Faults::default()
+        },
+    ];
+    for (k, f) in faults.into_iter().enumerate() {
+        proxy.set_faults(f.clone());
+        let indices = conformance::shuffled(n, k as u64)[..60].to_vec();
+        let got = read_batch(&*source, &indices).unwrap_or_else(|e| panic!("{f:?}: {e}"));
+        for (j, &i) in indices.iter().enumerate() {
+            assert_eq!(got[j], records[i as usize], "{f:?}: record {i}");
+        }
+    }
+    proxy.set_faults(Faults::default());
+}
+
+/// A fault on every request: an I/O error naming the URL and the record's byte range,
+/// within a bounded time.
+fn persistent_faults_fail_clearly(url: &str, store: StoreOptions, proxy: &FaultProxy, range: &str) {
+    let settings = ReadSettings {
+        initial_backoff: Duration::from_millis(1),
+        attempts: 3,
+        request_timeout: Duration::from_millis(500),
+        ..ReadSettings::default()
+    };
+    let source = reel::open_with(url, &options(store, settings)).unwrap();
+    for f in [
+        Faults { unavailable_every: 1, ..Faults::default() },
+        Faults { throttle_every: 1, ..Faults::default() },
+        Faults { short_every: 1, ..Faults::default() },
+        Faults { cut_every: 1, ..Faults::default() },
+        Faults { hang: true, ..Faults::default() },
+    ] {
+        proxy.set_faults(f.clone());
+        let started = Instant::now();
+        let e = read_batch(&*source, &[90]).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10), "{f:?} took {:?}", started.elapsed());
+        assert_eq!(e.kind(), ErrorKind::Io, "{f:?}: {e}");
+        let text = e.to_string();
+        assert!(text.contains(url), "{f:?}: {text}");
+        assert!(text.contains(range), "{f:?}: {text}");
+    }
+    proxy.set_faults(Faults::default());
+}
+
+#[test]
+fn http_through_the_fault_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    // Record 90 of 1000-byte records lies past the first 64 KiB, which opening keeps.
+    let records = ffrecord_dataset(dir.path(), 300, 1000);
+    let server = HttpServer::start(dir.path());
+    let proxy = FaultProxy::start(&server.url()).unwrap();
+    let url = format!("{}/data", proxy.endpoint());
+    faults_give_the_right_bytes(&url, http_options(), &proxy, &records);
+    persistent_faults_fail_clearly(&url, http_options(), &proxy, "cannot read bytes 93612..94612");
+}
+
+#[test]
+#[ignore = "needs the moto S3 server; .ci/run runs it"]
+fn s3_through_the_fault_proxy() {
+    let moto = MotoServer::start().unwrap();
+    moto.create_bucket("faults").unwrap();
+    let proxy = FaultProxy::start(&moto.endpoint()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let records = ffrecord_dataset(dir.path(), 300, 1000);
+    // Uploaded straight to moto; read through the proxy.
+    let upload = reel::store::Store::new(
+        &reel::store::ObjectUrl::parse("s3://faults/data").unwrap(),
+        &moto.options(),
+    )
+    .unwrap();
+    let bytes = std::fs::read(dir.path().join("data")).unwrap();
+    upload.put(&reel::store::ObjectPath::from("data"), bytes.into()).unwrap();
+    let through = StoreOptions { use_env: false, ..StoreOptions::default() }
+        .with("aws_endpoint", proxy.endpoint())
+        .with("aws_allow_http", "true")
+        .with("aws_region", "us-east-1")
+        .with("aws_access_key_id", "testing")
+        .with("aws_secret_access_key", "testing");
+    let url = "s3://faults/data";
+    faults_give_the_right_bytes(url, through.clone(), &proxy, &records);
+    persistent_faults_fail_clearly(url, through, &proxy, "cannot read bytes 93612..94612");
+}
