@@ -224,3 +224,64 @@ fn nullable_parquet_columns_to_granular() {
     assert!(matches!(back[2].get("caption"), Some(reel::ValueRef::Null)));
     assert_eq!(back[2].get("label").unwrap().as_i64(), Some(9));
 }
+
+/// `--fields`, `--drop` and `--rename` may name a Parquet column whose cell is null in the
+/// first record (a declared field that record lacks); a name that no column has is still
+/// refused, named.
+#[test]
+fn field_options_name_nullable_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let records: Vec<Record> = (0..6i64)
+        .map(|i| {
+            let mut r = Record::new();
+            r.push_int("id", i).push_bytes("image", &[i as u8; 4]);
+            if i % 2 == 1 {
+                r.push_str("caption", &format!("c{i}"));
+            }
+            r
+        })
+        .collect();
+    let pq = tmp.path().join("t.parquet");
+    write(Format::Parquet, &pq, &records);
+
+    let syr = tmp.path().join("t.syr");
+    let out = reel()
+        .args(["convert", "--quiet", "--to", "syrah", "--drop", "caption"])
+        .arg(&pq)
+        .arg(&syr)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let items = read_all(&syr);
+    assert_eq!(items.len(), 6);
+    assert!(items.iter().all(|r| r.get("caption").is_none() && r.get("image").is_some()));
+
+    let gran = tmp.path().join("t.gran");
+    let out = reel()
+        .args(["convert", "--quiet", "--to", "granular", "--fields", "caption,image"])
+        .args(["--rename", "caption=text"])
+        .arg(&pq)
+        .arg(&gran)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = read_all(&gran);
+    assert!(matches!(rows[0].get("text"), Some(reel::ValueRef::Null)), "{:?}", rows[0]);
+    assert_eq!(rows[1].get("text").and_then(|v| v.as_str()), Some("c1"));
+    assert!(rows[0].get("id").is_none());
+
+    for option in [["--drop", "captoin"], ["--fields", "captoin"], ["--rename", "captoin=x"]] {
+        let bad = tmp.path().join("bad.syr");
+        let out = reel()
+            .args(["convert", "--quiet", "--to", "syrah"])
+            .args(option)
+            .arg(&pq)
+            .arg(&bad)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{option:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("\"captoin\""), "{option:?}: {err}");
+        assert!(!bad.exists());
+    }
+}

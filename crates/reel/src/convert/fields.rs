@@ -5,9 +5,11 @@ use reel_core::{Error, FieldSpec, Record, RecordRef, Result};
 /// Which fields a conversion writes, and under which names.
 ///
 /// Applied to every record in this order: keep only [`keep`](Self::keep) (in that order),
-/// leave out [`drop`](Self::drop), then [`rename`](Self::rename). A name that a record does
-/// not have is an error naming it (a typo would otherwise silently write everything), and
-/// so is a rename onto a name another written field keeps.
+/// leave out [`drop`](Self::drop), then [`rename`](Self::rename). A name that neither the
+/// record has nor its source declares is an error naming it (a typo would otherwise
+/// silently write everything), and so is a rename onto a name another written field keeps.
+/// A declared field a record lacks (a null cell of a Parquet column, a feature one OFRecord
+/// record has and another not) is simply absent from that record.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FieldMap {
     /// Write only these fields, in this order (`--fields a,b`).
@@ -60,9 +62,16 @@ impl FieldMap {
         )
     }
 
-    /// Writes the mapped `record` into `out`.
-    pub(crate) fn apply(&self, record: &RecordRef<'_>, out: &mut Record) -> Result<()> {
-        let has = |name: &str| record.iter().any(|(n, _)| n == name);
+    /// Writes the mapped `record` into `out`; `declared` are the fields its source declares.
+    pub(crate) fn apply(
+        &self,
+        record: &RecordRef<'_>,
+        declared: &[FieldSpec],
+        out: &mut Record,
+    ) -> Result<()> {
+        let has = |name: &str| {
+            record.iter().any(|(n, _)| n == name) || declared.iter().any(|f| f.name == name)
+        };
         let missing = |name: &str, option: &str| {
             let names: Vec<String> = record.iter().map(|(n, _)| format!("{n:?}")).collect();
             Error::invalid_input(format!(
@@ -87,14 +96,15 @@ impl FieldMap {
         let chosen: Vec<&str> =
             chosen.into_iter().filter(|n| !self.drop.iter().any(|d| d == n)).collect();
         for (old, _) in &self.rename {
-            if !chosen.contains(&old.as_str()) {
-                return Err(if has(old) {
-                    Error::invalid_input(format!(
-                        "--rename names field {old:?}, which --fields or --drop leaves out"
-                    ))
-                } else {
-                    missing(old, "--rename")
-                });
+            if !has(old) {
+                return Err(missing(old, "--rename"));
+            }
+            let left_out = self.keep.as_ref().is_some_and(|keep| !keep.contains(old))
+                || self.drop.contains(old);
+            if left_out {
+                return Err(Error::invalid_input(format!(
+                    "--rename names field {old:?}, which --fields or --drop leaves out"
+                )));
             }
         }
         let new_name = |n: &str| -> String {

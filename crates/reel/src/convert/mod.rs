@@ -310,7 +310,11 @@ fn write_batches<B: Deref<Target = RecordBatch>>(
 ) -> Result<ConvertReport> {
     let (from, to) = (target.from, options.to);
     let mut losses = rules::Losses::new();
-    let mut stages = Stages { complete: null_fields(target.schema, from, to), ..Stages::default() };
+    let mut stages = Stages {
+        complete: null_fields(target.schema, from, to),
+        declared: target.schema.cloned().unwrap_or_default(),
+        ..Stages::default()
+    };
     // Check the mapping on the first record before anything is created.
     let mut held = Vec::new();
     for batch in &mut *batches {
@@ -513,6 +517,9 @@ fn null_refused(e: Error, record: &RecordRef<'_>, to: Format) -> Error {
 struct Stages {
     /// Fields a record lacking them gets as null ([`null_fields`]).
     complete: Vec<String>,
+    /// The fields the source declares, which a field mapping may name although a record
+    /// lacks them.
+    declared: Vec<reel_core::FieldSpec>,
     completed: Record,
     mapped: Record,
     nested: Record,
@@ -530,7 +537,8 @@ impl Stages {
         record: &RecordRef<'a>,
         losses: &mut rules::Losses,
     ) -> Result<RecordRef<'a>> {
-        let Stages { complete, completed, mapped, nested, packed, adapted, scratch } = self;
+        let Stages { complete, declared, completed, mapped, nested, packed, adapted, scratch } =
+            self;
         let mut current = *record;
         if complete.iter().any(|name| current.get(name).is_none()) {
             completed.clear();
@@ -544,7 +552,7 @@ impl Stages {
             current = completed.view();
         }
         if !options.fields.is_identity() {
-            options.fields.apply(&current, mapped)?;
+            options.fields.apply(&current, declared, mapped)?;
             mapped.set_index(record.index());
             current = mapped.view();
         }
