@@ -50,27 +50,26 @@ impl Deref for HeldBatch {
 /// made from them share it too); each keeps the whole batch alive until the last of them is
 /// released, whatever happens to the dataset. Then the buffer is reused for a later read.
 /// The buffer is read-only.
+///
+/// A batch's records point into one buffer, or, when they were handed out where they lie
+/// (`read_batch_borrowed`: mmap and memory backends), into the memory-held files, one
+/// buffer per file, each kept alive by the batch's share of it. One `BatchBuffer` exposes
+/// one of these: the one record `record` of the batch points into.
 #[pyclass(frozen, module = "reel._reel")]
 pub(crate) struct BatchBuffer {
-    batch: HeldBatch,
+    batch: Arc<HeldBatch>,
+    record: usize,
 }
 
 impl BatchBuffer {
-    /// Wraps a filled batch.
-    pub(crate) fn new(batch: HeldBatch) -> Self {
-        BatchBuffer { batch }
+    /// Exposes the buffer record `record` of `batch` points into.
+    pub(crate) fn new(batch: Arc<HeldBatch>, record: usize) -> Self {
+        BatchBuffer { batch, record }
     }
 
-    /// The batch.
-    pub(crate) fn batch(&self) -> &RecordBatch {
-        &self.batch
-    }
-
-    /// The buffer the first record's values point into: the batch's own bytes, or, when the
-    /// loader handed records out where they lie (zero-copy from mmap), the memory-held
-    /// file, which the batch keeps alive. Values that lie elsewhere are copied for Python.
+    /// The buffer: the batch's own bytes, or a memory-held file the batch keeps alive.
     pub(crate) fn bytes(&self) -> &[u8] {
-        self.batch.get(0).map_or(&[], |r| r.raw_buffer())
+        self.batch.get(self.record).map_or(&[], |r| r.raw_buffer())
     }
 }
 

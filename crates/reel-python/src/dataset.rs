@@ -225,7 +225,10 @@ impl Dataset {
         py.detach(move || {
             let source = self.reader()?;
             let mut batch = self.pool.take(0);
-            source.read_batch_into(&indices, &mut batch).map(|()| batch)
+            // Records the source can lend (mmap/memory backends, formats whose records
+            // decode in place) point into its memory: a `bytes` is then made straight from
+            // the file's bytes, and `copy=False` views share them, with no copy at all.
+            source.read_batch_borrowed(&indices, &mut batch).map(|()| batch)
         })
         .py_err(py)
     }
@@ -594,8 +597,9 @@ impl Dataset {
 }
 
 /// The records of a filled batch as dicts: byte fields copied into `bytes` (the buffer is
-/// then reused at once) or, with `copy` false, as memoryviews over the buffer, which they
-/// keep alive.
+/// then reused at once) or, with `copy` false, as memoryviews over the buffers the records
+/// point into (the batch's own, or memory-held files it lent from), which keep the batch
+/// alive.
 pub(crate) fn batch_dicts(
     py: Python<'_>,
     batch: HeldBatch,
@@ -605,11 +609,32 @@ pub(crate) fn batch_dicts(
         let mut conv = Converter::copying(py);
         return batch.iter().map(|r| conv.record(r)).collect();
     }
-    let owner = Bound::new(py, BatchBuffer::new(batch))?;
-    let view = PyMemoryView::from(owner.as_any())?;
-    let held = owner.get();
-    let mut conv = Converter::viewing(py, view, held.bytes());
-    held.batch().iter().map(|r| conv.record(r)).collect()
+    let batch = Arc::new(batch);
+    let mut conv = Converter::copying(py);
+    // One memoryview per buffer the records point into (one per file they were lent from),
+    // made when the first record pointing into it comes; `current` is the one in use.
+    let mut views: Vec<(*const u8, Bound<'_, PyMemoryView>)> = Vec::new();
+    let mut current: Option<*const u8> = None;
+    let mut dicts = Vec::with_capacity(batch.len());
+    for (k, record) in batch.iter().enumerate() {
+        let buffer = record.raw_buffer();
+        let address = buffer.as_ptr();
+        if current != Some(address) {
+            let view = match views.iter().find(|(a, _)| *a == address) {
+                Some((_, view)) => view.clone(),
+                None => {
+                    let owner = Bound::new(py, BatchBuffer::new(Arc::clone(&batch), k))?;
+                    let view = PyMemoryView::from(owner.as_any())?;
+                    views.push((address, view.clone()));
+                    view
+                }
+            };
+            conv.view_into(view, buffer);
+            current = Some(address);
+        }
+        dicts.push(conv.record(record)?);
+    }
+    Ok(dicts)
 }
 
 /// The `pyarrow` module, or an error saying what needs it.

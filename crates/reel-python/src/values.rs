@@ -16,42 +16,60 @@ use reel_core::{ArrayRef, RecordRef, ValueRef};
 /// Converts the records of one read. Field names are made into Python strings once per read.
 pub(crate) struct Converter<'py, 'a> {
     py: Python<'py>,
-    /// For zero-copy reads: a memoryview over the batch's buffer and that buffer's address.
+    /// For zero-copy reads: a memoryview over the buffer the current record's values point
+    /// into, and that buffer.
     view: Option<(Bound<'py, PyMemoryView>, &'a [u8])>,
+    /// The key made for the field at each position of the last record: records of a batch
+    /// nearly always name their fields alike and in the same order, so most fields find
+    /// their key here with one comparison, without hashing.
+    by_position: Vec<(&'a str, Bound<'py, PyString>)>,
+    /// Every key made so far, for fields that are not where the last record had them.
     names: HashMap<&'a str, Bound<'py, PyString>>,
 }
 
 impl<'py, 'a> Converter<'py, 'a> {
     /// A converter that copies byte fields into `bytes`.
     pub(crate) fn copying(py: Python<'py>) -> Self {
-        Converter { py, view: None, names: HashMap::new() }
+        Converter { py, view: None, by_position: Vec::new(), names: HashMap::new() }
     }
 
-    /// A converter that hands out byte fields as slices of `view`, a memoryview over
-    /// `buffer` (the batch's byte buffer).
-    pub(crate) fn viewing(
-        py: Python<'py>,
-        view: Bound<'py, PyMemoryView>,
-        buffer: &'a [u8],
-    ) -> Self {
-        Converter { py, view: Some((view, buffer)), names: HashMap::new() }
+    /// From now on, hands out byte fields that lie in `buffer` as slices of `view`, a
+    /// memoryview over it (zero-copy reads); others are copied into `bytes`.
+    pub(crate) fn view_into(&mut self, view: Bound<'py, PyMemoryView>, buffer: &'a [u8]) {
+        self.view = Some((view, buffer));
     }
 
     /// The record as a dict of field name to value, in the record's field order.
     pub(crate) fn record(&mut self, record: RecordRef<'a>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(self.py);
-        for (name, value) in record.iter() {
-            let key = match self.names.get(name) {
-                Some(k) => k.clone(),
-                None => {
-                    let k = PyString::intern(self.py, name);
-                    self.names.insert(name, k.clone());
-                    k
-                }
-            };
+        for (position, (name, value)) in record.iter().enumerate() {
+            let key = self.key(position, name);
             dict.set_item(key, self.value(value)?)?;
         }
         Ok(dict)
+    }
+
+    /// The dict key for field `name` at `position` in its record (interned, made once).
+    fn key(&mut self, position: usize, name: &'a str) -> Bound<'py, PyString> {
+        if let Some((known, key)) = self.by_position.get(position)
+            && *known == name
+        {
+            return key.clone();
+        }
+        let key = match self.names.get(name) {
+            Some(k) => k.clone(),
+            None => {
+                let k = PyString::intern(self.py, name);
+                self.names.insert(name, k.clone());
+                k
+            }
+        };
+        if position < self.by_position.len() {
+            self.by_position[position] = (name, key.clone());
+        } else if position == self.by_position.len() {
+            self.by_position.push((name, key.clone()));
+        }
+        key
     }
 
     /// One value.
@@ -93,7 +111,8 @@ impl<'py, 'a> Converter<'py, 'a> {
         if let Some((view, buffer)) = &self.view {
             let base = buffer.as_ptr() as usize;
             let start = (b.as_ptr() as usize).wrapping_sub(base);
-            // A byte value always lies inside the batch buffer; anything else is copied.
+            // A byte value lies inside the buffer its record points into; anything else
+            // (a value decoded elsewhere) is copied.
             if start <= buffer.len() && b.len() <= buffer.len() - start {
                 let end = start + b.len();
                 let slice = PySlice::new(self.py, start as isize, end as isize, 1);

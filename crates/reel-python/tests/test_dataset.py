@@ -307,3 +307,55 @@ def test_stream_hands_large_mmap_records_out_of_the_mapping(tmp_path):
     copied = reel.open(path, backend="pread").stream(batch_size=8, shuffle="none", epochs=1, copy=False)
     first = next(iter(copied))[0]["data"]
     assert len(first.obj) < size
+
+
+def test_mmap_reads_hand_out_records_where_they_lie(tmp_path):
+    """Records the source can lend (mmap, FFRecord, at least 32 KiB on average) point into
+    the mapping: `copy=False` views share it (one buffer per file, kept alive by the views
+    after the dataset is gone) and `bytes` are made straight from it."""
+    root = tmp_path / "lent"
+    root.mkdir()
+    size = 40 << 10
+    rng = random.Random(3)
+    want = []
+    for part in range(2):
+        with reel.ffrecord.Writer(root / f"part{part}.ffr") as w:
+            for _ in range(3):
+                data = rng.randbytes(size)
+                w.write({"data": data})
+                want.append(data)
+    ds = reel.open(root, backend="mmap")
+    order = [1, 0, 4, 3, 5, 2]
+    copied = ds.read_batch(order)
+    assert [r["data"] for r in copied] == [want[i] for i in order]
+    assert all(type(r["data"]) is bytes for r in copied)
+    viewed = ds.read_batch(order, copy=False)
+    assert [bytes(r["data"]) for r in viewed] == [want[i] for i in order]
+    addr = {i: np.frombuffer(r["data"], np.uint8).ctypes.data for i, r in zip(order, viewed)}
+    # Where the file has them (record 0 before record 1, right after it), not in the order
+    # asked as in a batch buffer; the same addresses on another read.
+    assert addr[1] - addr[0] == size and addr[4] - addr[3] == size
+    again = ds.read_batch([0], copy=False)[0]["data"]
+    assert np.frombuffer(again, np.uint8).ctypes.data == addr[0]
+    # One buffer object per file the records lie in.
+    owners = {id(r["data"].obj) for r in viewed}
+    assert len(owners) == 2 and all(isinstance(r["data"].obj, reel.BatchBuffer) for r in viewed)
+    # Through pread the records are copied into a batch buffer: in the order asked.
+    pread = reel.open(root, backend="pread").read_batch([1, 0], copy=False)
+    step = np.frombuffer(pread[1]["data"], np.uint8).ctypes.data - np.frombuffer(pread[0]["data"], np.uint8).ctypes.data
+    assert step == size
+    import warnings
+
+    from reel.torch import to_tensor
+
+    kept = viewed[2]["data"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch: the buffer is read-only
+        tensor = to_tensor(viewed[3]["data"])
+    assert tensor.data_ptr() == addr[3]  # the tensor shares the mapping too
+    del ds, copied, viewed, again, pread
+    import gc
+
+    gc.collect()
+    # The view and the tensor keep the mapping alive.
+    assert bytes(kept) == want[4] and tensor.numpy().tobytes() == want[3]
