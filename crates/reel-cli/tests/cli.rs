@@ -369,3 +369,47 @@ fn lenient_jpeg_keeps_the_forgiving_decode() {
     let lenient = reel().args(["verify", "--quiet", "--lenient-jpeg"]).arg(&dir).output().unwrap();
     assert_eq!(lenient.status.code(), Some(0), "{}", String::from_utf8_lossy(&lenient.stdout));
 }
+
+/// `reel bench DATA` on an existing dataset: one row per backend asked for, each having
+/// read records, at the dataset's mean record size.
+#[test]
+fn bench_measures_an_existing_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("g");
+    let out = Command::cargo_bin("reel")
+        .unwrap()
+        .args(["generate", "--quiet", "--format", "granular", "--records", "600"])
+        .args(["--max-record", "2048"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::cargo_bin("reel")
+        .unwrap()
+        .arg("bench")
+        .arg(&data)
+        .args(["--mode", "warm", "--secs", "0.1", "--no-fio", "--backends", "pread,mmap"])
+        .args(["--batch", "64", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let readers: Vec<&str> = rows.iter().map(|r| r["reader"].as_str().unwrap()).collect();
+    assert_eq!(readers, ["pread", "mmap"]);
+    for row in &rows {
+        assert_eq!(row["mode"], "warm");
+        assert!(row["records_per_sec"].as_f64().unwrap() > 0.0, "{row}");
+        let size = row["record_bytes"].as_u64().unwrap();
+        assert!((16..=2048).contains(&size), "mean record size {size}");
+    }
+
+    // A path that holds no dataset is an error naming it, not a table.
+    let out = Command::cargo_bin("reel")
+        .unwrap()
+        .arg("bench")
+        .arg(dir.path().join("missing"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing"));
+}

@@ -116,3 +116,43 @@ fn two_processes_share_one_cache() {
     // Opening asks for the file's first 64 KiB; the records come from the cache.
     assert!(server.gets() - gets <= 1, "{} GETs with a full cache", server.gets() - gets);
 }
+
+/// `reel bench URL`: reel's batched reads beside one request per record, over the loopback
+/// HTTP server; a batch costs a few coalesced requests where the baseline makes one per
+/// record, and both rows say so.
+#[test]
+fn bench_measures_a_dataset_by_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d.ffr");
+    let generate = reel()
+        .args(["generate", "--quiet", "--format", "ffrecord", "--records", "3000"])
+        .args(["--max-record", "2048"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(generate.status.success(), "{}", String::from_utf8_lossy(&generate.stderr));
+    let server = HttpServer::start(dir.path());
+    let url = format!("{}/d.ffr", server.url());
+    let rows =
+        stdout(reel().args(["bench", "--secs", "0.1", "--batch", "128", "--json"]).arg(&url));
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&rows).unwrap();
+    let row = |reader: &str| rows.iter().find(|r| r["reader"] == reader).unwrap().clone();
+    let (batched, single) = (row("reel, batched"), row("one request per record"));
+    for r in [&batched, &single] {
+        assert_eq!(r["mode"], "remote");
+        assert!(r["records_per_sec"].as_f64().unwrap() > 0.0, "{r}");
+        // The object is large enough for a 1-byte GET in its middle to be timed.
+        assert!(r["round_trips_per_batch"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    // 128 random records of ~1 KiB out of 3000 (~3 MB) coalesce into a few requests; one
+    // request per record makes one for each record outside the 64 KiB ends the store keeps.
+    let batched_requests = batched["requests_per_batch"].as_f64().unwrap();
+    let single_requests = single["requests_per_batch"].as_f64().unwrap();
+    assert!(batched_requests <= 8.0, "{batched}");
+    assert!(single_requests >= 100.0, "{single}");
+
+    // A URL with no dataset behind it is an error naming it.
+    let out = reel().args(["bench"]).arg(format!("{}/none.ffr", server.url())).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("none.ffr"));
+}

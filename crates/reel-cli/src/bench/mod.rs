@@ -8,9 +8,13 @@
 //!
 //! The backend matrix reads with FFRecord checksums off, so it measures the read path; the
 //! checksum's cost is a separate row (`crc on/off`).
+//!
+//! `reel bench DATA` measures an existing dataset instead, a local path or an object URL
+//! (see [`data`]).
 
 mod baseline;
 mod crc;
+mod data;
 mod measure;
 mod workload;
 
@@ -38,6 +42,12 @@ pub enum Temperature {
 /// Options of `reel bench`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
+    /// An existing dataset to measure (any format; a path or a URL such as
+    /// `s3://bucket/key`) instead of generated fixed-size records: each backend warm and
+    /// cold beside fio on its disk, or, from a URL, reel's batched reads beside one request
+    /// per record, with the requests and round trips each batch cost.
+    #[arg(value_name = "DATA")]
+    dataset: Option<String>,
     /// Record sizes, with k/m suffixes.
     #[arg(long, value_delimiter = ',', default_value = "1k,16k,256k")]
     sizes: Vec<String>,
@@ -111,6 +121,8 @@ struct Row {
     reader: String,
     run: Run,
     note: String,
+    /// Requests and round trips per batch, for rows read from object storage.
+    remote: Option<data::RemoteCost>,
 }
 
 /// Seed of the batch generator (thread `t` uses `SEED + t`).
@@ -129,6 +141,10 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         Some(list) => list.clone(),
         None => reel::backend_names().into_iter().map(String::from).collect(),
     };
+    if let Some(dataset) = &args.dataset {
+        report(&data::run(dataset, args, &names, budget)?, args.json);
+        return Ok(());
+    }
     let mut rows = Vec::new();
     let modes: &[(&'static str, bool)] = match args.mode {
         Temperature::Warm => &[("warm", false)],
@@ -183,6 +199,7 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
                         reader: format!("{name}, crc {on}"),
                         run,
                         note,
+                        remote: None,
                     });
                 }
             }
@@ -232,6 +249,7 @@ fn measure_round(
         reader: reader.to_string(),
         run,
         note,
+        remote: None,
     };
 
     if !args.no_baselines {
@@ -434,19 +452,15 @@ fn report(rows: &[Row], json: bool) {
     };
     let ratio = |r: &Row, base: Option<f64>| base.map(|b| r.run.records_per_sec() / b);
     let mut json_rows = Vec::new();
-    let mut t = Table::new(&[
-        "mode",
-        "record",
-        "reader",
-        "records/s",
-        "GB/s",
-        "CPU µs/rec",
-        "×pread",
-        "×raw",
-        "×fio",
-        "×span",
-        "note",
-    ]);
+    let remote = rows.iter().any(|r| r.remote.is_some());
+    let mut header =
+        vec!["mode", "record", "reader", "records/s", "GB/s", "CPU µs/rec", "×pread", "×raw"];
+    header.extend(["×fio", "×span"]);
+    if remote {
+        header.extend(["requests/batch", "ms/batch", "round trips/batch"]);
+    }
+    header.push("note");
+    let mut t = Table::new(&header);
     for r in rows {
         let pread = best(r, &|o| o.reader == "pread loop");
         let raw = if r.mode == "warm" {
@@ -460,7 +474,7 @@ fn report(rows: &[Row], json: bool) {
         let fio = best(r, &|o| o.reader == "fio io_uring");
         let fio_span = best(r, &|o| o.reader == FIO_SPAN);
         let fmt = |x: Option<f64>| x.map_or_else(String::new, |v| format!("{v:.2}"));
-        t.row(vec![
+        let mut cells = vec![
             r.mode.to_string(),
             human(r.size),
             r.reader.clone(),
@@ -471,15 +485,28 @@ fn report(rows: &[Row], json: bool) {
             fmt(ratio(r, raw)),
             fmt(ratio(r, fio)),
             fmt(ratio(r, fio_span)),
-            r.note.clone(),
-        ]);
-        json_rows.push(serde_json::json!({
+        ];
+        if remote {
+            let cost = r.remote.as_ref();
+            cells.push(fmt(cost.map(|c| c.requests)));
+            cells.push(fmt(cost.map(|c| c.batch_ms)));
+            cells.push(fmt(cost.and_then(|c| c.round_trips)));
+        }
+        cells.push(r.note.clone());
+        t.row(cells);
+        let mut json_row = serde_json::json!({
             "mode": r.mode, "record_bytes": r.size, "reader": r.reader,
             "records_per_sec": r.run.records_per_sec(), "gb_per_sec": r.run.gb_per_sec(),
             "cpu_us_per_record": r.run.cpu_us_per_record(),
             "vs_pread": ratio(r, pread), "vs_raw": ratio(r, raw), "vs_fio": ratio(r, fio),
             "vs_fio_span": ratio(r, fio_span), "note": r.note,
-        }));
+        });
+        if let Some(c) = &r.remote {
+            json_row["requests_per_batch"] = c.requests.into();
+            json_row["ms_per_batch"] = c.batch_ms.into();
+            json_row["round_trips_per_batch"] = c.round_trips.into();
+        }
+        json_rows.push(json_row);
     }
     if json {
         println!("{}", serde_json::Value::Array(json_rows));
@@ -493,8 +520,11 @@ fn report(rows: &[Row], json: bool) {
                 "×span: against fio reading blocks of a record's page span, the bytes an O_DIRECT read of a packed record fetches."
             );
         }
-        println!(
-            "reel rows read with FFRecord checksums off; the crc rows show the checksum's cost."
-        );
+        println!("reel rows read with checksums off; the crc rows show the checksum's cost.");
+        if remote {
+            println!(
+                "round trips/batch: a batch's time over that of one 1-byte ranged GET (transfer included)."
+            );
+        }
     }
 }

@@ -1,0 +1,283 @@
+//! `reel bench DATA`: random batches from an existing dataset of any format, a local path
+//! or an object URL, with the same readers, timing and table as the generated matrix.
+//!
+//! Locally each backend reads warm (the files read once first, so they are in the page
+//! cache) and cold (their pages dropped before and during each run; not `memory` and
+//! `mmap`, which keep them), beside fio on the
+//! dataset's largest file at the mean record size: the disk's limit for the data where it
+//! lies. From a URL, reel's batched reads (coalesced, concurrent range requests) are
+//! measured beside the same records read one request at a time, as a file object of
+//! `s3fs`/`fsspec` reads them under a reference reader; both rows count the requests each
+//! batch cost, and the round trips it took when one round trip can be timed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reel::store::{Address, ReadSettings, RemoteStore, StoreOptions};
+use reel::{Format, RecordBatch, RecordSource, Store};
+
+use super::measure::{Run, run_for};
+use super::workload::Batches;
+use super::{BenchArgs, ColdEviction, Row, SEED, Temperature, evict, is_tmpfs};
+
+/// Measures `data` (a path or URL) and returns the report's rows.
+pub(super) fn run(
+    data: &str,
+    args: &BenchArgs,
+    names: &[String],
+    budget: Duration,
+) -> reel::Result<Vec<Row>> {
+    match Address::parse(data)? {
+        Address::Remote(url) => {
+            let settings = ReadSettings::default();
+            let store = Arc::new(RemoteStore::open(&url, &StoreOptions::default(), settings)?);
+            remote(&PathBuf::from(url.to_string()), store, args, budget)
+        }
+        Address::Local(path) => local(&path, args, names, budget),
+    }
+}
+
+/// What every reader of one dataset shares: its format, size and mean record size.
+struct Target {
+    format: Format,
+    records: u64,
+    mean_record: usize,
+}
+
+impl Target {
+    fn new(store: &dyn Store, path: &Path, options: &reel::OpenOptions) -> reel::Result<Self> {
+        let format = reel::sniff_in(store, path)?;
+        let source = reel::open_as(path, format, options)?;
+        let records = source.len();
+        if records == 0 {
+            return Err(
+                reel::Error::invalid_input("the dataset has no records to read").with_path(path)
+            );
+        }
+        // The mean over one batch of the benchmark's own random records.
+        let mut out = RecordBatch::new();
+        let sample = Batches::new(records, 256, SEED).next_batch().to_vec();
+        source.read_batch_into(&sample, &mut out)?;
+        let mean_record = (out.buffer_len() / sample.len().max(1)).max(1);
+        Ok(Target { format, records, mean_record })
+    }
+
+    fn row(&self, mode: &'static str, reader: &str, run: Run, note: String) -> Row {
+        Row { mode, size: self.mean_record, reader: reader.into(), run, note, remote: None }
+    }
+}
+
+/// Random batches of `batch` records from `source`, `warmup` untimed batches first;
+/// returns the run and the batches read in all (warm-up included).
+fn batches_run(
+    source: &dyn RecordSource,
+    records: u64,
+    args: &BenchArgs,
+    budget: Duration,
+    warmup: usize,
+    eviction: &ColdEviction<'_>,
+) -> reel::Result<(Run, u64)> {
+    let mut out = RecordBatch::new();
+    let mut batches = Batches::new(records, args.batch, SEED);
+    let mut count = 0;
+    let run = run_for(budget, warmup, || {
+        eviction.tick();
+        let idx = batches.next_batch();
+        source.read_batch_into(idx, &mut out)?;
+        count += 1;
+        Ok((idx.len() as u64, out.buffer_len() as u64))
+    })?;
+    Ok((run, count))
+}
+
+fn local(
+    path: &Path,
+    args: &BenchArgs,
+    names: &[String],
+    budget: Duration,
+) -> reel::Result<Vec<Row>> {
+    let store = reel::local_store();
+    let target = Target::new(&*store, path, &reel::OpenOptions::default().verify(false))?;
+    let largest = largest_file(&*store, path)?;
+    let on_tmpfs = is_tmpfs(path);
+    let mut rows = Vec::new();
+    let modes: &[(&'static str, bool)] = match args.mode {
+        Temperature::Warm => &[("warm", false)],
+        Temperature::Cold => &[("cold", true)],
+        Temperature::Both => &[("warm", false), ("cold", true)],
+    };
+    for &(mode, cold) in modes {
+        if cold && on_tmpfs {
+            eprintln!("{} is on tmpfs: it cannot be read cold, skipping cold", path.display());
+            continue;
+        }
+        if !args.no_fio
+            && let Some(file) = &largest
+        {
+            // O_DIRECT reads whole pages: cold, fio reads the record's size rounded up.
+            let block =
+                if cold { target.mean_record.div_ceil(4096) * 4096 } else { target.mean_record };
+            let secs = budget.as_secs().max(2);
+            if let Some((run, depth)) = super::baseline::fio_best(file, block, cold, secs) {
+                let direct = if cold { ", O_DIRECT" } else { "" };
+                let note = format!(
+                    "iodepth {depth}{direct}, {} blocks of {}",
+                    super::human(block),
+                    file.display()
+                );
+                rows.push(target.row(mode, "fio io_uring", run, note));
+            }
+        }
+        for name in names {
+            // memory reads the whole dataset at open, and the pages a mapping holds stay
+            // cached whatever the eviction says: neither can be measured cold.
+            if cold && (name == "memory" || name == "mmap") {
+                continue;
+            }
+            let Some(backend) = reel::backend_by_name(name) else {
+                return Err(reel::Error::invalid_input(format!("unknown backend {name:?}")));
+            };
+            let options = reel::OpenOptions::default().backend(backend).verify(false);
+            if cold {
+                evict(path);
+            } else {
+                read_through(path)?;
+            }
+            let source = reel::open_as(path, target.format, &options)?;
+            let eviction = ColdEviction::new(cold, path);
+            let warmup = if cold { 2 } else { 0 };
+            let (run, _) = batches_run(&*source, target.records, args, budget, warmup, &eviction)?;
+            rows.push(target.row(mode, name, run, String::new()));
+        }
+    }
+    Ok(rows)
+}
+
+/// Reads every file below `path` once, so that warm runs find it in the page cache.
+fn read_through(path: &Path) -> reel::Result<()> {
+    if path.is_dir() {
+        let entries = std::fs::read_dir(path)
+            .map_err(|e| reel::Error::io(e, "cannot list").with_path(path))?;
+        for entry in entries.flatten() {
+            read_through(&entry.path())?;
+        }
+    } else if path.is_file() {
+        let mut file = std::fs::File::open(path)
+            .map_err(|e| reel::Error::io(e, "cannot open").with_path(path))?;
+        std::io::copy(&mut file, &mut std::io::sink())
+            .map_err(|e| reel::Error::io(e, "cannot read").with_path(path))?;
+    }
+    Ok(())
+}
+
+/// The largest object of the dataset at `path` (itself when it is one file), if any.
+fn largest_file(store: &dyn Store, path: &Path) -> reel::Result<Option<PathBuf>> {
+    if store.is_file(path) {
+        return Ok(Some(path.to_path_buf()));
+    }
+    let mut best: Option<(u64, PathBuf)> = None;
+    let mut pending = vec![path.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in store.list(&dir)? {
+            if entry.is_dir {
+                pending.push(entry.path);
+            } else {
+                let size = store.size(&entry.path)?;
+                if best.as_ref().is_none_or(|(b, _)| size > *b) {
+                    best = Some((size, entry.path));
+                }
+            }
+        }
+    }
+    Ok(best.map(|(_, p)| p))
+}
+
+/// What a row read from object storage cost per batch.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RemoteCost {
+    /// Range requests per batch (retries included).
+    pub requests: f64,
+    /// Wall-clock milliseconds per batch.
+    pub batch_ms: f64,
+    /// The batch's time in round trips (of a 1-byte ranged GET, timed before the runs),
+    /// when one could be timed.
+    pub round_trips: Option<f64>,
+}
+
+fn remote(
+    path: &Path,
+    store: Arc<RemoteStore>,
+    args: &BenchArgs,
+    budget: Duration,
+) -> reel::Result<Vec<Row>> {
+    let options = reel::OpenOptions::default().store(store.clone()).verify(false);
+    let target = Target::new(&*store, path, &options)?;
+    let round_trip = time_round_trip(&*store, path)?;
+    let source = reel::open_as(path, target.format, &options)?;
+    let none = ColdEviction::new(false, path);
+    let cost = |run: &Run, batches: u64, requests: u64| RemoteCost {
+        requests: requests as f64 / batches.max(1) as f64,
+        batch_ms: run.secs * 1e3 * args.batch as f64 / run.records.max(1) as f64,
+        round_trips: round_trip
+            .map(|rt| run.secs * args.batch as f64 / run.records.max(1) as f64 / rt.as_secs_f64()),
+    };
+    let mut rows = Vec::new();
+
+    let before = store.stats().requests();
+    let (run, batches) = batches_run(&*source, target.records, args, budget, 1, &none)?;
+    let batched = cost(&run, batches, store.stats().requests() - before);
+    let mut row = target.row("remote", "reel, batched", run, String::new());
+    row.remote = Some(batched);
+    rows.push(row);
+
+    // The same batches, each record its own request, one after another.
+    let before = store.stats().requests();
+    let mut batches = Batches::new(target.records, args.batch, SEED);
+    let mut out = RecordBatch::new();
+    let mut count = 0;
+    let run = run_for(budget, 1, || {
+        let idx = batches.next_batch();
+        let mut bytes = 0;
+        for &i in idx {
+            source.read_batch_into(&[i], &mut out)?;
+            bytes += out.buffer_len() as u64;
+        }
+        count += 1;
+        Ok((idx.len() as u64, bytes))
+    })?;
+    let single = cost(&run, count, store.stats().requests() - before);
+    let note = format!("reel batched is {:.1}×", batched_speedup(&rows[0].run, &run));
+    let mut row = target.row("remote", "one request per record", run, note);
+    row.remote = Some(single);
+    rows.push(row);
+    Ok(rows)
+}
+
+fn batched_speedup(batched: &Run, single: &Run) -> f64 {
+    batched.records_per_sec() / single.records_per_sec().max(1e-9)
+}
+
+/// The median time of a 1-byte ranged GET in the middle of the dataset's largest object,
+/// over 9 tries; `None` when the object is too small for a read there to miss the 64 KiB
+/// ends the store keeps (it would not make a request).
+fn time_round_trip(store: &RemoteStore, path: &Path) -> reel::Result<Option<Duration>> {
+    const ENDS: u64 = 64 << 10;
+    let Some(file) = largest_file(store, path)? else { return Ok(None) };
+    let size = store.size(&file)?;
+    if size <= 3 * ENDS {
+        return Ok(None);
+    }
+    let mut times = Vec::new();
+    for k in 0..9u64 {
+        let before = store.stats().requests();
+        let started = Instant::now();
+        store.read_range(&file, size / 2 + k, 1)?;
+        if store.stats().requests() == before {
+            return Ok(None);
+        }
+        times.push(started.elapsed());
+    }
+    times.sort();
+    Ok(Some(times[times.len() / 2]))
+}
