@@ -30,7 +30,13 @@ pub(super) fn run(
 ) -> reel::Result<Vec<Row>> {
     match Address::parse(data)? {
         Address::Remote(url) => {
-            let settings = ReadSettings::default();
+            let mut settings = ReadSettings::default();
+            if let Some(concurrency) = args.concurrency {
+                settings.concurrency = concurrency.max(1);
+            }
+            if let Some(gap) = &args.coalesce_gap {
+                settings.coalesce_gap = super::parse_size(gap)?;
+            }
             let store = Arc::new(RemoteStore::open(&url, &StoreOptions::default(), settings)?);
             remote(&PathBuf::from(url.to_string()), store, args, budget)
         }
@@ -213,7 +219,7 @@ fn remote(
 ) -> reel::Result<Vec<Row>> {
     let options = reel::OpenOptions::default().store(store.clone()).verify(false);
     let target = Target::new(&*store, path, &options)?;
-    let round_trip = time_round_trip(&*store, path)?;
+    let round_trip = time_round_trip(&store, path)?;
     let source = reel::open_as(path, target.format, &options)?;
     let none = ColdEviction::new(false, path);
     let cost = |run: &Run, batches: u64, requests: u64| RemoteCost {

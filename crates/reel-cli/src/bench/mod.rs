@@ -102,6 +102,13 @@ pub struct BenchArgs {
     /// crc-fast and the one reel uses) and exit.
     #[arg(long)]
     crc: bool,
+    /// From a URL: range requests in flight at once (default: reel's, 64).
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// From a URL: merge two records' ranges into one request when at most this many bytes
+    /// lie between them (k/m suffixes; default: reel's, 64k).
+    #[arg(long)]
+    coalesce_gap: Option<String>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -512,15 +519,21 @@ fn report(rows: &[Row], json: bool) {
         println!("{}", serde_json::Value::Array(json_rows));
     } else {
         print!("{}", t.render());
-        println!(
-            "\n×raw: warm ≤4 KiB records against the mmap+copy loop, larger ones against a raw copy into a fresh buffer."
-        );
+        println!();
+        if rows.iter().any(|r| r.reader == "mmap+copy loop") {
+            println!(
+                "×raw: warm ≤4 KiB records against the mmap+copy loop, larger ones against a raw copy into a fresh buffer."
+            );
+        }
         if rows.iter().any(|r| r.reader == FIO_SPAN) {
             println!(
                 "×span: against fio reading blocks of a record's page span, the bytes an O_DIRECT read of a packed record fetches."
             );
         }
-        println!("reel rows read with checksums off; the crc rows show the checksum's cost.");
+        println!("reel rows read with checksums off.");
+        if rows.iter().any(|r| r.reader.contains(", crc ")) {
+            println!("The crc rows show the checksum's cost.");
+        }
         if remote {
             println!(
                 "round trips/batch: a batch's time over that of one 1-byte ranged GET (transfer included)."
