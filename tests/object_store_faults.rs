@@ -7,31 +7,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+#[path = "common/ffrecord_data.rs"]
+mod ffrecord_data;
 #[path = "common/http_server.rs"]
 mod http_server;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
+use ffrecord_data::{ffrecord_dataset, read_batch};
 use http_server::HttpServer;
 use reel::store::testing::{FaultProxy, Faults, MotoServer};
 use reel::store::{ReadSettings, StoreOptions};
 use reel::testing::conformance;
-use reel::{ErrorKind, OpenOptions, RecordBatch, RecordSource};
-
-/// A dataset of `n` FFRecord records of `size` bytes: one file, `data`, in `dir`.
-fn ffrecord_dataset(dir: &Path, n: usize, size: usize) -> Vec<Vec<u8>> {
-    let records: Vec<Vec<u8>> =
-        (0..n).map(|i| (0..size).map(|j| (i * 131 + j * 7) as u8).collect()).collect();
-    reel::ffrecord::dump(&records, dir.join("data"), 1).unwrap();
-    records
-}
-
-fn read_batch(source: &dyn RecordSource, indices: &[u64]) -> reel::Result<Vec<Vec<u8>>> {
-    let mut batch = RecordBatch::new();
-    source.read_batch_into(indices, &mut batch)?;
-    Ok(batch.iter().map(|r| r.bytes("data").unwrap().to_vec()).collect())
-}
+use reel::{ErrorKind, OpenOptions};
 
 /// Settings that make reel's own retry loop (not object_store's) meet every fault, quickly.
 fn options(store: StoreOptions, settings: ReadSettings) -> OpenOptions {

@@ -1,38 +1,18 @@
 //! A small HTTP/1.1 file server on loopback for tests: GET with `Range`, HEAD, and WebDAV
-//! `PROPFIND` (depth 1) for listings, which is what object_store's HTTP store speaks. It can
-//! inject faults: added latency, 503 and 429 answers, bodies cut mid-way (the connection
-//! closes early) and bodies shorter than asked (a consistent `Content-Length`).
+//! `PROPFIND` (depth 1) for listings, which is what object_store's HTTP store speaks. It
+//! answers faithfully and counts requests; faults are added by
+//! `reel_store::testing::FaultProxy` in front of it (tests/object_store_faults.rs).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-/// Faults to inject. Each `*_every` counts GET requests: with `n`, request k (1-based) gets
-/// the fault when `k % n == 0`; 0 disables it.
-#[derive(Clone, Debug, Default)]
-pub struct Faults {
-    /// Added before every answer.
-    pub latency: Duration,
-    /// Answer 503 Service Unavailable.
-    pub unavailable_every: u64,
-    /// Answer 429 Too Many Requests (throttling).
-    pub throttle_every: u64,
-    /// Send the headers and half the body, then close the connection.
-    pub cut_every: u64,
-    /// Send a 206 whose body (and Content-Length) is shorter than the range asked.
-    pub short_every: u64,
-    /// Never answer GETs (the connection stays open and silent).
-    pub hang: bool,
-}
 
 /// A running server; it stops when dropped.
 pub struct HttpServer {
     pub port: u16,
-    faults: Arc<Mutex<Faults>>,
     gets: Arc<AtomicU64>,
     requests: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
@@ -45,28 +25,23 @@ impl HttpServer {
         let port = listener.local_addr().unwrap().port();
         let server = HttpServer {
             port,
-            faults: Arc::default(),
             gets: Arc::default(),
             requests: Arc::default(),
             stop: Arc::default(),
         };
         let root = root.to_path_buf();
-        let (faults, gets, requests, stop) = (
-            server.faults.clone(),
-            server.gets.clone(),
-            server.requests.clone(),
-            server.stop.clone(),
-        );
+        let (gets, requests, stop) =
+            (server.gets.clone(), server.requests.clone(), server.stop.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
                 let Ok(stream) = stream else { continue };
-                let (root, faults, gets, requests, stop) =
-                    (root.clone(), faults.clone(), gets.clone(), requests.clone(), stop.clone());
+                let (root, gets, requests, stop) =
+                    (root.clone(), gets.clone(), requests.clone(), stop.clone());
                 std::thread::spawn(move || {
-                    serve(stream, &root, &faults, &gets, &requests, &stop);
+                    serve(stream, &root, &gets, &requests, &stop);
                 });
             }
         });
@@ -78,12 +53,7 @@ impl HttpServer {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    /// Replaces the faults.
-    pub fn set_faults(&self, faults: Faults) {
-        *self.faults.lock().unwrap() = faults;
-    }
-
-    /// GET requests answered so far (faulty ones included).
+    /// GET requests answered so far.
     pub fn gets(&self) -> u64 {
         self.gets.load(Ordering::Relaxed)
     }
@@ -187,7 +157,6 @@ const LAST_MODIFIED: &str = "Tue, 24 Nov 2026 10:00:00 GMT";
 fn serve(
     stream: TcpStream,
     root: &Path,
-    faults: &Mutex<Faults>,
     gets: &AtomicU64,
     requests: &AtomicU64,
     stop: &AtomicBool,
@@ -202,10 +171,6 @@ fn serve(
             return;
         }
         requests.fetch_add(1, Ordering::Relaxed);
-        let faults = faults.lock().unwrap().clone();
-        if !faults.latency.is_zero() {
-            std::thread::sleep(faults.latency);
-        }
         let Some(path) = local(root, &req.path) else {
             respond(&mut writer, "400 Bad Request", &[], b"");
             continue;
@@ -236,20 +201,7 @@ fn serve(
                     let _ = writer.write_all(head.as_bytes());
                     continue;
                 }
-                let k = gets.fetch_add(1, Ordering::Relaxed) + 1;
-                if faults.hang {
-                    std::thread::sleep(Duration::from_secs(3600));
-                    return;
-                }
-                let hit = |n: u64| n != 0 && k % n == 0;
-                if hit(faults.unavailable_every) {
-                    respond(&mut writer, "503 Service Unavailable", &[], b"SlowDown");
-                    continue;
-                }
-                if hit(faults.throttle_every) {
-                    respond(&mut writer, "429 Too Many Requests", &[], b"throttled");
-                    continue;
-                }
+                gets.fetch_add(1, Ordering::Relaxed);
                 let data = std::fs::read(&path).unwrap_or_default();
                 let (start, end) = match req.range {
                     Some((a, b)) => (a, b.map_or(len, |b| (b + 1).min(len))),
@@ -270,22 +222,6 @@ fn serve(
                 } else {
                     "200 OK"
                 };
-                if hit(faults.cut_every) && body.len() >= 2 {
-                    let mut head = format!("HTTP/1.1 {status}\r\n");
-                    for (n, v) in &headers {
-                        head.push_str(&format!("{n}: {v}\r\n"));
-                    }
-                    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-                    let _ = writer.write_all(head.as_bytes());
-                    let _ = writer.write_all(&body[..body.len() / 2]);
-                    let _ = writer.flush();
-                    let _ = writer.shutdown(Shutdown::Both);
-                    return;
-                }
-                if hit(faults.short_every) && body.len() >= 2 {
-                    respond(&mut writer, status, &headers, &body[..body.len() / 2]);
-                    continue;
-                }
                 respond(&mut writer, status, &headers, body);
             }
             _ => respond(&mut writer, "405 Method Not Allowed", &[], b""),
