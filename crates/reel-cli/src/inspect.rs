@@ -21,13 +21,16 @@ pub struct InspectArgs {
 
 /// Runs `reel inspect`.
 pub fn run(args: &InspectArgs) -> reel::Result<()> {
-    let source = reel::open_with(&args.path, &args.open.options()?)?;
+    // The store the dataset is read from (an object store for a URL) also answers the
+    // sizes of its files; it remembers them from the open, so they cost no more requests.
+    let (path, options) = reel::locate(&args.path, &args.open.options()?)?;
+    let source = reel::open_with(&path, &options)?;
     let info = source.info();
     let files: Vec<(String, u64)> = info
         .paths
         .iter()
-        .map(|p| (p.display().to_string(), std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)))
-        .collect();
+        .map(|p| Ok((p.display().to_string(), options.store.size(p)?)))
+        .collect::<reel::Result<_>>()?;
     let total: u64 = files.iter().map(|f| f.1).sum();
     let uring = uring_status();
     if args.json {

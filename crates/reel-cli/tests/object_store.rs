@@ -50,6 +50,16 @@ fn commands_read_urls_as_they_read_paths() {
         assert_eq!(cat(&url), cat(case.to_str().unwrap()), "{rel}: cat");
         let inspect = stdout(reel().args(["inspect", "--json"]).arg(&url));
         assert!(inspect.contains("\"records\""), "{rel}: {inspect}");
+        // The files' sizes are the objects' sizes, as on disk.
+        let inspect: serde_json::Value = serde_json::from_str(&inspect).unwrap();
+        let local_inspect = stdout(reel().args(["inspect", "--json"]).arg(&case));
+        let local_inspect: serde_json::Value = serde_json::from_str(&local_inspect).unwrap();
+        assert!(inspect["bytes"].as_u64().unwrap() > 0, "{rel}: {inspect}");
+        assert_eq!(inspect["bytes"], local_inspect["bytes"], "{rel}");
+        let sizes = |v: &serde_json::Value| {
+            v["files"].as_array().unwrap().iter().map(|f| f["size"].clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(sizes(&inspect), sizes(&local_inspect), "{rel}");
         let verify = reel().args(["verify", "--quiet"]).arg(&url).output().unwrap();
         assert!(verify.status.success(), "{rel}: {}", String::from_utf8_lossy(&verify.stderr));
 
