@@ -18,7 +18,7 @@ use ffrecord_data::{ffrecord_dataset, read_batch};
 use http_server::HttpServer;
 use reel::store::{CacheSettings, ReadSettings, StoreOptions};
 use reel::testing::conformance;
-use reel::{ErrorKind, OpenOptions, RecordSource};
+use reel::{ErrorKind, OpenOptions, RecordSource, RecordSourceExt};
 
 /// The requests opening one FFRecord file costs (see
 /// `opening_and_one_batch_cost_few_requests_of_any_kind`): one ranged GET of its first
@@ -256,5 +256,33 @@ fn the_local_cache_stays_within_its_bound() {
             .sum();
         assert!(held <= bound, "the cache holds {held} bytes, over its bound of {bound}");
         assert!(held > bound / 2, "the cache holds only {held} bytes");
+    }
+}
+
+/// Parquet and Arrow IPC files read in place over HTTP (sniffed by their first bytes there),
+/// record for record as from disk, one by one and in a random batch.
+#[test]
+fn parquet_and_arrow_ipc_files_read_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = ffrecord_dataset(dir.path(), 3000, 1024);
+    let src = dir.path().join("data");
+    let server = HttpServer::start(dir.path());
+    for (name, format) in
+        [("t.parquet", reel::Format::Parquet), ("t.arrow", reel::Format::ArrowIpc)]
+    {
+        let local = dir.path().join(name);
+        reel::convert(&src, &local, &reel::ConvertOptions::new(format)).unwrap();
+        let url = format!("{}/{name}", server.url());
+        let here = reel::open(&local).unwrap();
+        let there = reel::open_with(&url, &options(ReadSettings::default()))
+            .unwrap_or_else(|e| panic!("{url}: {e}"));
+        assert_eq!(there.info().format, here.info().format, "{name}");
+        assert_eq!(there.len(), records.len() as u64, "{name}");
+        for i in 0..here.len() {
+            assert!(there.read(i).unwrap() == here.read(i).unwrap(), "{name} record {i}");
+        }
+        let batch = [2999, 0, 1500, 7, 2998];
+        let want: Vec<Vec<u8>> = batch.iter().map(|&i| records[i as usize].clone()).collect();
+        assert_eq!(read_batch(&*there, &batch).unwrap(), want, "{name}");
     }
 }

@@ -15,10 +15,12 @@ use parquet::arrow::arrow_reader::{
     ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
 };
 use reel_core::{
-    Error, ErrorKind, Record, RecordBatch as ReelBatch, RecordOut, RecordSource, Result, SourceInfo,
+    Error, ErrorKind, Record, RecordBatch as ReelBatch, RecordOut, RecordSource, Result,
+    SourceInfo, Store, StoreRef,
 };
 
 use crate::decode::{Column, catch_panics, columns_of, decode_row};
+use crate::input::FileInput;
 use crate::write::FileKind;
 
 /// How to read a Parquet or Arrow IPC file.
@@ -55,6 +57,26 @@ pub fn sniff(path: &Path) -> Option<FileKind> {
     }
 }
 
+/// [`sniff`] for a file in `store` (an object store, say): its first 6 bytes, one ranged
+/// read.
+pub fn sniff_in(store: &dyn Store, path: &Path) -> Option<FileKind> {
+    if store.name() == "file" {
+        return sniff(path);
+    }
+    if !store.is_file(path) {
+        return None;
+    }
+    let size = store.size(path).ok()?;
+    let head = store.read_range(path, 0, size.min(6)).ok()?;
+    if head.len() >= 4 && &head[..4] == b"PAR1" {
+        Some(FileKind::Parquet)
+    } else if head == b"ARROW1" {
+        Some(FileKind::ArrowIpc)
+    } else {
+        None
+    }
+}
+
 /// The rows currently decoded: `batch` holds rows `start..start + batch.num_rows()`.
 struct Window {
     start: u64,
@@ -63,7 +85,7 @@ struct Window {
 
 enum Cursor {
     Parquet {
-        file: File,
+        file: FileInput,
         meta: ArrowReaderMetadata,
         mask: ProjectionMask,
         group_starts: Vec<u64>,
@@ -71,7 +93,7 @@ enum Cursor {
         reader: Option<(ParquetRecordBatchReader, u64)>,
     },
     Ipc {
-        reader: Box<FileReader<BufReader<File>>>,
+        reader: Box<FileReader<BufReader<FileInput>>>,
         batch_starts: Vec<u64>,
     },
 }
@@ -143,12 +165,29 @@ impl ArrowFileSource {
 
     /// Opens `path` as `kind`.
     pub fn open_as(path: impl AsRef<Path>, kind: FileKind, options: &ReadOptions) -> Result<Self> {
-        let path = path.as_ref();
-        guarded(path, || Self::open_unguarded(path, kind, options))
+        Self::open_in(&reel_core::local_store(), path, kind, options)
     }
 
-    fn open_unguarded(path: &Path, kind: FileKind, options: &ReadOptions) -> Result<Self> {
-        let file = File::open(path).map_err(|e| Error::io(e, "cannot open").with_path(path))?;
+    /// Opens `path` in `store` (an object store, say) as `kind`. Outside the local file
+    /// system the file is read by ranges: its footer and metadata, then each column chunk
+    /// (Parquet) or record batch (IPC) a read needs, in requests of up to 1 MiB.
+    pub fn open_in(
+        store: &StoreRef,
+        path: impl AsRef<Path>,
+        kind: FileKind,
+        options: &ReadOptions,
+    ) -> Result<Self> {
+        let path = path.as_ref();
+        guarded(path, || Self::open_unguarded(store, path, kind, options))
+    }
+
+    fn open_unguarded(
+        store: &StoreRef,
+        path: &Path,
+        kind: FileKind,
+        options: &ReadOptions,
+    ) -> Result<Self> {
+        let file = FileInput::open(store, path)?;
         let mut info = SourceInfo::new(match kind {
             FileKind::Parquet => "parquet",
             FileKind::ArrowIpc => "arrow",
@@ -198,16 +237,13 @@ impl ArrowFileSource {
             }
             FileKind::ArrowIpc => {
                 let full = FileReader::try_new(
-                    BufReader::new(
-                        file.try_clone()
-                            .map_err(|e| Error::io(e, "cannot open").with_path(path))?,
-                    ),
+                    file.try_clone().map_err(|e| e.with_path(path))?.buffered(),
                     None,
                 )
                 .map_err(|e| ipc_err(e, path))?;
                 let order = projection(&full.schema(), options.columns.as_deref(), path)?;
                 drop(full);
-                let mut reader = FileReader::try_new(BufReader::new(file), Some(order.clone()))
+                let mut reader = FileReader::try_new(file.buffered(), Some(order.clone()))
                     .map_err(|e| ipc_err(e, path))?;
                 // The footer does not say how many rows each batch has: read them once.
                 let mut batch_starts = Vec::with_capacity(reader.num_batches());
@@ -273,9 +309,7 @@ impl ArrowFileSource {
                     let g = group_starts.partition_point(|&s| s <= index).saturating_sub(1);
                     let skip = index - group_starts[g];
                     let rest = self.len - group_starts[g];
-                    let f = file
-                        .try_clone()
-                        .map_err(|e| Error::io(e, "cannot read").with_path(path))?;
+                    let f = file.try_clone().map_err(|e| e.with_path(path))?;
                     let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta.clone())
                         .with_projection(mask.clone())
                         .with_row_groups((g..group_starts.len()).collect())

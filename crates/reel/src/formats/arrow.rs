@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use reel_arrow::{ArrowFileSource, FileKind, ReadOptions};
-use reel_core::{Error, RecordSource, Result, Store};
+use reel_core::{RecordSource, Result, Store};
 
 use super::Handler;
 use crate::OpenOptions;
@@ -9,38 +9,26 @@ use crate::OpenOptions;
 pub(super) const PARQUET: Handler = Handler { sniff: sniff_parquet, open: open_parquet };
 pub(super) const ARROW_IPC: Handler = Handler { sniff: sniff_ipc, open: open_ipc };
 
-// Parquet and Arrow IPC files are read by arrow-rs's own file readers, from the local file
-// system only (see `local_only`); elsewhere they are not recognised.
+// Parquet and Arrow IPC files are read by arrow-rs's own readers, from the local file
+// system or by ranges from any other store (`ArrowFileSource::open_in`).
 fn sniff_parquet(store: &dyn Store, path: &Path) -> bool {
-    store.name() == "file" && reel_arrow::sniff(path) == Some(FileKind::Parquet)
+    reel_arrow::sniff_in(store, path) == Some(FileKind::Parquet)
 }
 
 fn sniff_ipc(store: &dyn Store, path: &Path) -> bool {
-    store.name() == "file" && reel_arrow::sniff(path) == Some(FileKind::ArrowIpc)
-}
-
-/// Refuses a Parquet or IPC file outside the local file system, saying so.
-fn local_only(path: &Path, options: &OpenOptions, kind: &str) -> Result<()> {
-    if options.store.name() == "file" {
-        return Ok(());
-    }
-    Err(Error::unsupported(format!(
-        "{kind} files are read from the local file system only, not from {} storage",
-        options.store.name()
-    ))
-    .with_path(path))
+    reel_arrow::sniff_in(store, path) == Some(FileKind::ArrowIpc)
 }
 
 // Parquet and IPC have their own page and body checksums where they have any; the reader
 // and backend options of the record formats do not apply.
 fn open_parquet(path: &Path, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
-    local_only(path, options, "Parquet")?;
-    Ok(Box::new(ArrowFileSource::open_as(path, FileKind::Parquet, &ReadOptions::default())?))
+    let read = ReadOptions::default();
+    Ok(Box::new(ArrowFileSource::open_in(&options.store, path, FileKind::Parquet, &read)?))
 }
 
 fn open_ipc(path: &Path, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
-    local_only(path, options, "Arrow IPC")?;
-    Ok(Box::new(ArrowFileSource::open_as(path, FileKind::ArrowIpc, &ReadOptions::default())?))
+    let read = ReadOptions::default();
+    Ok(Box::new(ArrowFileSource::open_in(&options.store, path, FileKind::ArrowIpc, &read)?))
 }
 
 /// A Parquet or IPC writer for `create`.

@@ -1,0 +1,124 @@
+//! Where a Parquet or Arrow IPC file's bytes come from: a local file, or any [`Store`] (an
+//! object store), read by ranges. arrow-rs's readers take a `Read + Seek` (IPC) or a
+//! [`ChunkReader`] (Parquet); [`FileInput`] is both, for either kind of place.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use parquet::errors::ParquetError;
+use parquet::file::reader::{ChunkReader, Length};
+use reel_core::{Error, Result, StoreRef};
+
+/// Bytes a buffered reader of an object asks for at once: large enough that a Parquet
+/// page or IPC body scan costs a few requests rather than one per 8 KiB.
+const REMOTE_BUFFER: usize = 1 << 20;
+
+/// A Parquet or IPC file being read.
+pub(crate) enum FileInput {
+    /// A file on the local file system (read as arrow-rs reads files).
+    Local(File),
+    /// An object in a store, read by ranged reads from `pos`.
+    Store { store: StoreRef, path: PathBuf, len: u64, pos: u64 },
+}
+
+impl FileInput {
+    /// Opens `path` in `store` (the local file system reads through [`File`]).
+    pub(crate) fn open(store: &StoreRef, path: &Path) -> Result<Self> {
+        if store.name() == "file" {
+            let file = File::open(path).map_err(|e| Error::io(e, "cannot open").with_path(path))?;
+            return Ok(FileInput::Local(file));
+        }
+        let len = store.size(path)?;
+        Ok(FileInput::Store { store: store.clone(), path: path.to_path_buf(), len, pos: 0 })
+    }
+
+    /// Another handle on the same file, at its start.
+    pub(crate) fn try_clone(&self) -> Result<Self> {
+        match self {
+            FileInput::Local(file) => {
+                Ok(FileInput::Local(file.try_clone().map_err(|e| Error::io(e, "cannot reopen"))?))
+            }
+            FileInput::Store { store, path, len, .. } => {
+                Ok(FileInput::Store { store: store.clone(), path: path.clone(), len: *len, pos: 0 })
+            }
+        }
+    }
+
+    /// A buffered reader of the file, sized for where it lies.
+    pub(crate) fn buffered(self) -> BufReader<FileInput> {
+        match self {
+            FileInput::Local(_) => BufReader::new(self),
+            FileInput::Store { .. } => BufReader::with_capacity(REMOTE_BUFFER, self),
+        }
+    }
+}
+
+impl Read for FileInput {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            FileInput::Local(file) => file.read(buf),
+            FileInput::Store { store, path, len, pos } => {
+                let n = (buf.len() as u64).min(len.saturating_sub(*pos));
+                if n == 0 {
+                    return Ok(0);
+                }
+                let bytes = store.read_range(path, *pos, n).map_err(std::io::Error::other)?;
+                let got = bytes.len().min(buf.len());
+                buf[..got].copy_from_slice(&bytes[..got]);
+                *pos += got as u64;
+                Ok(got)
+            }
+        }
+    }
+}
+
+impl Seek for FileInput {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        match self {
+            FileInput::Local(file) => file.seek(to),
+            FileInput::Store { len, pos, .. } => {
+                let target = match to {
+                    SeekFrom::Start(p) => Some(p),
+                    SeekFrom::End(d) => len.checked_add_signed(d),
+                    SeekFrom::Current(d) => pos.checked_add_signed(d),
+                };
+                let target = target.ok_or_else(|| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start")
+                })?;
+                *pos = target;
+                Ok(target)
+            }
+        }
+    }
+}
+
+impl Length for FileInput {
+    fn len(&self) -> u64 {
+        match self {
+            FileInput::Local(file) => Length::len(file),
+            FileInput::Store { len, .. } => *len,
+        }
+    }
+}
+
+impl ChunkReader for FileInput {
+    type T = BufReader<FileInput>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        let mut input = self.try_clone().map_err(|e| ParquetError::External(Box::new(e)))?;
+        input.seek(SeekFrom::Start(start))?;
+        Ok(input.buffered())
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        match self {
+            FileInput::Local(file) => file.get_bytes(start, length),
+            FileInput::Store { store, path, .. } => store
+                .read_range(path, start, length as u64)
+                .map(Bytes::from)
+                .map_err(|e| ParquetError::External(Box::new(e))),
+        }
+    }
+}
