@@ -161,6 +161,13 @@ fn bench_measures_a_dataset_by_url() {
     assert!(batched_requests <= 8.0, "{batched}");
     assert!(single_requests >= 100.0, "{single}");
 
+    // The table has the per-batch columns and not the local yardsticks' ratios.
+    let table = stdout(reel().args(["bench", "--secs", "0.05", "--batch", "64"]).arg(&url));
+    for column in ["requests/batch", "ms/batch", "round trips/batch", "one request per record"] {
+        assert!(table.contains(column), "{column}: {table}");
+    }
+    assert!(!table.contains("×pread"), "{table}");
+
     // A URL with no dataset behind it is an error naming it.
     let out = reel().args(["bench"]).arg(format!("{}/none.ffr", server.url())).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -19,7 +19,7 @@ use reel::{Format, RecordBatch, RecordSource, Store};
 
 use super::measure::{Run, run_for};
 use super::workload::Batches;
-use super::{BenchArgs, ColdEviction, Row, SEED, Temperature, evict, is_tmpfs};
+use super::{BenchArgs, ColdEviction, Row, SEED, evict, is_tmpfs};
 
 /// Measures `data` (a path or URL) and returns the report's rows.
 pub(super) fn run(
@@ -108,11 +108,7 @@ fn local(
     let largest = largest_file(&*store, path)?;
     let on_tmpfs = is_tmpfs(path);
     let mut rows = Vec::new();
-    let modes: &[(&'static str, bool)] = match args.mode {
-        Temperature::Warm => &[("warm", false)],
-        Temperature::Cold => &[("cold", true)],
-        Temperature::Both => &[("warm", false), ("cold", true)],
-    };
+    let modes = args.mode.modes();
     for &(mode, cold) in modes {
         if cold && on_tmpfs {
             eprintln!("{} is on tmpfs: it cannot be read cold, skipping cold", path.display());

@@ -39,6 +39,17 @@ pub enum Temperature {
     Both,
 }
 
+impl Temperature {
+    /// The cache states to measure, each named and whether it is cold.
+    fn modes(self) -> &'static [(&'static str, bool)] {
+        match self {
+            Temperature::Warm => &[("warm", false)],
+            Temperature::Cold => &[("cold", true)],
+            Temperature::Both => &[("warm", false), ("cold", true)],
+        }
+    }
+}
+
 /// Options of `reel bench`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -153,11 +164,7 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         return Ok(());
     }
     let mut rows = Vec::new();
-    let modes: &[(&'static str, bool)] = match args.mode {
-        Temperature::Warm => &[("warm", false)],
-        Temperature::Cold => &[("cold", true)],
-        Temperature::Both => &[("warm", false), ("cold", true)],
-    };
+    let modes = args.mode.modes();
     for &(mode, cold) in modes {
         let dir = if cold { &args.cold_dir } else { &args.warm_dir };
         std::fs::create_dir_all(dir)
@@ -460,9 +467,12 @@ fn report(rows: &[Row], json: bool) {
     let ratio = |r: &Row, base: Option<f64>| base.map(|b| r.run.records_per_sec() / b);
     let mut json_rows = Vec::new();
     let remote = rows.iter().any(|r| r.remote.is_some());
-    let mut header =
-        vec!["mode", "record", "reader", "records/s", "GB/s", "CPU µs/rec", "×pread", "×raw"];
-    header.extend(["×fio", "×span"]);
+    // The yardsticks' ratios are for local reads; rows from a URL have none.
+    let local = rows.iter().any(|r| r.remote.is_none());
+    let mut header = vec!["mode", "record", "reader", "records/s", "GB/s", "CPU µs/rec"];
+    if local {
+        header.extend(["×pread", "×raw", "×fio", "×span"]);
+    }
     if remote {
         header.extend(["requests/batch", "ms/batch", "round trips/batch"]);
     }
@@ -488,11 +498,15 @@ fn report(rows: &[Row], json: bool) {
             format!("{:.0}", r.run.records_per_sec()),
             format!("{:.3}", r.run.gb_per_sec()),
             format!("{:.2}", r.run.cpu_us_per_record()),
-            fmt(ratio(r, pread)),
-            fmt(ratio(r, raw)),
-            fmt(ratio(r, fio)),
-            fmt(ratio(r, fio_span)),
         ];
+        if local {
+            cells.extend([
+                fmt(ratio(r, pread)),
+                fmt(ratio(r, raw)),
+                fmt(ratio(r, fio)),
+                fmt(ratio(r, fio_span)),
+            ]);
+        }
         if remote {
             let cost = r.remote.as_ref();
             cells.push(fmt(cost.map(|c| c.requests)));
