@@ -104,3 +104,17 @@ def test_a_cached_dataset_reads_later_epochs_from_disk(s3, tmp_path):
     same_records(unpickled, expected, "unpickled, from the cache")
     with pytest.raises(ValueError, match="cache_size= needs cache="):
         reel.open(str(local), cache_size=1 << 20)
+
+
+@pytest.mark.parametrize("to", ["parquet", "arrow"])
+def test_parquet_and_arrow_files_read_in_place_from_a_bucket(s3, tmp_path, to):
+    """Converted into the bucket, then opened there (no download): the same rows as the
+    same conversion written to disk."""
+    src = dataset_path("ffrecord", "normal")
+    url = f"s3://{BUCKET}/tables/normal.{to}"
+    reel.convert(src, url, to=to)
+    local = tmp_path / f"normal.{to}"
+    reel.convert(src, local, to=to)
+    remote = reel.open(url)
+    assert remote.format == reel.open(local).format
+    same_records(remote, reel.open(local), f"{to} in place")
