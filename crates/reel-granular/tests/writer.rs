@@ -250,6 +250,32 @@ fn crashed_write_resumes_without_the_torn_index_bug() {
     assert_eq!(GranularReader::open(&dir).unwrap().read(8).unwrap().view().str("t"), Some("r8"));
 }
 
+/// A writer killed after making its staging directory but before its spec was saved
+/// (the spec is renamed into place whole) leaves nothing to resume, and `resume` says so
+/// instead of calling a cut-short spec corrupt; a spec that is there is always whole.
+#[test]
+fn a_write_killed_before_its_spec_was_saved_has_nothing_to_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    let staging = staging_path(&dir).unwrap();
+    std::fs::create_dir(&staging).unwrap();
+    // What a kill between staging the spec and renaming it leaves.
+    std::fs::write(staging.join(".spec.json.reel-partial.tmp-1"), b"{\"x\"").unwrap();
+    let e = GranularWriter::resume(&dir).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("before it saved its spec"), "{e}");
+    // A fresh write starts once the user deletes it, as both messages say.
+    let spec = GranularSpec::new().with("x", "bytes");
+    assert!(GranularWriter::create(&dir, &spec).err().unwrap().to_string().contains("delete it"));
+    std::fs::remove_dir_all(&staging).unwrap();
+    let mut w = GranularWriter::create(&dir, &spec).unwrap();
+    let saved = std::fs::read(staging.join("spec.json.reel-partial")).unwrap();
+    assert_eq!(GranularSpec::parse(&saved).unwrap(), spec);
+    w.append(Record::new().with_bytes("x", b"a").view()).unwrap();
+    w.finish().unwrap();
+    assert_eq!(GranularReader::open(&dir).unwrap().len(), 1);
+}
+
 #[test]
 fn create_and_resume_guard_existing_data() {
     let tmp = tempfile::tempdir().unwrap();

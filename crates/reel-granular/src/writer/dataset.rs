@@ -166,9 +166,11 @@ impl GranularWriter {
             scratch: Vec::new(),
             state: State::Open,
         };
-        // From here on, a failure drops `w`, which removes the staging directory.
-        let opened = fs::write(staging.join(PARTIAL_SPEC), w.spec.to_json_bytes())
-            .map_err(|e| Error::io(e, "cannot write spec").with_path(&staging))
+        // From here on, a failure drops `w`, which removes the staging directory. The spec
+        // appears whole or not at all (staged, synced, renamed): a kill while it is being
+        // written must leave a staging directory that `resume` calls empty, not a spec
+        // that is cut short.
+        let opened = write_spec_whole(&staging.join(PARTIAL_SPEC), &w.spec.to_json_bytes())
             .and_then(|()| w.open_bags());
         if let Err(e) = opened {
             w.unfinished.finished(); // never handed out, so nobody lost records
@@ -191,6 +193,18 @@ impl GranularWriter {
             (Mode::Staged { target: target.clone() }, staging.clone(), staging.join(PARTIAL_SPEC))
         } else if target.join("spec.json").is_file() {
             (Mode::InPlace, target.clone(), target.join("spec.json"))
+        } else if staging.is_dir() {
+            // Killed before its spec was saved: no record was written either.
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "the interrupted write at {} stopped before it saved its spec, so it holds \
+                     no records to resume: delete it and start again",
+                    staging.display()
+                ),
+            )
+            .with_path(&target)
+            .with_format(FORMAT));
         } else {
             return Err(Error::new(
                 ErrorKind::NotFound,
@@ -488,4 +502,15 @@ fn encoders(spec: &GranularSpec, options: &GranularWriterOptions) -> Result<Vec<
 
 fn is_empty_dir(p: &Path) -> bool {
     fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
+}
+
+/// Writes `bytes` to `path` so that `path` holds all of them or does not exist.
+fn write_spec_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write as _;
+    let mut staged = reel_core::staged::StagedFile::create(path)?;
+    staged
+        .file_mut()
+        .write_all(bytes)
+        .map_err(|e| Error::io(e, "cannot write spec").with_path(path))?;
+    staged.commit()
 }
