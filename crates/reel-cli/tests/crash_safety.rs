@@ -10,7 +10,7 @@ use reel::RecordSourceExt;
 
 const MAX_RECORD: usize = 2048;
 
-/// Enough records that a write takes a while; Granular needs more data than its 8 MiB
+/// Enough records that a write takes a while; Granular needs several times its 1 MiB
 /// flush threshold so that some kills land after a flush made progress durable.
 fn records(format: &str) -> u64 {
     if format == "granular" { 8_000 } else { 3_000 }

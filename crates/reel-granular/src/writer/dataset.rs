@@ -38,13 +38,16 @@ pub struct GranularWriterOptions {
     /// already be the record bytes (the reference's `encoders=None`), e.g. records read
     /// with [`GranularOptions::decode`](crate::GranularOptions::decode) off.
     pub encode: bool,
-    /// Buffered bytes after which appended records are written out.
+    /// Buffered bytes after which appended records are written out (1 MiB by default).
+    /// Larger is not faster: measured on a 1 GB FFRecord → Granular conversion, 8 MiB
+    /// writes made the kernel's copy out of the buffer 3–4× slower (1.3–2.2 s against
+    /// 0.46–0.51 s at 1 MiB), because each write streams a buffer larger than the caches.
     pub flush_bytes: usize,
 }
 
 impl Default for GranularWriterOptions {
     fn default() -> Self {
-        GranularWriterOptions { codecs: CodecTable::new(), encode: true, flush_bytes: 8 << 20 }
+        GranularWriterOptions { codecs: CodecTable::new(), encode: true, flush_bytes: 1 << 20 }
     }
 }
 
