@@ -117,7 +117,7 @@ pub struct BenchArgs {
     #[arg(long)]
     concurrency: Option<usize>,
     /// From a URL: merge two records' ranges into one request when at most this many bytes
-    /// lie between them (k/m suffixes; default: reel's, 64k).
+    /// lie between them (k/m suffixes; default: reel's, 1m).
     #[arg(long)]
     coalesce_gap: Option<String>,
     /// Print JSON instead of a table.
