@@ -89,8 +89,8 @@ fn a_random_batch_costs_few_requests() {
     for (k, &i) in indices.iter().enumerate() {
         assert_eq!(got[k], records[i as usize], "record {i}");
     }
-    // 256 records of 1 KiB out of 2000 lie within 64 KiB of each other: one request covers
-    // the whole file (~2 MiB), the cap on a request's size splits it into a few.
+    // 256 records of 1 KiB out of 2000 lie within 1 MiB of each other: one request covers
+    // the whole file (~2 MiB), within the cap on a request's size (8 MiB).
     assert!(requests <= 4, "{requests} requests for one batch");
 
     // Without coalescing every record is its own request, still one batch in flight.
@@ -99,6 +99,52 @@ fn a_random_batch_costs_few_requests() {
     let before = server.gets();
     assert_eq!(read_batch(&*source, &indices).unwrap(), got);
     assert!(server.gets() - before >= 200, "{} requests", server.gets() - before);
+}
+
+/// The core stream over a bucket: while the consumer holds one batch, the next batch's
+/// range requests are already answered (read-ahead), and every batch comes in plan order
+/// with the right records.
+#[test]
+fn a_stream_keeps_the_next_batch_in_flight_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = ffrecord_dataset(dir.path(), 2000, 1024);
+    let server = HttpServer::start(dir.path());
+    let url = format!("{}/data", server.url());
+    // No coalescing, so that each record is one request the server counts.
+    let settings = ReadSettings { coalesce_gap: 0, ..ReadSettings::default() };
+    let source: std::sync::Arc<dyn RecordSource> =
+        reel::open_with(&url, &options(settings)).unwrap().into();
+    // Every other record, so no two of a batch touch and each is exactly one request, past
+    // the first 200 (the 64 KiB that opening the file read are served from memory).
+    let order: Vec<u64> =
+        conformance::shuffled(900, 11)[..512].iter().map(|i| 200 + i * 2).collect();
+    let before = server.gets();
+    let plan = reel::BatchPlan::chunks(order.clone(), 64);
+    let mut stream =
+        reel::BatchStream::new(source, plan, &reel::StreamOptions::default().read_ahead(2))
+            .unwrap();
+    let first = stream.next().unwrap().unwrap();
+    // Holding the first batch, the stream reads the next two: their 128 requests arrive
+    // without the consumer asking (a bounded wait, not a timing assertion on speed).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while server.gets() - before < 3 * 64 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let ahead = server.gets() - before;
+    assert_eq!(ahead, 3 * 64, "requests while the consumer held the first batch");
+    // And no further: the window is the held batch and two ahead.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(server.gets() - before, 3 * 64, "the stream read past its window");
+    let mut batches = vec![first];
+    batches.extend(stream.map(|b| b.unwrap()));
+    assert_eq!(batches.len(), 8);
+    for (k, batch) in batches.iter().enumerate() {
+        assert_eq!(batch.seq(), k as u64);
+        for (j, record) in batch.iter().enumerate() {
+            let i = order[k * 64 + j] as usize;
+            assert_eq!(record.bytes("data").unwrap(), &records[i][..], "record {i}");
+        }
+    }
 }
 
 /// Requests of every method (HEAD, PROPFIND listings, GET) to open one FFRecord file and
