@@ -366,7 +366,11 @@ def part_rust(args, table) -> None:
                 "--repeat", "1", "--json",
             ]
             rust_best = 0.0
-            py_best = {"reel read_batch(copy=False)": 0.0, "reel read_batch": 0.0}
+            py_best = {
+                "reel read_batch(copy=False)": 0.0,
+                "reel read_batch": 0.0,
+                "reel read_batch_packed": 0.0,
+            }
             ext = "ffr" if fmt == "ffrecord" else fmt
             records = max(n, 1024)
             path = root / f"bench-{size}x{records}.{ext}"
@@ -379,7 +383,11 @@ def part_rust(args, table) -> None:
                     copy = name == "reel read_batch"
                     done, k, start = 0, 0, time.perf_counter()
                     while time.perf_counter() - start < args.secs:
-                        done += len(ds.read_batch(batches[k % len(batches)], copy=copy))
+                        batch = batches[k % len(batches)]
+                        if name == "reel read_batch_packed":
+                            done += len(ds.read_batch_packed(batch)[1]) - 1
+                        else:
+                            done += len(ds.read_batch(batch, copy=copy))
                         k += 1
                     py_best[name] = max(py_best[name], done / (time.perf_counter() - start))
             row(table, "vs Rust", "warm", size_name, f"{fmt}: reel bench (Rust, auto)", rust_best, rust_best)

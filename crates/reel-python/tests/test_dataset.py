@@ -79,6 +79,56 @@ def test_zero_copy_bytes(ds):
         one[0] = 1
 
 
+def test_read_batch_packed_gives_one_buffer_and_offsets(ds):
+    """`read_batch_packed` returns the same bytes as `read_batch`, end to end, with offsets;
+    small records back to back in reel's batch buffer are a view of it (no copy) that
+    outlives the dataset."""
+    order = [299, 0, 7, 7, 150, 1]
+    want = [r["data"] for r in ds.read_batch(order)]
+    buf, offsets = ds.read_batch_packed(order)
+    assert isinstance(buf, memoryview) and buf.readonly
+    assert offsets.dtype == np.int64 and offsets.tolist()[0] == 0 and len(offsets) == len(order) + 1
+    assert [bytes(buf[offsets[k] : offsets[k + 1]]) for k in range(len(order))] == want
+    assert offsets[-1] == len(buf) == sum(map(len, want))
+    assert isinstance(buf.obj, reel.BatchBuffer)
+    named, named_offsets = ds.read_batch_packed(np.array(order), field="data")
+    assert bytes(named) == bytes(buf) and named_offsets.tolist() == offsets.tolist()
+    del ds
+    assert bytes(buf) == b"".join(want)
+    empty, empty_offsets = reel.open(golden_root() / FFR).read_batch_packed([])
+    assert len(empty) == 0 and empty_offsets.tolist() == [0]
+
+
+def test_read_batch_packed_copies_what_is_not_back_to_back(tmp_path):
+    """Large records lent from a memory map lie where the file has them: a random batch is
+    gathered into a new buffer (one copy), still with the right bytes."""
+    path = tmp_path / "big.ffr"
+    records = [bytes([k]) * (40 << 10) for k in range(12)]
+    with reel.ffrecord.Writer(path) as w:
+        for r in records:
+            w.append({"data": r})
+    ds = reel.open(path, backend="mmap")
+    order = [11, 3, 3, 0]
+    buf, offsets = ds.read_batch_packed(order)
+    assert [bytes(buf[offsets[k] : offsets[k + 1]]) for k in range(4)] == [records[i] for i in order]
+    assert not isinstance(buf.obj, reel.BatchBuffer)
+
+
+def test_read_batch_packed_names_what_it_cannot_pack():
+    granular = reel.open(golden_root() / "granular/granular-0.24.2/normal")
+    with pytest.raises(ValueError, match="name the bytes field"):
+        granular.read_batch_packed([0])
+    with pytest.raises(reel.SchemaError, match="no field \"nope\""):
+        granular.read_batch_packed([0], field="nope")
+    with pytest.raises(reel.SchemaError, match="is not bytes"):
+        granular.read_batch_packed([0], field="text")
+    buf, offsets = granular.read_batch_packed([2, 0], field="bytes")
+    assert bytes(buf[offsets[0] : offsets[1]]) == granular[2]["bytes"]
+    assert bytes(buf[offsets[1] : offsets[2]]) == granular[0]["bytes"]
+    with pytest.raises(TypeError):
+        granular.read_batch_packed([0], field=3)
+
+
 def test_reused_buffers_leave_held_views_alone(ds):
     """Reads reuse the dataset's batch buffers, but never one a view still holds."""
     copied = ds.read_batch(range(0, 300, 7))

@@ -4,6 +4,9 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
+import numpy as np
+import numpy.typing as npt
+
 __version__: str
 
 StrPath = str | os.PathLike[str]
@@ -149,6 +152,14 @@ class Dataset:
     def __getitem__(self, key: slice | Sequence[int]) -> list[Record]: ...
     def read(self, index: int, *, copy: bool = True) -> Record: ...
     def read_batch(self, indices: Iterable[int], *, copy: bool = True) -> list[Record]: ...
+    def read_batch_packed(
+        self, indices: Iterable[int], *, field: str | None = None
+    ) -> tuple[memoryview, npt.NDArray[np.int64]]:
+        """One bytes field of the records at ``indices`` (one batched read), end to end in
+        one read-only buffer, with ``len(indices) + 1`` int64 offsets: value ``k`` is
+        ``buffer[offsets[k]:offsets[k + 1]]``. ``field`` defaults to the records' only
+        field. No Python object per record; values back to back in reel's batch buffer are
+        a view of it (kept alive by the view), others are copied once."""
     def __iter__(self) -> DatasetIter: ...
     @property
     def info(self) -> Info: ...
