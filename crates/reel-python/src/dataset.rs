@@ -247,6 +247,21 @@ impl Dataset {
     /// The indices a list, tuple, NumPy array or other iterable of ints names.
     fn indices_of(&self, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
         let py = obj.py();
+        // Lists (what samplers hand over) and int64 arrays are read directly: at small
+        // records the generic iterator protocol is a visible share of a batch read.
+        if let Ok(list) = obj.cast::<PyList>() {
+            let mut out = Vec::with_capacity(list.len());
+            for item in list.iter() {
+                out.push(self.normalize(item.extract()?).py_err(py)?);
+            }
+            return Ok(out);
+        }
+        if let Ok(array) = obj.cast::<numpy::PyArray1<i64>>()
+            && let Ok(view) = numpy::PyArrayMethods::try_readonly(array)
+            && let Ok(values) = view.as_slice()
+        {
+            return values.iter().map(|&i| self.normalize(i).py_err(py)).collect();
+        }
         let mut out = Vec::new();
         for item in obj.try_iter()? {
             let i: i64 = item?.extract()?;

@@ -44,6 +44,29 @@ def test_len_index_negative_slices_and_lists(ds):
         ds["0"]
 
 
+def test_indices_may_be_lists_arrays_of_any_int_dtype_or_iterables(ds):
+    """Lists and contiguous int64 arrays are read directly, anything else through iteration:
+    every form names the same records, negative indices count from the end, and a bad item
+    or index is refused."""
+    want = [ds[i]["data"] for i in (298, 0, 4, 299)]
+    forms = [
+        [298, 0, 4, -1],
+        np.array([298, 0, 4, -1], dtype=np.int64),
+        np.array([298, 0, 4, -1], dtype=np.int32),
+        np.array([298, 999, 0, 999, 4, 999, -1], dtype=np.int64)[::2],  # not contiguous
+        (i for i in (298, 0, 4, -1)),
+    ]
+    for form in forms:
+        assert [r["data"] for r in ds.read_batch(form)] == want
+    assert ds.read_batch_packed(np.array([298, 0, 4, -1]))[1].tolist()[-1] == sum(map(len, want))
+    with pytest.raises(TypeError):
+        ds.read_batch([1, "x"])
+    with pytest.raises(IndexError):
+        ds.read_batch(np.array([0, 300]))
+    with pytest.raises(IndexError):
+        ds.read_batch([0, -301])
+
+
 def test_info(ds):
     info = ds.info
     assert info.format == "ffrecord"
