@@ -53,17 +53,16 @@ pub fn run(args: &CatArgs) -> reel::Result<()> {
                 write_text(&mut out, &record, args.fields.as_deref())
             };
             if let Err(e) = written {
-                // A closed pipe (`reel cat … | head`) is the reader saying it has enough.
-                if e.kind() == std::io::ErrorKind::BrokenPipe {
-                    return Ok(());
-                }
-                return Err(reel::Error::io(e, "cannot write to stdout"));
+                // A closed pipe (`reel cat … | head`) is the reader saying it has enough:
+                // end quietly with 141, as every other command does (see `stdout`).
+                crate::stdout::exit_on_write_error(&e);
             }
         }
     }
-    out.flush()
-        .or_else(|e| if e.kind() == std::io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e) })
-        .map_err(|e| reel::Error::io(e, "cannot write to stdout"))
+    if let Err(e) = out.flush() {
+        crate::stdout::exit_on_write_error(&e);
+    }
+    Ok(())
 }
 
 fn write_text(

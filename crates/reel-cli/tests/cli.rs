@@ -52,10 +52,14 @@ fn inspect_reports_format_and_count() {
 /// command starts, so every write to stdout fails with EPIPE.
 #[test]
 fn commands_end_quietly_when_the_output_pipe_is_closed() {
-    let (name, dir, m) =
-        golden("ffrecord").into_iter().find(|c| c.2.get("original").is_none()).unwrap();
+    // A case with records, so that `cat` has something to write.
+    let (name, dir, m) = golden("ffrecord")
+        .into_iter()
+        .find(|c| c.2.get("original").is_none() && c.2["record_count"].as_u64() > Some(0))
+        .unwrap();
     let path = ffrecord_path(&dir, &m);
-    let runs: [&[&str]; 3] = [&["inspect"], &["inspect", "--json"], &["verify"]];
+    let runs: [&[&str]; 5] =
+        [&["inspect"], &["inspect", "--json"], &["verify"], &["cat"], &["cat", "--json"]];
     for args in runs {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
