@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use arrow_array::ArrowPrimitiveType;
+use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
     UInt16Type, UInt32Type, UInt64Type,
@@ -689,6 +690,40 @@ impl Encoder {
         Ok(())
     }
 
+    /// Hands back a batch this encoder made, once its consumer is done with it (a writer
+    /// has written it), so that the next batches fill its byte buffers again instead of
+    /// fresh memory: growing a new multi-megabyte buffer per batch made the allocator
+    /// fault in (and realloc-copy) every page anew, which measured about 15 % of an
+    /// FFRecord → Parquet conversion. Buffers still shared elsewhere are left alone.
+    pub fn recycle(&mut self, batch: RecordBatch) {
+        let mut values: Vec<(usize, Buffer)> = Vec::new();
+        for (k, (col, array)) in self.columns.iter().zip(batch.columns()).enumerate() {
+            if let Col::Var { data, .. } = col
+                && data.capacity() == 0
+            {
+                let buffer = match array.data_type() {
+                    DataType::Binary => array.as_binary_opt::<i32>().map(|a| a.values().clone()),
+                    DataType::LargeBinary => {
+                        array.as_binary_opt::<i64>().map(|a| a.values().clone())
+                    }
+                    DataType::Utf8 => array.as_string_opt::<i32>().map(|a| a.values().clone()),
+                    DataType::LargeUtf8 => array.as_string_opt::<i64>().map(|a| a.values().clone()),
+                    _ => None,
+                };
+                values.extend(buffer.map(|b| (k, b)));
+            }
+        }
+        drop(batch);
+        for (k, buffer) in values {
+            if let (Some(Col::Var { data, .. }), Ok(mut vec)) =
+                (self.columns.get_mut(k), buffer.into_vec::<u8>())
+            {
+                vec.clear();
+                *data = vec;
+            }
+        }
+    }
+
     /// Empties the waiting rows into a batch.
     pub fn finish_batch(&mut self) -> Result<RecordBatch> {
         let fields = self.schema.fields().clone();
@@ -716,5 +751,57 @@ impl Encoder {
             &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows)),
         )
         .map_err(|e| Error::invalid_input(format!("cannot assemble an Arrow batch: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use arrow_array::Array;
+    use reel_core::Record;
+
+    fn encoder() -> Encoder {
+        let kinds = [("b".to_string(), Kind::Bytes), ("s".to_string(), Kind::Str)];
+        Encoder::new(&kinds, false, ExtraColumns::default())
+    }
+
+    fn fill(e: &mut Encoder, rows: &[(&[u8], &str)]) -> RecordBatch {
+        for (b, s) in rows {
+            let r = Record::new().with_bytes("b", b).with_str("s", s);
+            e.push(r.view()).unwrap();
+        }
+        e.finish_batch().unwrap()
+    }
+
+    fn var_capacity(e: &Encoder, k: usize) -> usize {
+        match &e.columns[k] {
+            Col::Var { data, .. } => data.capacity(),
+            _ => 0,
+        }
+    }
+
+    /// A recycled batch's byte buffers are filled again by the next batch, which still holds
+    /// exactly its own values; a batch someone still holds is left alone.
+    #[test]
+    fn recycled_buffers_are_reused_and_shared_ones_left_alone() {
+        let mut e = encoder();
+        let first = fill(&mut e, &[(b"abc", "x"), (b"defgh", "yz")]);
+        assert_eq!(var_capacity(&e, 0), 0);
+        let values_at = first.column(0).as_binary::<i32>().values().as_ptr();
+        e.recycle(first);
+        assert!(var_capacity(&e, 0) >= 8 && var_capacity(&e, 1) >= 3);
+        let second = fill(&mut e, &[(b"Q", "w")]);
+        let col = second.column(0).as_binary::<i32>();
+        assert_eq!(col.values().as_ptr(), values_at, "the buffer was not reused");
+        assert_eq!((col.len(), col.value(0)), (1, &b"Q"[..]));
+        assert_eq!(second.column(1).as_string::<i32>().value(0), "w");
+
+        let kept = second.clone();
+        e.recycle(second);
+        assert_eq!(var_capacity(&e, 0), 0, "a buffer still held elsewhere was taken");
+        let third = fill(&mut e, &[(b"zz", "v")]);
+        assert_eq!(kept.column(0).as_binary::<i32>().value(0), b"Q");
+        assert_eq!(third.column(0).as_binary::<i32>().value(0), b"zz");
     }
 }

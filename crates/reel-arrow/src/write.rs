@@ -284,6 +284,7 @@ impl ArrowSink {
         if w.encoder.rows() >= batch_rows || w.encoder.buffered_bytes() >= batch_bytes {
             let batch = w.encoder.finish_batch()?;
             w.writer.write(&batch, &self.path)?;
+            w.encoder.recycle(batch);
         }
         Ok(())
     }
