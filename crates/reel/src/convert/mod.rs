@@ -220,9 +220,29 @@ fn is_remote(dst: &Path) -> Result<bool> {
     return Ok(false);
 }
 
-/// Records per batch read: enough to amortise a read call, few enough that the batches in
-/// flight stay small.
-const BATCH_RECORDS: usize = 64;
+/// Bytes a batch read aims at: enough that the hand-over between the reading and the
+/// writing thread is rare (at 64 records of 1 KiB a batch, the thread switches took about a
+/// tenth of an FFRecord → Parquet conversion), few enough that the batches in flight stay
+/// small next to the writers' own buffers.
+const BATCH_BYTES: u64 = 1 << 20;
+
+/// Fewest and most records per batch read, whatever the records' size.
+const BATCH_RECORDS: std::ops::RangeInclusive<usize> = 64..=4096;
+
+/// Records per batch for a source whose records in `range` look like its first ones: the
+/// mean size of up to 64 of them (one small read) sets a batch of about [`BATCH_BYTES`]. A
+/// sample that cannot be read leaves the fewest; the conversion meets that error itself.
+fn batch_records(source: &dyn RecordSource, range: &std::ops::Range<u64>) -> usize {
+    let sample: Vec<u64> = (range.start..range.end).take(*BATCH_RECORDS.start()).collect();
+    let mut batch = reel_core::RecordBatch::new();
+    if sample.is_empty() || source.read_batch_into(&sample, &mut batch).is_err() {
+        return *BATCH_RECORDS.start();
+    }
+    let mean = (batch.buffer_len() as u64 / sample.len() as u64).max(1);
+    usize::try_from(BATCH_BYTES / mean)
+        .unwrap_or(usize::MAX)
+        .clamp(*BATCH_RECORDS.start(), *BATCH_RECORDS.end())
+}
 
 /// Batches read ahead of the writer.
 const READ_AHEAD: usize = 2;
@@ -266,8 +286,9 @@ pub fn convert_source(
     let stream_options = StreamOptions::default()
         .read_ahead(READ_AHEAD)
         .max_ahead_bytes(crate::verify::STREAM_BATCH_BYTES);
+    let per_batch = batch_records(&*source, &range);
     let mut pass =
-        WholePass::new(source.clone(), PassRecords::Range(range), BATCH_RECORDS, &stream_options)?;
+        WholePass::new(source.clone(), PassRecords::Range(range), per_batch, &stream_options)?;
     let mut done = 0;
     write_batches(&target, options, &mut pass, &mut |batch| {
         done += batch.len() as u64;
@@ -430,7 +451,7 @@ pub fn convert_batches(
     let mut feed = std::iter::from_fn(|| {
         let mut batch = RecordBatch::new();
         let budget = crate::verify::STREAM_BATCH_BYTES as usize;
-        match records.next_records(BATCH_RECORDS, budget, &mut batch) {
+        match records.next_records(*BATCH_RECORDS.start(), budget, &mut batch) {
             Ok(true) => Some(Ok(reel_core::PooledBatch::unpooled(batch))),
             Ok(false) => None,
             Err(e) => Some(Err(e)),
@@ -674,4 +695,31 @@ pub fn create_part(
         _ => crate::create(&part, to, create)?,
     };
     Ok((sink, part))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// An FFRecord file of `n` records of `size` bytes, opened.
+    fn source(dir: &Path, n: usize, size: usize) -> Box<dyn RecordSource> {
+        let path = dir.join(format!("{n}x{size}.ffr"));
+        crate::ffrecord::dump((0..n).map(|_| vec![7u8; size]), &path, 1).unwrap();
+        crate::open(&path).unwrap()
+    }
+
+    /// Batches aim at about 1 MiB: small records many to a batch (fewer hand-overs between
+    /// the threads), large ones at least 64, and an empty range the fewest.
+    #[test]
+    fn batch_size_follows_the_records_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = source(dir.path(), 100, 1024);
+        assert_eq!(batch_records(&*small, &(0..100)), 1024);
+        assert_eq!(batch_records(&*small, &(50..50)), 64);
+        let tiny = source(dir.path(), 100, 16);
+        assert_eq!(batch_records(&*tiny, &(0..100)), 4096);
+        let large = source(dir.path(), 80, 64 << 10);
+        assert_eq!(batch_records(&*large, &(10..80)), 64);
+    }
 }
