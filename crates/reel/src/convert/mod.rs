@@ -230,18 +230,35 @@ const BATCH_BYTES: u64 = 1 << 20;
 const BATCH_RECORDS: std::ops::RangeInclusive<usize> = 64..=4096;
 
 /// Records per batch for a source whose records in `range` look like its first ones: the
-/// mean size of up to 64 of them (one small read) sets a batch of about [`BATCH_BYTES`]. A
-/// sample that cannot be read leaves the fewest; the conversion meets that error itself.
+/// mean stored size of up to 64 of them sets a batch of about [`BATCH_BYTES`]. The sizes
+/// come from the format's read plan (`locate`, no data read); a source that cannot tell
+/// has 8 records read instead, and one whose sample cannot be read gets the fewest (the
+/// conversion meets that error itself).
 fn batch_records(source: &dyn RecordSource, range: &std::ops::Range<u64>) -> usize {
-    let sample: Vec<u64> = (range.start..range.end).take(*BATCH_RECORDS.start()).collect();
-    let mut batch = reel_core::RecordBatch::new();
-    if sample.is_empty() || source.read_batch_into(&sample, &mut batch).is_err() {
-        return *BATCH_RECORDS.start();
+    let fewest = *BATCH_RECORDS.start();
+    let mut sampled = 0u64;
+    let mut bytes = 0u64;
+    let mut ranges = Vec::new();
+    for index in (range.start..range.end).take(fewest) {
+        ranges.clear();
+        match source.locate(index, &mut ranges) {
+            Ok(true) => {
+                sampled += 1;
+                bytes += ranges.iter().map(|r| r.len).sum::<u64>();
+            }
+            _ => break,
+        }
     }
-    let mean = (batch.buffer_len() as u64 / sample.len() as u64).max(1);
-    usize::try_from(BATCH_BYTES / mean)
-        .unwrap_or(usize::MAX)
-        .clamp(*BATCH_RECORDS.start(), *BATCH_RECORDS.end())
+    if sampled == 0 {
+        let sample: Vec<u64> = (range.start..range.end).take(8).collect();
+        let mut batch = reel_core::RecordBatch::new();
+        if sample.is_empty() || source.read_batch_into(&sample, &mut batch).is_err() {
+            return fewest;
+        }
+        (sampled, bytes) = (sample.len() as u64, batch.buffer_len() as u64);
+    }
+    let mean = (bytes / sampled).max(1);
+    usize::try_from(BATCH_BYTES / mean).unwrap_or(usize::MAX).clamp(fewest, *BATCH_RECORDS.end())
 }
 
 /// Batches read ahead of the writer.
@@ -721,5 +738,26 @@ mod tests {
         assert_eq!(batch_records(&*tiny, &(0..100)), 4096);
         let large = source(dir.path(), 80, 64 << 10);
         assert_eq!(batch_records(&*large, &(10..80)), 64);
+        // A source that cannot locate its records has a few of them read instead.
+        let hidden = Unlocated(source(dir.path(), 100, 4096));
+        assert_eq!(batch_records(&hidden, &(0..100)), 256);
+    }
+
+    /// A source that does not tell where its records are stored.
+    struct Unlocated(Box<dyn RecordSource>);
+
+    impl RecordSource for Unlocated {
+        fn info(&self) -> &reel_core::SourceInfo {
+            self.0.info()
+        }
+        fn len(&self) -> u64 {
+            self.0.len()
+        }
+        fn read_into(&self, index: u64, out: &mut reel_core::Record) -> Result<()> {
+            self.0.read_into(index, out)
+        }
+        fn read_batch_into(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()> {
+            self.0.read_batch_into(indices, out)
+        }
     }
 }
