@@ -178,6 +178,31 @@ fn auto_serves_warm_data_from_the_page_cache() {
     assert!(warm >= 5 && cold == 0, "warm {warm} cold {cold}");
 }
 
+/// Under `auto`, large records of warm data are lent out of the mapping, as under mmap, once
+/// a read has shown the data is cached; before any check nothing is lent. Either way the
+/// bytes are the records'.
+#[cfg(target_os = "linux")]
+#[test]
+fn auto_lends_warm_records_once_a_read_has_shown_them_cached() {
+    use reel::ReadAt;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.ffr");
+    let records: Vec<Vec<u8>> = (0..8).map(|i| vec![i as u8; 64 << 10]).collect();
+    dump(records.clone(), &p, 1).unwrap();
+    let files = reel::auto::AutoFiles::open(std::slice::from_ref(&p)).unwrap();
+    assert!(files.shared_bytes(0).is_none(), "lent before any check");
+    // Opening reads the header, whose check finds the just-written file cached.
+    let src = FfrecordReader::from_files(files, &FfrecordOptions::default()).unwrap();
+    assert!(src.source().files().shared_bytes(0).is_some(), "warm data is not lent");
+    let order = [5u64, 0, 7];
+    let mut batch = reel::RecordBatch::new();
+    src.read_batch_borrowed(&order, &mut batch).unwrap();
+    for (k, r) in batch.iter().enumerate() {
+        assert_eq!(r.bytes("data").unwrap(), &records[order[k] as usize][..]);
+        assert!(batch.is_borrowed(k), "warm record {k} was copied");
+    }
+}
+
 /// Where a golden case's dataset opens from: the case directory itself (directory
 /// formats, directories of parts), its `parts/` subdirectory, or its data file.
 fn golden_dataset(dir: &Path) -> std::path::PathBuf {

@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyList, PyMemoryView, PySlice, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyMemoryView, PySlice, PyTuple};
 use reel::{Error, Format, OpenOptions, RecordSource};
 use reel_granular::{GranularOptions, GranularReader};
 use reel_gulp::{FrameDecode, GulpOptions, GulpReader, JpegStrictness};
@@ -347,9 +347,10 @@ impl Dataset {
         let indices = self.indices_of(indices)?;
         let batch = self.read_raw(py, indices.clone())?;
         let packed = PackedField::of(&batch, &indices, field).py_err(py)?;
-        let offsets = numpy::PyArray1::from_vec(py, packed.offsets);
-        let buffer = match packed.shared {
+        let offsets = numpy::PyArray1::from_slice(py, &packed.offsets);
+        let buffer = match packed.shared.clone() {
             Some(range) => {
+                drop(packed);
                 let owner = Bound::new(py, BatchBuffer::new(Arc::new(HeldBatch::Read(batch)), 0))?;
                 let view = PyMemoryView::from(owner.as_any())?;
                 view.as_any().get_item(PySlice::new(
@@ -359,8 +360,20 @@ impl Dataset {
                     1,
                 ))?
             }
-            None => PyMemoryView::from(numpy::PyArray1::from_vec(py, packed.gathered).as_any())?
-                .into_any(),
+            // Copied once, straight into an immutable `bytes`, so the view is read-only
+            // like the shared one.
+            None => {
+                let total = packed.values.iter().map(|v| v.len()).sum();
+                let bytes = PyBytes::new_with(py, total, |out| {
+                    let mut at = 0;
+                    for v in &packed.values {
+                        out[at..at + v.len()].copy_from_slice(v);
+                        at += v.len();
+                    }
+                    Ok(())
+                })?;
+                PyMemoryView::from(bytes.as_any())?.into_any()
+            }
         };
         PyTuple::new(py, [buffer, offsets.into_any()])
     }
@@ -779,18 +792,22 @@ impl Info {
 }
 
 /// One bytes field of a batch's records laid end to end (see `Dataset.read_batch_packed`).
-struct PackedField {
+struct PackedField<'a> {
     /// `n + 1` offsets into the packed bytes.
     offsets: Vec<i64>,
     /// Where the packed bytes lie in the buffer every record points into, when the values
-    /// are back to back there; then nothing was copied.
+    /// are back to back there; then nothing needs copying.
     shared: Option<std::ops::Range<usize>>,
-    /// The values copied end to end, when they are not.
-    gathered: Vec<u8>,
+    /// The values, in order.
+    values: Vec<&'a [u8]>,
 }
 
-impl PackedField {
-    fn of(batch: &reel::RecordBatch, indices: &[u64], field: Option<&str>) -> reel::Result<Self> {
+impl<'a> PackedField<'a> {
+    fn of(
+        batch: &'a reel::RecordBatch,
+        indices: &[u64],
+        field: Option<&str>,
+    ) -> reel::Result<Self> {
         let mut offsets = Vec::with_capacity(batch.len() + 1);
         offsets.push(0i64);
         let mut values: Vec<&[u8]> = Vec::with_capacity(batch.len());
@@ -844,7 +861,6 @@ impl PackedField {
             }
             (at <= buffer.len()).then_some(start..at)
         });
-        let gathered = if shared.is_some() { Vec::new() } else { values.concat() };
-        Ok(PackedField { offsets, shared, gathered })
+        Ok(PackedField { offsets, shared, values })
     }
 }

@@ -102,10 +102,11 @@ def test_zero_copy_bytes(ds):
         one[0] = 1
 
 
-def test_read_batch_packed_gives_one_buffer_and_offsets(ds):
+def test_read_batch_packed_gives_one_buffer_and_offsets():
     """`read_batch_packed` returns the same bytes as `read_batch`, end to end, with offsets;
-    small records back to back in reel's batch buffer are a view of it (no copy) that
-    outlives the dataset."""
+    records read into reel's batch buffer lie back to back there, and the buffer is a view
+    of it (no copy) that outlives the dataset."""
+    ds = reel.open(golden_root() / FFR, backend="pread")
     order = [299, 0, 7, 7, 150, 1]
     want = [r["data"] for r in ds.read_batch(order)]
     buf, offsets = ds.read_batch_packed(order)
@@ -134,7 +135,7 @@ def test_read_batch_packed_copies_what_is_not_back_to_back(tmp_path):
     order = [11, 3, 3, 0]
     buf, offsets = ds.read_batch_packed(order)
     assert [bytes(buf[offsets[k] : offsets[k + 1]]) for k in range(4)] == [records[i] for i in order]
-    assert not isinstance(buf.obj, reel.BatchBuffer)
+    assert not isinstance(buf.obj, reel.BatchBuffer) and buf.readonly
 
 
 def test_read_batch_packed_names_what_it_cannot_pack():

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use reel_core::io::{Arrived, OpenFiles};
-use reel_core::{Backend, MmapFiles, ReadAt, ReadReq, Result};
+use reel_core::{Backend, MmapFiles, ReadAt, ReadReq, Result, SharedBytes};
 
 use crate::uring::{UringFiles, UringOptions};
 
@@ -168,6 +168,20 @@ impl ReadAt for AutoFiles {
 
     fn bytes(&self, file: u32) -> Option<&[u8]> {
         self.mmap.bytes(file)
+    }
+
+    /// The mapping lends records out while the data looks cached, as the mmap backend does
+    /// (the loader and Python then hand them over without a copy). Until a batch has been
+    /// checked, or while the data looks cold, nothing is lent: the batch is read through
+    /// the path `read_many` picks, so cold records come from the ring instead of one page
+    /// fault at a time.
+    fn shared_bytes(&self, file: u32) -> Option<SharedBytes> {
+        let checked = self.decided_at.load(Ordering::Relaxed) != u64::MAX;
+        if checked && self.last_warm.load(Ordering::Relaxed) {
+            self.mmap.shared_bytes(file)
+        } else {
+            None
+        }
     }
 }
 
