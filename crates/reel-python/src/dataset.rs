@@ -222,13 +222,23 @@ impl Dataset {
 
     /// Reads `indices` in one batched read, the GIL released while reading.
     pub(crate) fn read_raw(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<PooledBatch> {
+        self.read_pooled(py, indices, true)
+    }
+
+    /// [`read_raw`](Self::read_raw), lending records where the source can (`lend`) or
+    /// always reading them into the pooled buffer, back to back in batch order.
+    fn read_pooled(&self, py: Python<'_>, indices: Vec<u64>, lend: bool) -> PyResult<PooledBatch> {
         py.detach(move || {
             let source = self.reader()?;
             let mut batch = self.pool.take(0);
             // Records the source can lend (mmap/memory backends, formats whose records
             // decode in place) point into its memory: a `bytes` is then made straight from
             // the file's bytes, and `copy=False` views share them, with no copy at all.
-            source.read_batch_borrowed(&indices, &mut batch).map(|()| batch)
+            if lend {
+                source.read_batch_borrowed(&indices, &mut batch).map(|()| batch)
+            } else {
+                source.read_batch_into(&indices, &mut batch).map(|()| batch)
+            }
         })
         .py_err(py)
     }
@@ -334,9 +344,10 @@ impl Dataset {
     /// records' only field.
     ///
     /// No Python object is made per record, so this reads at the speed of the Rust API
-    /// where `read_batch`'s dicts cannot. When the values lie back to back in reel's batch
-    /// buffer (small records, and records next to each other in a file) the buffer is a
-    /// view of it, kept alive by the view; otherwise they are copied once into a new one.
+    /// where `read_batch`'s dicts cannot. The records are read into reel's batch buffer
+    /// (never lent from a mapping): when the field is the records' only one, its values lie
+    /// there back to back and the buffer is a view of it, kept alive by the view; one field
+    /// of records that have several is copied once into an immutable `bytes`.
     #[pyo3(signature = (indices, *, field=None))]
     fn read_batch_packed<'py>(
         &self,
@@ -345,7 +356,10 @@ impl Dataset {
     ) -> PyResult<Bound<'py, PyTuple>> {
         let py = indices.py();
         let indices = self.indices_of(indices)?;
-        let batch = self.read_raw(py, indices.clone())?;
+        // Read into the pooled buffer, not lent: records lent from a mapping lie where the
+        // file has them and would need gathering into fresh memory (a second copy and page
+        // faults every batch), while the pooled buffer holds them back to back already.
+        let batch = self.read_pooled(py, indices.clone(), false)?;
         let packed = PackedField::of(&batch, &indices, field).py_err(py)?;
         let offsets = numpy::PyArray1::from_slice(py, &packed.offsets);
         let buffer = match packed.shared.clone() {

@@ -123,9 +123,10 @@ def test_read_batch_packed_gives_one_buffer_and_offsets():
     assert len(empty) == 0 and empty_offsets.tolist() == [0]
 
 
-def test_read_batch_packed_copies_what_is_not_back_to_back(tmp_path):
-    """Large records lent from a memory map lie where the file has them: a random batch is
-    gathered into a new buffer (one copy), still with the right bytes."""
+def test_read_batch_packed_reads_into_one_buffer_or_copies_once(tmp_path):
+    """Large records the memory map could lend are still read into reel's batch buffer,
+    back to back, and shared from there; values that are not back to back (one field of
+    records that have several) are copied once into an immutable buffer."""
     path = tmp_path / "big.ffr"
     records = [bytes([k]) * (40 << 10) for k in range(12)]
     with reel.ffrecord.Writer(path) as w:
@@ -135,6 +136,13 @@ def test_read_batch_packed_copies_what_is_not_back_to_back(tmp_path):
     order = [11, 3, 3, 0]
     buf, offsets = ds.read_batch_packed(order)
     assert [bytes(buf[offsets[k] : offsets[k + 1]]) for k in range(4)] == [records[i] for i in order]
+    assert isinstance(buf.obj, reel.BatchBuffer) and buf.readonly
+
+    granular = reel.open(golden_root() / "granular/granular-0.24.2/normal")
+    order = [5, 0, 2]
+    buf, offsets = granular.read_batch_packed(order, field="bytes")
+    want = [granular[i]["bytes"] for i in order]
+    assert [bytes(buf[offsets[k] : offsets[k + 1]]) for k in range(3)] == want
     assert not isinstance(buf.obj, reel.BatchBuffer) and buf.readonly
 
 

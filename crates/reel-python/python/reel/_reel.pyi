@@ -158,8 +158,9 @@ class Dataset:
         """One bytes field of the records at ``indices`` (one batched read), end to end in
         one read-only buffer, with ``len(indices) + 1`` int64 offsets: value ``k`` is
         ``buffer[offsets[k]:offsets[k + 1]]``. ``field`` defaults to the records' only
-        field. No Python object per record; values back to back in reel's batch buffer are
-        a view of it (kept alive by the view), others are copied once."""
+        field. No Python object per record. The records are read into reel's batch buffer:
+        a records' only field is a view of it (kept alive by the view); one field of records
+        that have several is copied once into an immutable ``bytes``."""
     def __iter__(self) -> DatasetIter: ...
     @property
     def info(self) -> Info: ...
