@@ -86,43 +86,32 @@ pub trait RecordSink: Send {
     fn finish(&mut self) -> Result<SinkSummary>;
 }
 
-impl<T: RecordSink + ?Sized> RecordSink for Box<T> {
-    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
-        (**self).append_ref(record)
-    }
-    fn append_located(
-        &mut self,
-        record: RecordRef<'_>,
-        location: Option<Location<'_>>,
-    ) -> Result<u64> {
-        (**self).append_located(record, location)
-    }
-    fn records(&self) -> u64 {
-        (**self).records()
-    }
-    fn finish(&mut self) -> Result<SinkSummary> {
-        (**self).finish()
-    }
+// One forwarding impl for every pointer to a sink, as `forward_source!` does for sources,
+// so a method added to the trait is forwarded once.
+macro_rules! forward_sink {
+    ($($ty:ty),*) => {$(
+        impl<T: RecordSink + ?Sized> RecordSink for $ty {
+            fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
+                (**self).append_ref(record)
+            }
+            fn append_located(
+                &mut self,
+                record: RecordRef<'_>,
+                location: Option<Location<'_>>,
+            ) -> Result<u64> {
+                (**self).append_located(record, location)
+            }
+            fn records(&self) -> u64 {
+                (**self).records()
+            }
+            fn finish(&mut self) -> Result<SinkSummary> {
+                (**self).finish()
+            }
+        }
+    )*};
 }
 
-impl<T: RecordSink + ?Sized> RecordSink for &mut T {
-    fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
-        (**self).append_ref(record)
-    }
-    fn append_located(
-        &mut self,
-        record: RecordRef<'_>,
-        location: Option<Location<'_>>,
-    ) -> Result<u64> {
-        (**self).append_located(record, location)
-    }
-    fn records(&self) -> u64 {
-        (**self).records()
-    }
-    fn finish(&mut self) -> Result<SinkSummary> {
-        (**self).finish()
-    }
-}
+forward_sink!(Box<T>, &mut T);
 
 /// Logs one warning if the writer that owns it is dropped before it finished.
 ///
