@@ -66,27 +66,6 @@ pub(crate) fn schema_of(obj: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
     Ok(Arc::new(schema))
 }
 
-/// Indices from a list, tuple, range, NumPy array or other iterable of ints (negative ones
-/// counted from the end).
-fn indices_of(obj: &Bound<'_, PyAny>, len: u64) -> PyResult<Vec<u64>> {
-    let mut out = Vec::new();
-    for item in obj.try_iter()? {
-        let i: i64 = item?.extract()?;
-        let index = if i < 0 { i128::from(len) + i128::from(i) } else { i128::from(i) };
-        match u64::try_from(index).ok().filter(|&x| x < len) {
-            Some(x) => out.push(x),
-            None => {
-                let err = reel::Error::new(
-                    reel::ErrorKind::OutOfRange,
-                    format!("record index {i} is out of range (the dataset has {len} records)"),
-                );
-                return Err(crate::errors::to_py(obj.py(), err));
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// A batch reader over `source` as `args` say; reading starts when it is consumed, with
 /// the schema inferred (or given) here.
 pub(crate) fn batch_reader(
@@ -109,7 +88,7 @@ pub(crate) fn batch_reader(
         if args.start.is_some() || args.stop.is_some() {
             return Err(PyValueError::new_err("give indices or start/stop, not both"));
         }
-        let indices = indices_of(indices, len)?;
+        let indices = crate::dataset::indices_of(indices, len)?;
         return py.detach(|| SourceBatchReader::with_indices(source, indices, &options)).py_err(py);
     }
     let stop = args.stop.unwrap_or(len).min(len);

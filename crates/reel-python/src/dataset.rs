@@ -210,24 +210,18 @@ impl Dataset {
 
     /// Index `i`, counted from the end when negative.
     fn normalize(&self, i: i64) -> reel::Result<u64> {
-        let len = self.source.len();
-        let index = if i < 0 { i128::from(len) + i128::from(i) } else { i128::from(i) };
-        u64::try_from(index).ok().filter(|&x| x < len).ok_or_else(|| {
-            Error::new(
-                reel::ErrorKind::OutOfRange,
-                format!("record index {i} is out of range (the dataset has {len} records)"),
-            )
-        })
+        normalize_index(i, self.source.len())
     }
 
-    /// Reads `indices` in one batched read, the GIL released while reading.
-    pub(crate) fn read_raw(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<PooledBatch> {
-        self.read_pooled(py, indices, true)
-    }
-
-    /// [`read_raw`](Self::read_raw), lending records where the source can (`lend`) or
-    /// always reading them into the pooled buffer, back to back in batch order.
-    fn read_pooled(&self, py: Python<'_>, indices: Vec<u64>, lend: bool) -> PyResult<PooledBatch> {
+    /// Reads `indices` in one batched read into a pooled buffer, the GIL released while
+    /// reading: lending records where the source can (`lend`), or always reading them into
+    /// the buffer, back to back in batch order.
+    pub(crate) fn read_raw(
+        &self,
+        py: Python<'_>,
+        indices: Vec<u64>,
+        lend: bool,
+    ) -> PyResult<PooledBatch> {
         py.detach(move || {
             let source = self.reader()?;
             let mut batch = self.pool.take(0);
@@ -250,35 +244,52 @@ impl Dataset {
         indices: Vec<u64>,
         copy: bool,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        let batch = self.read_raw(py, indices)?;
+        let batch = self.read_raw(py, indices, true)?;
         batch_dicts(py, HeldBatch::Read(batch), copy)
     }
 
     /// The indices a list, tuple, NumPy array or other iterable of ints names.
     fn indices_of(&self, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
-        let py = obj.py();
-        // Lists (what samplers hand over) and int64 arrays are read directly: at small
-        // records the generic iterator protocol is a visible share of a batch read.
-        if let Ok(list) = obj.cast::<PyList>() {
-            let mut out = Vec::with_capacity(list.len());
-            for item in list.iter() {
-                out.push(self.normalize(item.extract()?).py_err(py)?);
-            }
-            return Ok(out);
-        }
-        if let Ok(array) = obj.cast::<numpy::PyArray1<i64>>()
-            && let Ok(view) = numpy::PyArrayMethods::try_readonly(array)
-            && let Ok(values) = view.as_slice()
-        {
-            return values.iter().map(|&i| self.normalize(i).py_err(py)).collect();
-        }
-        let mut out = Vec::new();
-        for item in obj.try_iter()? {
-            let i: i64 = item?.extract()?;
-            out.push(self.normalize(i).py_err(py)?);
-        }
-        Ok(out)
+        indices_of(obj, self.source.len())
     }
+}
+
+/// Index `i` of a dataset of `len` records, counted from the end when negative.
+fn normalize_index(i: i64, len: u64) -> reel::Result<u64> {
+    let index = if i < 0 { i128::from(len) + i128::from(i) } else { i128::from(i) };
+    u64::try_from(index).ok().filter(|&x| x < len).ok_or_else(|| {
+        Error::new(
+            reel::ErrorKind::OutOfRange,
+            format!("record index {i} is out of range (the dataset has {len} records)"),
+        )
+    })
+}
+
+/// The indices (of a dataset of `len` records) a list, tuple, range, NumPy array or other
+/// iterable of ints names, negative ones counted from the end.
+pub(crate) fn indices_of(obj: &Bound<'_, PyAny>, len: u64) -> PyResult<Vec<u64>> {
+    let py = obj.py();
+    // Lists (what samplers hand over) and int64 arrays are read directly: at small
+    // records the generic iterator protocol is a visible share of a batch read.
+    if let Ok(list) = obj.cast::<PyList>() {
+        let mut out = Vec::with_capacity(list.len());
+        for item in list.iter() {
+            out.push(normalize_index(item.extract()?, len).py_err(py)?);
+        }
+        return Ok(out);
+    }
+    if let Ok(array) = obj.cast::<numpy::PyArray1<i64>>()
+        && let Ok(view) = numpy::PyArrayMethods::try_readonly(array)
+        && let Ok(values) = view.as_slice()
+    {
+        return values.iter().map(|&i| normalize_index(i, len).py_err(py)).collect();
+    }
+    let mut out = Vec::new();
+    for item in obj.try_iter()? {
+        let i: i64 = item?.extract()?;
+        out.push(normalize_index(i, len).py_err(py)?);
+    }
+    Ok(out)
 }
 
 #[pymethods]
@@ -359,8 +370,8 @@ impl Dataset {
         // Read into the pooled buffer, not lent: records lent from a mapping lie where the
         // file has them and would need gathering into fresh memory (a second copy and page
         // faults every batch), while the pooled buffer holds them back to back already.
-        let batch = self.read_pooled(py, indices.clone(), false)?;
-        let packed = PackedField::of(&batch, &indices, field).py_err(py)?;
+        let batch = self.read_raw(py, indices, false)?;
+        let packed = PackedField::of(&batch, field).py_err(py)?;
         let offsets = numpy::PyArray1::from_slice(py, &packed.offsets);
         let buffer = match packed.shared.clone() {
             Some(range) => {
@@ -817,16 +828,16 @@ struct PackedField<'a> {
 }
 
 impl<'a> PackedField<'a> {
-    fn of(
-        batch: &'a reel::RecordBatch,
-        indices: &[u64],
-        field: Option<&str>,
-    ) -> reel::Result<Self> {
+    fn of(batch: &'a reel::RecordBatch, field: Option<&str>) -> reel::Result<Self> {
         let mut offsets = Vec::with_capacity(batch.len() + 1);
         offsets.push(0i64);
         let mut values: Vec<&[u8]> = Vec::with_capacity(batch.len());
-        for (k, record) in batch.iter().enumerate() {
-            let index = indices.get(k).copied().unwrap_or(k as u64);
+        // Whether the values so far lie back to back in one buffer: (its start address, the
+        // first value's position in it, the position the next value must start at).
+        let mut run: Option<(usize, usize, usize)> = None;
+        let mut back_to_back = true;
+        for record in batch.iter() {
+            let index = record.index();
             let (name, value) = match field {
                 Some(name) => match record.get(name) {
                     Some(value) => (name, value),
@@ -859,22 +870,21 @@ impl<'a> PackedField<'a> {
             let end = offsets.last().copied().unwrap_or(0) + bytes.len() as i64;
             offsets.push(end);
             values.push(bytes);
-        }
-        // Back to back in one buffer: each value starts where the one before ended.
-        let shared = batch.iter().next().and_then(|first| {
-            let buffer = first.raw_buffer();
-            let base = buffer.as_ptr() as usize;
-            let start = values.first().map_or(base, |v| v.as_ptr() as usize).checked_sub(base)?;
-            let mut at = start;
-            for (record, value) in batch.iter().zip(&values) {
-                let same_buffer = record.raw_buffer().as_ptr() as usize == base;
-                if !same_buffer || value.as_ptr() as usize != base + at {
-                    return None;
-                }
-                at += value.len();
+            if back_to_back {
+                let buffer = record.raw_buffer();
+                let base = buffer.as_ptr() as usize;
+                let at = (bytes.as_ptr() as usize).wrapping_sub(base);
+                run = match run {
+                    None if at <= buffer.len() => Some((base, at, at + bytes.len())),
+                    Some((b, first, next)) if b == base && at == next => {
+                        Some((b, first, next + bytes.len()))
+                    }
+                    _ => None,
+                };
+                back_to_back = run.is_some();
             }
-            (at <= buffer.len()).then_some(start..at)
-        });
+        }
+        let shared = run.filter(|_| back_to_back).map(|(_, first, next)| first..next);
         Ok(PackedField { offsets, shared, values })
     }
 }
