@@ -850,7 +850,13 @@ impl<L: Layout, F: ReadAt> RecordSource for LayoutSource<L, F> {
     }
 
     fn read_batch_borrowed(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()> {
-        if !self.layout.decodes_in_place() {
+        // A backend that lends no bytes (pread, io_uring, `auto` while cold) would have
+        // every record planned twice: once to find that out, once to copy.
+        let files = &self.files;
+        let lends = (0..files.file_count() as u32)
+            .find(|&f| files.file_len(f) > 0)
+            .is_some_and(|f| files.shared_bytes(f).is_some());
+        if !self.layout.decodes_in_place() || !lends {
             return self.read_batch_into(indices, out);
         }
         out.clear();
