@@ -288,9 +288,9 @@ impl ObjectFiles {
     }
 
     /// [`ReadAt::read_many`] through the chunk cache: each request is read from the chunks
-    /// it lies in; a request any of whose chunks is missing (or damaged, which the cache
-    /// finds and deletes) gets all of them fetched, as runs of consecutive chunks with
-    /// concurrent range GETs, kept in the cache, and copied out as each run arrives.
+    /// it lies in; the chunks that are missing (or damaged, which the cache finds and
+    /// deletes) are fetched, as runs of consecutive chunks with concurrent range GETs, kept
+    /// in the cache, and copied out as each run arrives.
     fn read_many_cached(
         &self,
         cache: &ChunkCache,
@@ -305,15 +305,20 @@ impl ObjectFiles {
             let id = &self.cache_ids[r.file as usize];
             let (end, out) = (req_end(r), reel_core::io::dest_slice(dest, r)?);
             let (first, last) = (r.offset / chunk, (end - 1) / chunk);
-            let served = (first..=last).all(|c| {
+            // Only the chunks the cache lacks are fetched: those it has are copied out here,
+            // and fetching them again would also count their bytes twice in its usage.
+            let mut served = true;
+            for c in first..=last {
                 let (start, stop) = ((c * chunk).max(r.offset), ((c + 1) * chunk).min(end));
                 let piece = &mut out[(start - r.offset) as usize..(stop - r.offset) as usize];
                 let chunk_len = chunk.min(object.len - c * chunk);
-                cache.read(id, c, chunk_len, start - c * chunk, piece)
-            });
+                if !cache.read(id, c, chunk_len, start - c * chunk, piece) {
+                    served = false;
+                    missing.insert((r.file, c));
+                }
+            }
             if !served {
                 pending.push(*r);
-                missing.extend((first..=last).map(|c| (r.file, c)));
             }
         }
         if pending.is_empty() {
