@@ -16,7 +16,7 @@ use bytes::Bytes;
 use crate::ObjectPath;
 
 /// Bytes of each end of an object kept (the whole object when it is smaller).
-pub(crate) const END_BYTES: u64 = 64 << 10;
+pub const END_BYTES: u64 = 64 << 10;
 
 /// The most bytes kept for one open dataset; past it, windows are fetched but not kept, so a
 /// dataset of thousands of objects does not hold all their ends.

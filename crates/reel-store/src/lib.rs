@@ -30,6 +30,7 @@ mod upload;
 
 pub use address::{Address, ObjectUrl, StoreKind, is_remote};
 pub use cache::{CACHE_DIR_ENV, CACHE_SIZE_ENV, CacheSettings, parse_size};
+pub use ends::END_BYTES;
 pub use error::store_error;
 pub use object_store;
 pub use object_store::path::Path as ObjectPath;

@@ -439,7 +439,7 @@ impl reel_core::Store for RemoteStore {
             keys.iter().map(|k| memo.object(k)).collect()
         };
         let unknown: Vec<usize> = (0..keys.len()).filter(|&i| known[i].is_none()).collect();
-        let mut asked: HashMap<usize, Known> = HashMap::new();
+        let mut known = known;
         if !unknown.is_empty() {
             let client = self.client()?;
             let heads: Vec<_> =
@@ -452,25 +452,21 @@ impl reel_core::Store for RemoteStore {
                     .try_collect::<Vec<_>>()
                     .await
             })??;
+            // Every object asked about has its answer now (or the error returned above).
             let mut memo = self.memo();
-            for (&i, known) in unknown.iter().zip(answers) {
-                memo.objects.insert(keys[i].clone(), Some(known.clone()));
-                asked.insert(i, known);
+            for (&i, answer) in unknown.iter().zip(answers) {
+                memo.objects.insert(keys[i].clone(), Some(answer.clone()));
+                known[i] = Some(Some(answer));
             }
         }
         let mut objects = Vec::with_capacity(paths.len());
-        for (i, (path, key)) in paths.iter().zip(keys).enumerate() {
-            let known = match known[i].clone() {
-                Some(Some(known)) => known,
-                Some(None) => {
+        for ((path, key), known) in paths.iter().zip(keys).zip(known) {
+            match known.flatten() {
+                Some(known) => objects.push(self.described(path, &key, known)),
+                None => {
                     return Err(Error::new(ErrorKind::NotFound, "no such object").with_path(path));
                 }
-                None => asked.remove(&i).ok_or_else(|| {
-                    Error::new(ErrorKind::Io, "the store did not describe the object")
-                        .with_path(path)
-                })?,
-            };
-            objects.push(self.described(path, &key, known));
+            }
         }
         Ok(Box::new(ObjectFiles::new(objects, self.fetcher.clone())))
     }

@@ -264,7 +264,7 @@ fn batched_speedup(batched: &Run, single: &Run) -> f64 {
 /// over 9 tries; `None` when the object is too small for a read there to miss the 64 KiB
 /// ends the store keeps (it would not make a request).
 fn time_round_trip(store: &RemoteStore, path: &Path) -> reel::Result<Option<Duration>> {
-    const ENDS: u64 = 64 << 10;
+    const ENDS: u64 = reel::store::END_BYTES;
     let Some(file) = largest_file(store, path)? else { return Ok(None) };
     let size = store.size(&file)?;
     if size <= 3 * ENDS {
