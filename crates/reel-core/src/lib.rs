@@ -81,7 +81,7 @@ pub use limits::{Limits, check_within, to_usize, try_reserve, try_vec_with_capac
 pub use pool::{BatchPool, PooledBatch};
 pub use prefetch::prefetch_read;
 pub use record::{Field, FieldName, RAW_FIELD, Record, RecordOut, RecordRef, check_array_len};
-pub use sink::{RecordSink, SinkSummary, UnfinishedGuard};
+pub use sink::{RecordSink, SealedFile, SinkSummary, UnfinishedGuard};
 pub use source::{
     Batches, FieldSpec, Iter, Location, RecordSource, RecordSourceExt, SourceInfo, Warning,
     WarningKind,

@@ -15,6 +15,17 @@ pub struct SinkSummary {
     pub paths: Vec<PathBuf>,
 }
 
+/// A file a writer has completed before its dataset is complete
+/// ([`RecordSink::take_sealed`]): the writer will not write, read or rename it again, so it
+/// can be copied elsewhere and removed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SealedFile {
+    /// Where the file is now (in the writer's staging directory).
+    pub path: PathBuf,
+    /// Its path inside the finished dataset, `/`-separated (`part-00003`, `data_2.gulp`).
+    pub name: String,
+}
+
 /// A dataset being written.
 ///
 /// Every writer of every format has the same three methods: [`append`](Self::append) a
@@ -81,6 +92,19 @@ pub trait RecordSink: Send {
     /// How many records were appended so far (the index the next one gets).
     fn records(&self) -> u64;
 
+    /// Takes the files this sink has sealed since the last call: files of a multi-file
+    /// dataset that are complete before the dataset is (an OFRecord part once the next one
+    /// starts, a GulpIO2 chunk once it is closed). The caller may copy each one elsewhere
+    /// and then remove it; [`finish`](Self::finish) publishes the dataset without the
+    /// removed files. This is how a dataset bound for object storage goes up file by file
+    /// while it is written, instead of needing its whole size on local disk.
+    ///
+    /// Sinks that keep every file open to the end (single-file formats, whose header comes
+    /// first) seal nothing: the default. A sink that wraps another passes it on.
+    fn take_sealed(&mut self) -> Vec<SealedFile> {
+        Vec::new()
+    }
+
     /// Makes everything durable and visible under the final name. Calling any method after
     /// `finish` fails with [`ErrorKind::Closed`](crate::ErrorKind::Closed).
     fn finish(&mut self) -> Result<SinkSummary>;
@@ -103,6 +127,9 @@ macro_rules! forward_sink {
             }
             fn records(&self) -> u64 {
                 (**self).records()
+            }
+            fn take_sealed(&mut self) -> Vec<SealedFile> {
+                (**self).take_sealed()
             }
             fn finish(&mut self) -> Result<SinkSummary> {
                 (**self).finish()

@@ -381,3 +381,48 @@ proptest! {
         prop_assert_eq!(snapshot(&again), snapshot(&d));
     }
 }
+
+#[test]
+fn closed_chunks_are_sealed_and_may_be_moved_away_before_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = dir.path().join("reference");
+    let all = videos(7);
+    write_dir(&reference, &all, 3);
+    let out = dir.path().join("out");
+    let moved = dir.path().join("moved");
+    std::fs::create_dir(&moved).unwrap();
+    let mut w = GulpWriter::create(&out, &GulpWriteOptions::default().videos_per_chunk(3)).unwrap();
+    let mut sealed = Vec::new();
+    for v in &all {
+        let frames: Vec<Frame<'_>> = v.frames.iter().map(|f| Frame::Jpeg(f)).collect();
+        w.write_video(&v.id, v.meta.clone(), &frames).unwrap();
+        for file in RecordSink::take_sealed(&mut w) {
+            // Complete: the same bytes as the chunk of a directory written in one go.
+            assert_eq!(
+                std::fs::read(&file.path).unwrap(),
+                std::fs::read(reference.join(&file.name)).unwrap(),
+                "{}",
+                file.name
+            );
+            std::fs::rename(&file.path, moved.join(&file.name)).unwrap();
+            sealed.push(file.name);
+        }
+    }
+    // The third chunk (one video) is still open.
+    assert_eq!(sealed, ["data_0.gulp", "meta_0.gmeta", "data_1.gulp", "meta_1.gmeta"]);
+    RecordSink::finish(&mut w).unwrap();
+    assert!(RecordSink::take_sealed(&mut w).is_empty(), "finish publishes what it closes");
+    for name in &sealed {
+        assert!(!out.join(name).exists());
+        std::fs::rename(moved.join(name), out.join(name)).unwrap();
+    }
+    assert_eq!(snapshot(&out), snapshot(&reference));
+
+    // Chunks added to an existing directory are renamed into place on finish: not sealed.
+    let mut w =
+        GulpWriter::append_chunks(&out, &GulpWriteOptions::default().videos_per_chunk(1)).unwrap();
+    w.write_video("new-a", json("{}"), &[]).unwrap();
+    w.write_video("new-b", json("{}"), &[]).unwrap();
+    assert!(RecordSink::take_sealed(&mut w).is_empty());
+    RecordSink::finish(&mut w).unwrap();
+}

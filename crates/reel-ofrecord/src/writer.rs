@@ -5,8 +5,8 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use reel_core::{
-    Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary, StagedDir, StagedFile,
-    UnfinishedGuard,
+    Error, ErrorKind, RecordRef, RecordSink, Result, SealedFile, SinkSummary, StagedDir,
+    StagedFile, UnfinishedGuard,
 };
 
 use crate::FORMAT;
@@ -145,6 +145,8 @@ fn write_frame(out: &mut impl Write, payload: &[u8]) -> std::io::Result<u64> {
 
 struct PartOut {
     out: BufWriter<File>,
+    /// The part's file name in the dataset directory.
+    name: String,
     records: u64,
     bytes: u64,
 }
@@ -174,6 +176,8 @@ pub struct OfrecordWriter {
     records: u64,
     bytes: u64,
     broken: bool,
+    /// Parts closed before `finish`, not yet taken by [`RecordSink::take_sealed`].
+    sealed: Vec<SealedFile>,
     unfinished: UnfinishedGuard,
 }
 
@@ -203,6 +207,7 @@ impl OfrecordWriter {
             records: 0,
             bytes: 0,
             broken: false,
+            sealed: Vec::new(),
         })
     }
 
@@ -245,7 +250,7 @@ impl OfrecordWriter {
     /// part has no records yet (parts are never empty).
     pub fn start_new_part(&mut self) -> Result<()> {
         self.check_open()?;
-        self.close_part()
+        self.close_part(true)
     }
 
     fn check_open(&self) -> Result<()> {
@@ -262,7 +267,7 @@ impl OfrecordWriter {
                 .max_bytes_per_part
                 .is_some_and(|m| p.records > 0 && p.bytes.saturating_add(frame_bytes) > m);
             if full_by_count || full_by_size {
-                self.close_part()?;
+                self.close_part(true)?;
             }
         }
         let result = self.write_frame_now();
@@ -291,17 +296,20 @@ impl OfrecordWriter {
     fn open_part(&mut self) -> Result<PartOut> {
         let staged =
             self.staged.as_ref().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
-        let path = staged.path().join(self.options.naming.name(self.next_part));
+        let name = self.options.naming.name(self.next_part);
+        let path = staged.path().join(&name);
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&path)
             .map_err(|e| Error::io(e, "cannot create part file").with_path(&path))?;
         self.next_part += 1;
-        Ok(PartOut { out: BufWriter::with_capacity(BUFFER, file), records: 0, bytes: 0 })
+        Ok(PartOut { out: BufWriter::with_capacity(BUFFER, file), name, records: 0, bytes: 0 })
     }
 
-    fn close_part(&mut self) -> Result<()> {
+    /// Flushes and closes the current part; with `seal`, offers it to
+    /// [`RecordSink::take_sealed`] (not in `finish`, which publishes it at once).
+    fn close_part(&mut self, seal: bool) -> Result<()> {
         if let Some(part) = self.part.take() {
             let result = part
                 .out
@@ -312,6 +320,10 @@ impl OfrecordWriter {
                 self.broken = true;
                 return Err(e.with_path(&self.path).with_format(FORMAT));
             }
+            if let (true, Some(staged)) = (seal, &self.staged) {
+                self.sealed
+                    .push(SealedFile { path: staged.path().join(&part.name), name: part.name });
+            }
         }
         Ok(())
     }
@@ -320,7 +332,8 @@ impl OfrecordWriter {
     pub fn finish(&mut self) -> Result<SinkSummary> {
         self.check_open()?;
         self.unfinished.finished();
-        self.close_part()?;
+        self.close_part(false)?;
+        self.sealed.clear();
         if self.next_part == 0 {
             // Zero records: one empty part, so the dataset opens (as no records).
             let part = self.open_part()?;
@@ -339,6 +352,10 @@ impl RecordSink for OfrecordWriter {
 
     fn records(&self) -> u64 {
         self.records
+    }
+
+    fn take_sealed(&mut self) -> Vec<SealedFile> {
+        std::mem::take(&mut self.sealed)
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {

@@ -232,3 +232,52 @@ fn map_entries_are_written_in_upb_order() {
     }
     assert_eq!(at, bytes.len());
 }
+
+#[test]
+fn closed_parts_are_sealed_and_may_be_moved_away_before_finish() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("ds");
+    let mut w = OfrecordWriter::create_with(
+        &path,
+        &OfrecordWriterOptions::default().max_records_per_part(2),
+    )
+    .unwrap();
+    let moved = tmp.path().join("moved");
+    std::fs::create_dir(&moved).unwrap();
+    let mut sealed_names = Vec::new();
+    for i in 0..7 {
+        w.write_record(sample(i).view()).unwrap();
+        for file in RecordSink::take_sealed(&mut w) {
+            // Complete: exactly the frames of its two records.
+            let bytes = std::fs::read(&file.path).unwrap();
+            let k = sealed_names.len() as u64;
+            let want: Vec<u8> = (2 * k..2 * k + 2)
+                .flat_map(|j| frame(&encode_record(sample(j).view(), Default::default()).unwrap()))
+                .collect();
+            assert_eq!(bytes, want, "{}", file.name);
+            std::fs::rename(&file.path, moved.join(&file.name)).unwrap();
+            sealed_names.push(file.name);
+        }
+    }
+    // A part is sealed when the next one starts: the fourth (record 6) is still open.
+    assert_eq!(sealed_names, ["part-00000", "part-00001", "part-00002"]);
+    w.start_new_part().unwrap();
+    let fourth = RecordSink::take_sealed(&mut w);
+    assert_eq!(fourth.len(), 1);
+    assert_eq!(fourth[0].name, "part-00003");
+    std::fs::rename(&fourth[0].path, moved.join("part-00003")).unwrap();
+    sealed_names.push("part-00003".to_string());
+    w.write_record(sample(7).view()).unwrap();
+    w.finish().unwrap();
+    assert!(RecordSink::take_sealed(&mut w).is_empty(), "finish publishes what it closes");
+    // The published directory lacks what was moved away; put together, it is all there.
+    assert_eq!(names_in(&path), ["part-00004"]);
+    for name in &sealed_names {
+        std::fs::rename(moved.join(name), path.join(name)).unwrap();
+    }
+    let r = OfrecordReader::open(&path).unwrap();
+    assert_eq!(r.len(), 8);
+    for i in 0..8 {
+        assert_eq!(r.read(i).unwrap(), sample(i));
+    }
+}

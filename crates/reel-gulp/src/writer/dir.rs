@@ -4,8 +4,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use reel_core::{
-    Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary, StagedDir, UnfinishedGuard,
-    ValueRef,
+    Error, ErrorKind, RecordRef, RecordSink, Result, SealedFile, SinkSummary, StagedDir,
+    UnfinishedGuard, ValueRef,
 };
 
 use super::chunk::{ChunkSummary, GulpChunkWriter, GulpWriteOptions, PreparedChunk};
@@ -56,6 +56,8 @@ pub struct GulpWriter {
     finished: bool,
     broken: bool,
     summaries: Vec<ChunkSummary>,
+    /// Chunk files closed before `finish`, not yet taken by [`RecordSink::take_sealed`].
+    sealed: Vec<SealedFile>,
     unfinished: UnfinishedGuard,
 }
 
@@ -130,6 +132,7 @@ impl GulpWriter {
             finished: false,
             broken: false,
             summaries: Vec::new(),
+            sealed: Vec::new(),
             unfinished: UnfinishedGuard::new(FORMAT, dir),
         }
     }
@@ -228,7 +231,7 @@ impl GulpWriter {
         self.current_videos += 1;
         self.records += 1;
         if self.current_videos >= self.options.videos_per_chunk {
-            self.close_chunk()?;
+            self.close_chunk(true)?;
         }
         Ok(self.records - 1)
     }
@@ -236,13 +239,28 @@ impl GulpWriter {
     /// Ends the current chunk: the next video starts a new one.
     pub fn next_chunk(&mut self) -> Result<()> {
         self.check_open()?;
-        self.close_chunk()
+        self.close_chunk(true)
     }
 
-    fn close_chunk(&mut self) -> Result<()> {
+    fn close_chunk(&mut self, seal: bool) -> Result<()> {
         if let Some(chunk) = self.current.take() {
             match chunk.prepare() {
-                Ok(p) => self.prepared.push(p),
+                Ok(p) => {
+                    // In a new directory the chunk's files have their final names in the
+                    // staged directory and nothing touches them again: they are sealed. Added
+                    // chunks (`append_chunks`) are renamed on finish, so they are not.
+                    if let (true, Some(staged)) = (seal, &self.staged) {
+                        for path in [&p.summary.data_path, &p.summary.meta_path] {
+                            if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+                                self.sealed.push(SealedFile {
+                                    path: staged.path().join(name),
+                                    name: name.to_string(),
+                                });
+                            }
+                        }
+                    }
+                    self.prepared.push(p)
+                }
                 Err(e) => {
                     self.broken = true;
                     return Err(e);
@@ -338,7 +356,8 @@ impl GulpWriter {
     pub fn finish(&mut self) -> Result<SinkSummary> {
         self.check_open()?;
         self.unfinished.finished();
-        self.close_chunk()?;
+        self.close_chunk(false)?;
+        self.sealed.clear();
         let result = self.publish();
         if result.is_err() {
             self.broken = true;
@@ -395,6 +414,10 @@ impl RecordSink for GulpWriter {
 
     fn records(&self) -> u64 {
         self.records
+    }
+
+    fn take_sealed(&mut self) -> Vec<SealedFile> {
+        std::mem::take(&mut self.sealed)
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {
