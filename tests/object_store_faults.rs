@@ -139,3 +139,50 @@ fn s3_through_the_fault_proxy() {
     faults_give_the_right_bytes(url, through.clone(), &proxy, &records);
     persistent_faults_fail_clearly(url, through, &proxy, "cannot read bytes 93612..94612");
 }
+
+/// A data file that fails to go up while its dataset is written (the store answers 503 to
+/// every write) fails the writer with an error naming the object; finish refuses, and
+/// nothing is left in the bucket.
+#[test]
+#[ignore = "needs the moto S3 server; .ci/run runs it"]
+fn a_failed_early_upload_fails_the_writer_and_leaves_nothing() {
+    use reel::RecordSink;
+    let moto = MotoServer::start().unwrap();
+    moto.create_bucket("faults").unwrap();
+    let proxy = FaultProxy::start(&moto.endpoint()).unwrap();
+    let mut options = reel::CreateOptions::default();
+    options.store = StoreOptions { use_env: false, ..StoreOptions::default() }
+        .with("aws_endpoint", proxy.endpoint())
+        .with("aws_allow_http", "true")
+        .with("aws_region", "us-east-1")
+        .with("aws_access_key_id", "testing")
+        .with("aws_secret_access_key", "testing");
+    options.store.retry.max_retries = 0;
+    options.ofrecord = reel::ofrecord::OfrecordWriterOptions::default().max_records_per_part(1);
+    let mut sink = reel::create("s3://faults/streamed", reel::Format::Ofrecord, &options).unwrap();
+    proxy.set_faults(Faults { refuse_writes: true, ..Faults::default() });
+    let record = reel::Record::new().with_bytes("payload", b"bytes");
+    let started = Instant::now();
+    let mut failure = None;
+    for _ in 0..50 {
+        if let Err(e) = sink.append(record.view()) {
+            failure = Some(e);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let e = failure.expect("a writer whose uploads fail kept accepting records");
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert!(e.to_string().contains("s3://faults/streamed/part-0000"), "{e}");
+    let e = sink.finish().unwrap_err();
+    assert!(e.to_string().contains("upload"), "{e}");
+    proxy.set_faults(Faults::default());
+    drop(sink);
+    let store = reel::store::Store::new(
+        &reel::store::ObjectUrl::parse("s3://faults/streamed").unwrap(),
+        &moto.options(),
+    )
+    .unwrap();
+    assert!(store.list(&reel::store::ObjectPath::from("streamed")).unwrap().is_empty());
+}

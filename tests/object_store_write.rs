@@ -287,3 +287,149 @@ fn parts_written_by_workers_are_published_in_one_step() {
     assert!(discard_staging(Path::new("s3://parts/out/gulp"), &options).is_err());
     assert_eq!(keys("out/gulp").len(), 2 * 3);
 }
+
+/// Keys under `prefix`, in name order.
+fn keys_under(store: &Store, prefix: &str) -> Vec<String> {
+    let mut keys: Vec<String> = store
+        .list(&ObjectPath::from(prefix))
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k.to_string())
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// Waits (at most 20 s) until every key of `want` is under `prefix`.
+fn wait_for_keys(store: &Store, prefix: &str, want: &[&str]) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let keys = keys_under(store, prefix);
+        if want.iter().all(|w| keys.iter().any(|k| k == w)) {
+            return keys;
+        }
+        assert!(std::time::Instant::now() < deadline, "{want:?} never appeared: {keys:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// How many files called `file` this process stages for datasets named `name` (in
+/// `$REEL_STAGING_DIR/.reel-upload-*/.<name>.reel-tmp-*/`).
+fn staged_copies(name: &str, file: &str) -> usize {
+    let root =
+        std::env::var_os("REEL_STAGING_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let entries = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default()
+    };
+    let named = |p: &Path, prefix: &str| {
+        p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix))
+    };
+    let tmp_prefix = format!(".{name}.reel-tmp-{}-", std::process::id());
+    entries(&root)
+        .iter()
+        .filter(|d| named(d, ".reel-upload-"))
+        .flat_map(|d| entries(d))
+        .filter(|d| named(d, &tmp_prefix))
+        .filter(|d| d.join(file).exists())
+        .count()
+}
+
+/// Data files a writer completes before the dataset is finished (OFRecord parts, GulpIO2
+/// chunks) go up while it writes; nothing opens until finish sends the rest, the objects
+/// that make it openable last; a writer dropped after early uploads removes them; an
+/// overwrite removes the old dataset before the first new object goes up.
+#[test]
+#[ignore = "needs the moto S3 server; .ci/run runs them"]
+fn sealed_files_go_up_while_the_dataset_is_written() {
+    let server = MotoServer::start().unwrap();
+    server.create_bucket("stream").unwrap();
+    let mut on_server = reel::CreateOptions::default();
+    on_server.store = server.options();
+    let from_s3 = reel::OpenOptions::default().store_options(server.options());
+    let store = Store::new(&ObjectUrl::parse("s3://stream/x").unwrap(), &server.options()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+
+    // GulpIO2: chunks of 100 videos (what reel::create writes when the count is unknown).
+    let golden_videos = reel::open(golden("gulpio2/many_chunks")).unwrap();
+    let frames = golden_videos.read(0).unwrap();
+    let frames = frames.get("frames").unwrap();
+    let video =
+        |i: u64| reel::Record::new().with_str("id", &format!("v{i}")).with_value("frames", frames);
+    let mut sink = reel::create("s3://stream/gulp", Format::Gulp, &on_server).unwrap();
+    for i in 0..250 {
+        sink.append(video(i).view()).unwrap();
+    }
+    let early = wait_for_keys(&store, "gulp", &["gulp/data_0.gulp", "gulp/data_1.gulp"]);
+    assert_eq!(early, ["gulp/data_0.gulp", "gulp/data_1.gulp"], "only data goes up early");
+    // Their local copies are removed; the chunk being written is still there.
+    let staged = |name: &str| staged_copies("gulp", name);
+    assert_eq!(staged("data_2.gulp"), 1, "the open chunk is not staged where expected");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while staged("data_0.gulp") + staged("data_1.gulp") > 0 {
+        assert!(std::time::Instant::now() < deadline, "uploaded chunks stay on local disk");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(reel::open_with("s3://stream/gulp", &from_s3).is_err(), "opens before finish");
+    sink.finish().unwrap();
+    assert_eq!(keys_under(&store, "gulp").len(), 6);
+    let back = reel::open_with("s3://stream/gulp", &from_s3).unwrap();
+    assert_eq!(back.len(), 250);
+    let mut ids: Vec<String> = (0..250)
+        .map(|i| back.read(i).unwrap().get("id").unwrap().as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    let mut want: Vec<String> = (0..250).map(|i| format!("v{i}")).collect();
+    want.sort();
+    assert_eq!(ids, want);
+
+    // OFRecord, two records a part: the first part is held back until finish.
+    let mut per_two = on_server.clone();
+    per_two.ofrecord = reel::ofrecord::OfrecordWriterOptions::default().max_records_per_part(2);
+    let record =
+        |i: u64| reel::Record::new().with_bytes("payload", format!("record {i}").as_bytes());
+    let local = dir.path().join("ofrecord");
+    let mut expected = reel::create(&local, Format::Ofrecord, &per_two).unwrap();
+    let mut sink = reel::create("s3://stream/ofr", Format::Ofrecord, &per_two).unwrap();
+    for i in 0..9 {
+        sink.append(record(i).view()).unwrap();
+        expected.append(record(i).view()).unwrap();
+    }
+    expected.finish().unwrap();
+    let early =
+        wait_for_keys(&store, "ofr", &["ofr/part-00001", "ofr/part-00002", "ofr/part-00003"]);
+    assert_eq!(early, ["ofr/part-00001", "ofr/part-00002", "ofr/part-00003"]);
+    assert!(reel::open_with("s3://stream/ofr", &from_s3).is_err(), "opens before finish");
+    sink.finish().unwrap();
+    assert_eq!(keys_under(&store, "ofr").len(), 5);
+    let back = reel::open_with("s3://stream/ofr", &from_s3).unwrap();
+    let expected = reel::open(&local).unwrap();
+    assert_eq!(back.len(), 9);
+    for i in 0..9 {
+        assert!(back.read(i).unwrap() == expected.read(i).unwrap(), "record {i}");
+    }
+
+    // Dropped after early uploads: what went up is removed.
+    {
+        let mut sink = reel::create("s3://stream/dropped", Format::Ofrecord, &per_two).unwrap();
+        for i in 0..7 {
+            sink.append(record(i).view()).unwrap();
+        }
+        wait_for_keys(&store, "dropped", &["dropped/part-00001"]);
+    }
+    assert_eq!(keys_under(&store, "dropped"), Vec::<String>::new());
+
+    // An overwrite: the old parts go before the first new one, and none is left over.
+    let mut per_three = per_two.clone().overwrite(true);
+    per_three.ofrecord = reel::ofrecord::OfrecordWriterOptions::default().max_records_per_part(3);
+    let mut sink = reel::create("s3://stream/ofr", Format::Ofrecord, &per_three).unwrap();
+    for i in 0..7 {
+        sink.append(record(i + 100).view()).unwrap();
+    }
+    // The second part was sealed and sent: the old parts are gone, the first one first.
+    let now = keys_under(&store, "ofr");
+    assert!(now.iter().all(|k| k == "ofr/part-00001"), "{now:?}");
+    sink.finish().unwrap();
+    assert_eq!(keys_under(&store, "ofr"), ["ofr/part-00000", "ofr/part-00001", "ofr/part-00002"]);
+    let back = reel::open_with("s3://stream/ofr", &from_s3).unwrap();
+    assert_eq!(back.len(), 7);
+}

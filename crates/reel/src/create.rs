@@ -86,8 +86,10 @@ impl CreateOptions {
 /// `object-store`): the format's writer then fills a local staging directory
 /// ([`REEL_STAGING_DIR`](crate::remote_sink::STAGING_DIR_ENV), default the system's temporary
 /// directory) and `finish` uploads it, large files as multipart uploads, the objects that make
-/// the dataset openable last; a failed upload removes what it wrote, and a sink dropped
-/// before `finish` uploads nothing. Something already at `path` is refused with
+/// the dataset openable last. Data files complete before the dataset is (OFRecord parts,
+/// GulpIO2 chunks: [`RecordSink::take_sealed`]) go up while the writing goes on and leave
+/// local disk. A failed upload removes what it wrote, and a sink dropped before `finish`
+/// leaves nothing (what went up early is deleted). Something already at `path` is refused with
 /// [`ErrorKind::InvalidInput`](reel_core::ErrorKind::InvalidInput) naming it, unless
 /// [`CreateOptions::overwrite`] is set (an empty directory is always replaced).
 pub fn create(

@@ -1,12 +1,20 @@
 //! Writing a dataset to object storage: the format's own writer fills a local staging
 //! directory, and on finish the files go up with the objects that make the dataset openable
 //! last (data first, then indexes and metadata, the file that names the dataset last). A
-//! writer that fails or is dropped uploads nothing; an upload that fails removes what it
+//! writer that fails or is dropped leaves nothing; an upload that fails removes what it
 //! wrote.
+//!
+//! Data files a writer completes before the dataset is (OFRecord parts, GulpIO2 chunks: see
+//! [`RecordSink::take_sealed`]) go up while the writing goes on, on a thread of their own,
+//! and their local copies are removed, so a dataset of many files needs a few files'
+//! room on local disk rather than its whole size (`EarlyUploads`).
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
 
-use reel_core::{Error, RecordRef, RecordSink, Result, SinkSummary};
+use reel_core::{Error, RecordRef, RecordSink, Result, SealedFile, SinkSummary};
 use reel_store::{ObjectPath, ObjectUrl, Store, UploadItem};
 
 use crate::{CreateOptions, Format};
@@ -31,11 +39,13 @@ pub(crate) fn create_remote(
     Ok(Box::new(RemoteSink {
         inner,
         local,
-        store,
+        store: Arc::new(store),
         key,
         shown: url.to_string(),
         format,
         old,
+        early: Some(EarlyUploads::default()),
+        published: false,
         _staging: staging,
     }))
 }
@@ -72,11 +82,14 @@ pub(crate) fn create_remote_part(
     let sink = RemoteSink {
         inner,
         local,
-        store,
+        store: Arc::new(store),
         key: dir.path().clone(),
         shown: shown.clone(),
         format,
         old,
+        // A part's files are renamed when the part is published: they go up on finish.
+        early: None,
+        published: false,
         _staging: staging,
     };
     Ok((Box::new(sink), PathBuf::from(shown)))
@@ -215,19 +228,47 @@ struct RemoteSink {
     inner: Box<dyn RecordSink>,
     /// The staged dataset (a file or directory), or the directory holding a staged part.
     local: PathBuf,
-    store: Store,
+    store: Arc<Store>,
     /// Where `local` goes: the dataset's key, or the directory a part goes into.
     key: ObjectPath,
     /// The address the summary names.
     shown: String,
     format: Format,
+    /// The objects of the dataset being replaced, removed before the first new one goes up.
     old: Vec<ObjectPath>,
+    /// Sealed data files uploaded while the dataset is written (`None` for a part).
+    early: Option<EarlyUploads>,
+    /// Set once everything is uploaded: until then, dropping removes what went up early.
+    published: bool,
     _staging: LocalStaging,
+}
+
+impl RemoteSink {
+    /// Sends the files the writer sealed during the last call up early, where they may go.
+    fn send_sealed(&mut self) -> Result<()> {
+        let sealed = self.inner.take_sealed();
+        let Some(early) = self.early.as_mut() else { return Ok(()) };
+        for file in sealed {
+            if !early.may_go_early(self.format, &file) {
+                continue; // it stays in the staging directory and goes up on finish
+            }
+            if !self.old.is_empty() {
+                // New objects must not mix with the old dataset's, some of which may have
+                // the same names: the old one goes first (what makes it openable first).
+                remove_dataset(&self.store, std::mem::take(&mut self.old))?;
+            }
+            let key = file.name.split('/').fold(self.key.clone(), |k, part| k.join(part));
+            early.send(&self.store, file.path, key)?;
+        }
+        Ok(())
+    }
 }
 
 impl RecordSink for RemoteSink {
     fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
-        self.inner.append_ref(record)
+        let index = self.inner.append_ref(record)?;
+        self.send_sealed()?;
+        Ok(index)
     }
 
     fn append_located(
@@ -235,7 +276,9 @@ impl RecordSink for RemoteSink {
         record: RecordRef<'_>,
         location: Option<reel_core::Location<'_>>,
     ) -> Result<u64> {
-        self.inner.append_located(record, location)
+        let index = self.inner.append_located(record, location)?;
+        self.send_sealed()?;
+        Ok(index)
     }
 
     fn records(&self) -> u64 {
@@ -243,8 +286,14 @@ impl RecordSink for RemoteSink {
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {
+        let uploaded = match self.early.as_mut() {
+            Some(early) => early.wait()?,
+            None => Vec::new(),
+        };
         let mut summary = self.inner.finish()?;
-        let items = upload_items(&self.local, &self.key, self.format)?;
+        let mut items = upload_items(&self.local, &self.key, self.format)?;
+        // A file whose local copy could not be removed after its early upload is up already.
+        items.retain(|item| !uploaded.contains(&item.key));
         // A bucket cannot swap many objects at once. A single object is replaced whole by
         // its PUT, so the old one stays readable until then; anything else is removed
         // first, so that old and new objects never mix into something that opens.
@@ -253,8 +302,158 @@ impl RecordSink for RemoteSink {
             remove_dataset(&self.store, std::mem::take(&mut self.old))?;
         }
         self.store.upload_staged(&items)?;
+        self.published = true;
         summary.paths = vec![PathBuf::from(&self.shown)];
         Ok(summary)
+    }
+}
+
+impl Drop for RemoteSink {
+    fn drop(&mut self) {
+        let Some(early) = self.early.as_mut() else { return };
+        // Whatever the worker finished is in its list, whether or not it failed later.
+        let uploaded = early.stop();
+        if self.published {
+            return;
+        }
+        // The early uploads are data files that open nothing by themselves; they are
+        // removed so that an unfinished or failed dataset leaves no objects behind.
+        for key in &uploaded {
+            if let Err(e) = self.store.delete(key) {
+                log::warn!("cannot remove an object of an unfinished dataset: {e}");
+            }
+        }
+    }
+}
+
+/// Sealed files of a dataset being written, uploaded one after another by a thread of
+/// their own while the writer goes on; each local copy is removed once its object is
+/// written.
+///
+/// Only files that open nothing by themselves go early: data files (upload stage 0; a
+/// GulpIO2 chunk's `.gmeta`, the indexes and specs wait for finish). For formats made only of
+/// data parts (OFRecord), the first part in name order is held back too, since a reader
+/// that finds it takes the directory for a dataset; it goes up last, on finish. The queue
+/// holds one file, so local disk holds at most the file being written, the one queued,
+/// the one going up and those held back.
+#[derive(Default)]
+struct EarlyUploads {
+    queue: Option<SyncSender<(PathBuf, ObjectPath)>>,
+    worker: Option<JoinHandle<()>>,
+    outcome: Arc<Mutex<EarlyOutcome>>,
+    /// The name-first data file seen so far, of a format made only of data parts.
+    held: Option<String>,
+    /// An upload failed (its error was returned).
+    failed: bool,
+}
+
+/// What the upload thread has done so far.
+#[derive(Default)]
+struct EarlyOutcome {
+    uploaded: Vec<ObjectPath>,
+    failure: Option<Error>,
+}
+
+impl EarlyUploads {
+    /// Whether `file` may go up before the dataset is finished (see the type).
+    fn may_go_early(&mut self, format: Format, file: &SealedFile) -> bool {
+        if upload_stage(format, &file.name) != 0 {
+            return false;
+        }
+        if matches!(format, Format::Ofrecord | Format::Ffrecord) {
+            // Hold the first of the names seen so far; the dataset's first name is among
+            // the held ones, whatever order the parts come in.
+            if self.held.as_deref().is_none_or(|held| file.name.as_str() < held) {
+                self.held = Some(file.name.clone());
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Queues `local` for upload as `key`, starting the upload thread on first use; waits
+    /// while the queue is full. Fails with the upload thread's error once it has one.
+    fn send(&mut self, store: &Arc<Store>, local: PathBuf, key: ObjectPath) -> Result<()> {
+        self.check()?;
+        if self.queue.is_none() {
+            let (queue, files) = sync_channel(1);
+            let store = Arc::clone(store);
+            let outcome = Arc::clone(&self.outcome);
+            let worker = std::thread::Builder::new()
+                .name("reel-upload".into())
+                .spawn(move || upload_worker(&store, &files, &outcome))
+                .map_err(|e| Error::io(e, "cannot start the upload thread"))?;
+            self.queue = Some(queue);
+            self.worker = Some(worker);
+        }
+        let sent = self.queue.as_ref().is_some_and(|q| q.send((local, key)).is_ok());
+        self.check()?;
+        if !sent {
+            return Err(Error::new(reel_core::ErrorKind::Io, "the upload thread ended early"));
+        }
+        Ok(())
+    }
+
+    /// The upload thread's error, once: later calls say that an upload failed.
+    fn check(&mut self) -> Result<()> {
+        let failure = self.outcome.lock().unwrap_or_else(PoisonError::into_inner).failure.take();
+        if let Some(e) = failure {
+            self.failed = true;
+            return Err(e);
+        }
+        if self.failed {
+            return Err(Error::new(
+                reel_core::ErrorKind::Io,
+                "an earlier upload of this dataset failed; it cannot be finished",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Lets the queued uploads finish; returns the keys uploaded, or the first error.
+    fn wait(&mut self) -> Result<Vec<ObjectPath>> {
+        let uploaded = self.stop();
+        self.check()?;
+        Ok(uploaded)
+    }
+
+    /// Closes the queue, waits for the thread and returns the keys it uploaded.
+    fn stop(&mut self) -> Vec<ObjectPath> {
+        self.queue = None;
+        if let Some(worker) = self.worker.take() {
+            if worker.join().is_err() {
+                log::warn!("the upload thread panicked");
+            }
+        }
+        let outcome = self.outcome.lock().unwrap_or_else(PoisonError::into_inner);
+        outcome.uploaded.clone()
+    }
+}
+
+/// The upload thread: uploads each queued file and removes its local copy, until the queue
+/// closes or an upload fails (then the files still queued stay local, and the writer learns
+/// of the failure at its next sealed file or at finish).
+fn upload_worker(
+    store: &Store,
+    files: &Receiver<(PathBuf, ObjectPath)>,
+    outcome: &Mutex<EarlyOutcome>,
+) {
+    for (local, key) in files {
+        let result = store.upload_file(&local, &key);
+        let mut outcome = outcome.lock().unwrap_or_else(PoisonError::into_inner);
+        match result {
+            Ok(_) => {
+                outcome.uploaded.push(key);
+                drop(outcome);
+                if let Err(e) = std::fs::remove_file(&local) {
+                    log::warn!("{}: cannot remove an uploaded file: {e}", local.display());
+                }
+            }
+            Err(e) => {
+                outcome.failure = Some(e);
+                return;
+            }
+        }
     }
 }
 

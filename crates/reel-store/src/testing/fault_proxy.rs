@@ -5,7 +5,7 @@
 //! and adds what the network and a busy store add: latency before each answer, `503`
 //! (S3's `SlowDown`) and `429` throttling answers, connections cut in the middle of a body,
 //! and bodies shorter than their range (with a matching `Content-Length`, which only the
-//! client's own length check can catch). Faults are counted over `GET`s; everything is
+//! client's own length check can catch). Faults are counted over `GET`s (writes can be refused as a whole); everything is
 //! bounded in time, so a test that goes wrong fails rather than hangs.
 
 use std::io::{BufRead, BufReader, Write};
@@ -36,6 +36,9 @@ pub struct Faults {
     pub short_every: u64,
     /// Never answer `GET`s (the connection stays open and silent until the proxy stops).
     pub hang: bool,
+    /// Answer `503 Slow Down` to every request that writes (`PUT`, `POST`): uploads fail
+    /// while reads and deletes go through.
+    pub refuse_writes: bool,
 }
 
 /// A running proxy; it stops when dropped.
@@ -238,7 +241,8 @@ fn serve(client: TcpStream, upstream: SocketAddr, shared: &Shared) {
             }
             return;
         }
-        if hit(faults.unavailable_every) {
+        let writes = request.start.starts_with("PUT ") || request.start.starts_with("POST ");
+        if hit(faults.unavailable_every) || (faults.refuse_writes && writes) {
             if writer.write_all(&refusal("503 Slow Down", "SlowDown")).is_err() {
                 return;
             }
