@@ -26,6 +26,11 @@ pub struct ConvertArgs {
     /// Write only part K of N (e.g. `3/8`), so N processes can convert one dataset at once.
     #[arg(long)]
     shard: Option<String>,
+    /// OFRecord target: start a new part file before one would pass SIZE (K, M, G suffixes,
+    /// e.g. 256M; a larger record gets a part of its own). To a bucket, each part goes up as
+    /// soon as the next one starts, so local disk holds a few parts, not the dataset.
+    #[arg(long, value_name = "SIZE")]
+    part_size: Option<String>,
     /// Refuse the conversion if the target would lose anything.
     #[arg(long)]
     lossless_only: bool,
@@ -63,7 +68,7 @@ pub struct ConvertArgs {
         require_equals = true,
         default_missing_value = "",
         conflicts_with_all = [
-            "shard", "lossless_only", "fields", "drop", "rename", "pack", "encode_nested", "nullable",
+            "shard", "part_size", "lossless_only", "fields", "drop", "rename", "pack", "encode_nested", "nullable",
             "backend", "payload", "payload_field", "lenient_jpeg", "compression",
             "row_group_rows", "row_group_bytes", "batch_bytes", "sample", "schema_from",
             "with_index", "with_location", "large_types",
@@ -134,6 +139,14 @@ pub fn run(args: &ConvertArgs) -> reel::Result<()> {
     if let Some(s) = &args.shard {
         let (k, n) = parse_shard(s)?;
         options = options.shard(k, n);
+    }
+    if let Some(size) = &args.part_size {
+        let bytes = crate::bench::parse_size(size).map_err(|_| {
+            reel::Error::invalid_input(format!(
+                "--part-size {size:?}: expected a size such as 256M"
+            ))
+        })?;
+        options = options.part_size(bytes)?;
     }
     let pb = bar(0, "convert", args.quiet || args.json);
     let report = reel::convert::convert_with_progress(

@@ -320,3 +320,48 @@ fn the_target_names_the_granular_generation_whatever_the_source() {
         assert_eq!(out.join("refs.bag").exists(), !has_idx, "{format}");
     }
 }
+
+#[test]
+fn part_size_splits_an_ofrecord_target_into_parts_of_that_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.ffr");
+    let records: Vec<Record> =
+        (0..40u32).map(|i| Record::from_bytes(&vec![i as u8; 300])).collect();
+    write(Format::Ffrecord, &src, &records);
+    let dst = dir.path().join("parts");
+    let out = reel()
+        .args(["convert", "--quiet", "--to", "ofrecord", "--part-size", "1K"])
+        .arg(&src)
+        .arg(&dst)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let parts = file_names(&dst);
+    assert!(parts.len() >= 10, "{parts:?}");
+    for part in &parts {
+        let len = std::fs::metadata(dst.join(part)).unwrap().len();
+        assert!(len <= 1024, "{part}: {len} bytes");
+    }
+    // The same records as one part would hold: back to FFRecord, they are the source's.
+    let back = dir.path().join("back.ffr");
+    convert(&dst, &back, "ffrecord");
+    assert!(read_sorted(&back) == read_sorted(&src));
+
+    // Other targets have no parts of a size, and a size must be one.
+    for (to, size, says) in [
+        ("ffrecord", "1K", "applies to OFRecord"),
+        ("ofrecord", "lots", "expected a size"),
+        ("ofrecord", "0", "above zero"),
+    ] {
+        let out = reel()
+            .args(["convert", "--quiet", "--to", to, "--part-size", size])
+            .arg(&src)
+            .arg(dir.path().join(format!("refused-{to}")))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{to} {size}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{err}");
+        assert!(!dir.path().join(format!("refused-{to}")).exists());
+    }
+}

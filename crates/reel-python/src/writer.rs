@@ -44,9 +44,13 @@ impl Sink {
     /// (Granular `spec.json` types, Syrah dtypes ...) where the format declares them;
     /// `records` is the number of records that will come, when known. With `part=(k, n)`,
     /// `path` is the directory of a multi-part dataset and the writer writes its part `k` of
-    /// `n` there (`reel::create_part`, the names `part_names` gives).
+    /// `n` there (`reel::create_part`, the names `part_names` gives). `part_size`: OFRecord
+    /// part files of at most that many bytes (`CreateOptions::part_size`).
     #[new]
-    #[pyo3(signature = (path, format, *, schema=None, records=None, overwrite=false, part=None))]
+    #[pyo3(signature = (
+        path, format, *, schema=None, records=None, overwrite=false, part=None, part_size=None
+    ))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn new(
         py: Python<'_>,
         path: PathBuf,
@@ -55,12 +59,16 @@ impl Sink {
         records: Option<u64>,
         overwrite: bool,
         part: Option<(u64, u64)>,
+        part_size: Option<u64>,
     ) -> PyResult<Self> {
         let format = format_named(format).py_err(py)?;
         let mut options = CreateOptions::default().overwrite(overwrite).schema(
             schema.map(|s| s.into_iter().map(|(name, kind)| FieldSpec { name, kind }).collect()),
         );
         options.records = records;
+        if let Some(bytes) = part_size {
+            options = options.part_size(format, bytes).py_err(py)?;
+        }
         let sink = py
             .detach(|| match part {
                 Some((k, n)) => reel::create_part(&path, format, k, n, &options).map(|(s, _)| s),
@@ -131,12 +139,14 @@ impl Sink {
 ///
 /// `src` and `dst` may be object URLs (`s3://bucket/key`, `gs://…`, `az://…`, configured from
 /// the environment); a URL destination (or, with `shard`, the part) is staged locally and
-/// uploaded when complete, the objects that make it openable last.
+/// uploaded when complete, the objects that make it openable last. `part_size`: an OFRecord
+/// target in part files of at most that many bytes (other targets raise `ValueError`).
 ///
 /// Returns a dict: `from`, `to`, `records`, `bytes`, `losses` (list of (field, what)),
 /// `outputs` (paths written).
 #[pyfunction]
-#[pyo3(signature = (src, dst, *, to, verify=true, overwrite=false, shard=None))]
+#[pyo3(signature = (src, dst, *, to, verify=true, overwrite=false, shard=None, part_size=None))]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments
 pub(crate) fn convert<'py>(
     py: Python<'py>,
     src: PathBuf,
@@ -145,6 +155,7 @@ pub(crate) fn convert<'py>(
     verify: bool,
     overwrite: bool,
     shard: Option<(u64, u64)>,
+    part_size: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = format_named(to).py_err(py)?;
     let mut options = ConvertOptions::new(format);
@@ -152,6 +163,9 @@ pub(crate) fn convert<'py>(
     options.overwrite = overwrite;
     if let Some((k, n)) = shard {
         options = options.shard(k, n);
+    }
+    if let Some(bytes) = part_size {
+        options = options.part_size(bytes).py_err(py)?;
     }
     let report = py.detach(|| reel::convert(&src, &dst, &options)).py_err(py)?;
     report_dict(py, &report)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import pickle
+import time
 
 import pytest
 
@@ -74,6 +75,31 @@ def test_writer_to_a_bucket_appears_on_exit_and_leaves_nothing_when_it_raises(s3
     assert keys_under(s3, "written/") == ["written/ds.ffr"]
     got = reel.open(url)
     assert [r["data"] for r in got] == [r["data"] for r in records]
+
+
+def test_ofrecord_parts_go_up_while_the_writer_writes(s3):
+    """With part_size, each closed part is uploaded while writing goes on (the first part
+    waits for the end, so nothing opens early); an exception leaves nothing."""
+    url = f"s3://{BUCKET}/streamed/ofr"
+    records = [{"payload": bytes([i]) * 1000} for i in range(12)]
+    with pytest.raises(RuntimeError):
+        with reel.ofrecord.Writer(url, part_size=2048) as w:
+            w.write_many(records)
+            raise RuntimeError("the producer failed")
+    assert keys_under(s3, "streamed/") == []
+    with reel.ofrecord.Writer(url, part_size=2048) as w:
+        w.write_many(records)  # about one record a part: most parts are closed by now
+        deadline = time.monotonic() + 20
+        while len(keys_under(s3, "streamed/")) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        early = keys_under(s3, "streamed/")
+        assert len(early) >= 3 and "streamed/ofr/part-00000" not in early, early
+        with pytest.raises(reel.NotFoundError):
+            reel.open(url)
+    parts = keys_under(s3, "streamed/")
+    assert parts == [f"streamed/ofr/part-{k:05}" for k in range(len(parts))]
+    assert len(parts) > len(early)
+    assert [r["payload"] for r in reel.open(url)] == [[r["payload"]] for r in records]
 
 
 def test_missing_objects_and_buckets_raise_reel_errors(s3):

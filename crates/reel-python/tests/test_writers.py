@@ -145,6 +145,34 @@ def test_convert_between_formats(tmp_path):
     assert not (tmp_path / "s.syr").exists()
 
 
+def test_part_size_writes_ofrecord_in_parts_of_that_size(tmp_path):
+    records = [{"payload": bytes([i]) * 300} for i in range(30)]
+    with reel.ofrecord.Writer(tmp_path / "w", part_size=1024) as w:
+        w.write_many(records)
+    parts = sorted(p.name for p in (tmp_path / "w").iterdir())
+    assert len(parts) >= 8 and all((tmp_path / "w" / p).stat().st_size <= 1024 for p in parts)
+    with reel.ofrecord.Writer(tmp_path / "one") as w:
+        w.write_many(records)
+    assert same(reel.open(tmp_path / "w")[:], reel.open(tmp_path / "one")[:])
+
+    src = golden_root() / "ffrecord/normal"
+    reel.convert(src, tmp_path / "c", to="ofrecord", part_size=4096)
+    assert len(list((tmp_path / "c").iterdir())) > 1
+    reel.convert(src, tmp_path / "c1", to="ofrecord")
+    assert same(reel.open(tmp_path / "c")[:], reel.open(tmp_path / "c1")[:])
+
+    # Only OFRecord has parts of a size; a size is above zero; nothing is written.
+    with pytest.raises(ValueError, match="applies to OFRecord"):
+        reel.ffrecord.Writer(tmp_path / "x.ffr", part_size=1024)
+    with pytest.raises(ValueError, match="above zero"):
+        reel.ofrecord.Writer(tmp_path / "z", part_size=0)
+    with pytest.raises(ValueError, match="applies to OFRecord"):
+        reel.convert(src, tmp_path / "g", to="granular", part_size=1024)
+    with pytest.raises((OverflowError, TypeError)):
+        reel.ofrecord.Writer(tmp_path / "z", part_size=-1)
+    assert not any((tmp_path / n).exists() for n in ["x.ffr", "z", "g"])
+
+
 def test_verify_names_bad_records():
     bad = reel.verify(golden_root() / "ffrecord/corrupt/record_byte_flip")
     assert bad["format"] == "ffrecord" and bad["opened"] and not bad["clean"]

@@ -77,6 +77,37 @@ impl CreateOptions {
         self.ofrecord = options;
         self
     }
+
+    /// Options writing `format` in files of at most `bytes` bytes: OFRecord parts
+    /// ([`max_bytes_per_part`](reel_ofrecord::OfrecordWriterOptions::max_bytes_per_part); a
+    /// record larger than that gets a part of its own). Written to a bucket, each part goes up
+    /// as soon as the next one starts, so local disk holds a few parts rather than the
+    /// dataset. Other formats, and a size of zero, are refused with
+    /// [`ErrorKind::InvalidInput`](reel_core::ErrorKind::InvalidInput).
+    #[cfg(feature = "ofrecord")]
+    pub fn part_size(mut self, format: Format, bytes: u64) -> Result<Self> {
+        self.ofrecord = with_part_size(format, bytes, self.ofrecord)?;
+        Ok(self)
+    }
+}
+
+/// `options` with parts of at most `bytes` bytes, for a `format` target that has parts of a
+/// size (see [`CreateOptions::part_size`]).
+#[cfg(feature = "ofrecord")]
+pub(crate) fn with_part_size(
+    format: Format,
+    bytes: u64,
+    options: reel_ofrecord::OfrecordWriterOptions,
+) -> Result<reel_ofrecord::OfrecordWriterOptions> {
+    if format != Format::Ofrecord {
+        return Err(reel_core::Error::invalid_input(format!(
+            "a part size applies to OFRecord targets (parts of a set size), not to {format}"
+        )));
+    }
+    if bytes == 0 {
+        return Err(reel_core::Error::invalid_input("a part size must be above zero"));
+    }
+    Ok(options.max_bytes_per_part(bytes))
 }
 
 /// A writer for a new `format` dataset at `path`. The dataset appears only when the sink

@@ -36,11 +36,13 @@ def convert(
     verify: bool = True,
     overwrite: bool = False,
     shard: tuple[int, int] | None = None,
+    part_size: int | None = None,
 ) -> dict[str, Any]:
     """Converts the dataset at ``src`` into a new ``to`` dataset at ``dst`` (with
     ``shard=(k, n)``, only part ``k`` of ``n`` into the directory ``dst``). Either may be an
     object URL (``s3://bucket/key`` …): a URL destination (or part) is staged locally and
-    uploaded when complete, the objects that make it openable last."""
+    uploaded when complete, the objects that make it openable last. ``part_size``: OFRecord
+    targets in part files of at most that many bytes (other targets raise ``ValueError``)."""
 
 def write_arrow(
     data: object,
@@ -259,6 +261,7 @@ class Sink:
         records: int | None = None,
         overwrite: bool = False,
         part: tuple[int, int] | None = None,
+        part_size: int | None = None,
     ) -> None: ...
     def append(self, record: Mapping[str, Any]) -> int: ...
     def finish(self) -> dict[str, Any]: ...

@@ -30,8 +30,9 @@ class Writer:
             ``gs://…``, ``az://…``, configured from the environment such as ``AWS_REGION``,
             ``AWS_ENDPOINT_URL``): the dataset is then staged in a local directory
             (``REEL_STAGING_DIR``, default the temporary directory) and uploaded when the
-            block ends, the objects that make it openable last; nothing is uploaded if it
-            raises.
+            block ends, the objects that make it openable last; data files complete before
+            that (OFRecord parts, GulpIO2 chunks) go up while writing goes on. Nothing is
+            left in the bucket if the block raises.
         format: the format's name; fixed by the per-format subclasses.
         schema: {field name: the format's type name} where the format declares types
             (Granular's spec.json types such as "bytes", "utf8", "array"; Syrah dtypes).
@@ -40,6 +41,8 @@ class Writer:
         part: ``(k, n)`` to write part ``k`` of an ``n``-part dataset into the directory
             ``path``, under the names ``reel._reel.part_names(format, k, n)`` gives (what
             ``reel convert --shard k/n`` writes).
+        part_size: OFRecord: start a new part file before one would pass this many bytes
+            (a larger record gets a part of its own); other formats raise ``ValueError``.
     """
 
     format: str | None = None
@@ -53,12 +56,21 @@ class Writer:
         records: int | None = None,
         overwrite: bool = False,
         part: tuple[int, int] | None = None,
+        part_size: int | None = None,
     ) -> None:
         fmt = format or self.format
         if fmt is None:
             raise ValueError("reel.Writer needs a format (or use reel.<format>.Writer)")
         pairs = list(schema.items()) if schema is not None else None
-        self._sink = Sink(path, fmt, schema=pairs, records=records, overwrite=overwrite, part=part)
+        self._sink = Sink(
+            path,
+            fmt,
+            schema=pairs,
+            records=records,
+            overwrite=overwrite,
+            part=part,
+            part_size=part_size,
+        )
         self.summary: dict[str, Any] | None = None
 
     @property

@@ -154,6 +154,14 @@ impl ConvertOptions {
         self.shard = Some((index, count));
         self
     }
+
+    /// Options writing the target in files of at most `bytes` bytes: OFRecord parts (see
+    /// [`CreateOptions::part_size`]; other targets are refused).
+    #[cfg(feature = "ofrecord")]
+    pub fn part_size(mut self, bytes: u64) -> crate::Result<Self> {
+        self.ofrecord = crate::create::with_part_size(self.to, bytes, self.ofrecord)?;
+        Ok(self)
+    }
 }
 
 /// What a conversion did.
