@@ -6,7 +6,7 @@
 //! (`list_with_delimiter`). Metadata reads and record batches go through the same fetcher:
 //! deadlines, retries, short bodies refused (see [`crate::read`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -66,11 +66,37 @@ impl From<&ObjectMeta> for Known {
     }
 }
 
-/// One level of a prefix: its objects and the prefixes under it.
+/// One level of a prefix: its objects and the prefixes under it, in the store's order, with
+/// an index by name (a dataset of N shards asks about each of them: N lookups in one
+/// listing).
 #[derive(Debug)]
 struct Listing {
     objects: Vec<(ObjectPath, Known)>,
     prefixes: Vec<ObjectPath>,
+    object_at: HashMap<ObjectPath, usize>,
+    prefix_set: HashSet<ObjectPath>,
+}
+
+impl Listing {
+    fn new(objects: Vec<(ObjectPath, Known)>, prefixes: Vec<ObjectPath>) -> Self {
+        let object_at = objects.iter().enumerate().map(|(i, (k, _))| (k.clone(), i)).collect();
+        let prefix_set = prefixes.iter().cloned().collect();
+        Listing { objects, prefixes, object_at, prefix_set }
+    }
+
+    /// The object `key` of this level, if listed.
+    fn object(&self, key: &ObjectPath) -> Option<&Known> {
+        self.object_at.get(key).map(|&i| &self.objects[i].1)
+    }
+
+    /// Whether `key` is a prefix of this level.
+    fn has_prefix(&self, key: &ObjectPath) -> bool {
+        self.prefix_set.contains(key)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.objects.is_empty() && self.prefixes.is_empty()
+    }
 }
 
 /// The prefix `key` is directly under (the empty path for a key at the root).
@@ -92,19 +118,19 @@ impl Memo {
             return Some(None);
         }
         let listing = self.listings.get(&parent(key))?;
-        Some(listing.objects.iter().find(|(k, _)| k == key).map(|(_, known)| known.clone()))
+        Some(listing.object(key).cloned())
     }
 
     /// Whether `key` is a prefix with something under it, if known.
     fn is_prefix(&self, key: &ObjectPath) -> Option<bool> {
         if let Some(listing) = self.listings.get(key) {
-            return Some(!listing.objects.is_empty() || !listing.prefixes.is_empty());
+            return Some(!listing.is_empty());
         }
         if self.under_a_missing_prefix(key) {
             return Some(false);
         }
         let listing = self.listings.get(&parent(key))?;
-        Some(listing.prefixes.contains(key))
+        Some(listing.has_prefix(key))
     }
 
     /// Whether a listed prefix above `key`'s parent shows that the prefix `key` would be
@@ -115,7 +141,7 @@ impl Memo {
         while !child.as_ref().is_empty() {
             let above = parent(&child);
             if let Some(listing) = self.listings.get(&above) {
-                return !listing.prefixes.contains(&child);
+                return !listing.has_prefix(&child);
             }
             child = above;
         }
@@ -313,10 +339,10 @@ impl RemoteStore {
                 );
             }
         };
-        let listing = Arc::new(Listing {
-            objects: listed.objects.iter().map(|m| (m.location.clone(), Known::from(m))).collect(),
-            prefixes: listed.common_prefixes,
-        });
+        let listing = Arc::new(Listing::new(
+            listed.objects.iter().map(|m| (m.location.clone(), Known::from(m))).collect(),
+            listed.common_prefixes,
+        ));
         self.memo().listings.insert(key.clone(), Arc::clone(&listing));
         Ok(listing)
     }
@@ -357,7 +383,7 @@ impl reel_core::Store for RemoteStore {
             Some(known) => known,
             None => {
                 let listing = self.listing(path, &key)?;
-                !listing.objects.is_empty() || !listing.prefixes.is_empty()
+                !listing.is_empty()
             }
         };
         if !is_prefix {
