@@ -187,20 +187,33 @@ impl ChunkCache {
         }
     }
 
-    /// Keeps `bytes` as chunk `chunk` of object `id`, then evicts if the cache is over its
-    /// bound. A cache that cannot be written to is not an error for the read that fetched
-    /// the bytes: it is logged and the read goes on.
-    pub fn put(&self, id: &ObjectId, chunk: u64, bytes: &[u8]) {
+    /// Keeps `bytes` as chunk `chunk` of object `id`, without counting it yet; returns the
+    /// bytes it takes on disk (0 when it was not kept), which the caller passes to
+    /// [`count_added`](Self::count_added), once for all the chunks of a read: the count is
+    /// shared by every process using the cache, under a lock, and taking it once per chunk
+    /// made a read of many chunks wait on it as often. A cache that cannot be written to is
+    /// not an error for the read that fetched the bytes: it is logged and the read goes on.
+    pub fn store(&self, id: &ObjectId, chunk: u64, bytes: &[u8]) -> u64 {
         if bytes.len() as u64 > self.settings.max_bytes {
-            return;
+            return 0;
         }
         match self.write_chunk(id, chunk, bytes) {
-            Ok(size) => {
-                if let Err(e) = self.account(size) {
-                    log::warn!("{e}");
-                }
+            Ok(size) => size,
+            Err(e) => {
+                log::warn!("{e}");
+                0
             }
-            Err(e) => log::warn!("{e}"),
+        }
+    }
+
+    /// Adds `size` bytes of new chunks ([`store`](Self::store)) to the shared count of bytes
+    /// in use, evicting when the total passes the bound. Nothing to add, nothing done.
+    pub fn count_added(&self, size: u64) {
+        if size == 0 {
+            return;
+        }
+        if let Err(e) = self.account(size) {
+            log::warn!("{e}");
         }
     }
 
@@ -395,6 +408,12 @@ mod tests {
         ChunkCache::open(&CacheSettings { dir: dir.to_path_buf(), max_bytes, chunk_bytes }).unwrap()
     }
 
+    /// Keeps one chunk and counts it, as a read of one chunk does.
+    fn put(cache: &ChunkCache, id: &ObjectId, chunk: u64, bytes: &[u8]) {
+        let size = cache.store(id, chunk, bytes);
+        cache.count_added(size);
+    }
+
     fn bytes(n: usize, seed: u8) -> Vec<u8> {
         (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
     }
@@ -405,7 +424,7 @@ mod tests {
         let cache = cache(dir.path(), 1 << 30, 100_000);
         let id = ObjectId::new("s3://b/k", 250_000, Some("\"tag\""));
         let data = bytes(100_000, 1);
-        cache.put(&id, 0, &data);
+        put(&cache, &id, 0, &data);
         for (offset, len) in [(0, 10), (16_380, 10), (99_990, 10), (0, 100_000), (5, 0)] {
             let mut out = vec![0u8; len];
             assert!(cache.read(&id, 0, 100_000, offset, &mut out), "{offset}+{len}");
@@ -446,14 +465,14 @@ mod tests {
             ("an empty file", |p| fs::write(p, b"").unwrap()),
         ];
         for (what, damage) in damages {
-            cache.put(&id, 0, &data);
+            put(&cache, &id, 0, &data);
             damage(&path);
             let mut out = vec![0u8; 200];
             assert!(!cache.read(&id, 0, 65_536, 65_000, &mut out), "{what} was returned");
             assert!(!path.exists(), "{what} was kept");
         }
         // A flip in a block the read does not touch is found by the read that touches it.
-        cache.put(&id, 0, &data);
+        put(&cache, &id, 0, &data);
         let mut b = fs::read(&path).unwrap();
         let last = b.len() - 1;
         b[last] ^= 1;
@@ -483,7 +502,7 @@ mod tests {
         let data = bytes(chunk as usize, 3);
         let mut out = vec![0u8; 10];
         for i in 0..40u64 {
-            cache.put(&id, i, &data);
+            put(&cache, &id, i, &data);
             assert!(on_disk(dir.path()) <= bound, "over the bound after chunk {i}");
             // Chunk 0 is read after every write, so it stays the most recently used.
             assert!(cache.read(&id, 0, chunk, 0, &mut out), "chunk 0 was evicted at {i}");

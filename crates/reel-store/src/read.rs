@@ -349,7 +349,11 @@ impl ObjectFiles {
             .collect();
         let concurrency = self.fetcher.settings.concurrency.max(1);
         let pending = &pending;
-        block_on(async move {
+        // Bytes of new chunk files, counted in the cache's shared usage once, at the end,
+        // whether or not every request succeeded.
+        let mut added = 0u64;
+        let added_ref = &mut added;
+        let result = block_on(async move {
             let mut arriving = futures_util::stream::iter(requests).buffer_unordered(concurrency);
             while let Some(answer) = arriving.next().await {
                 let (file, run, bytes, body) = answer?;
@@ -357,7 +361,7 @@ impl ObjectFiles {
                 for c in run {
                     let from = (c * chunk - bytes.start) as usize;
                     let to = (from + chunk as usize).min(body.len());
-                    cache.put(id, c, &body[from..to]);
+                    *added_ref += cache.store(id, c, &body[from..to]);
                 }
                 for r in pending.iter().filter(|r| r.file == file) {
                     let (start, stop) = (r.offset.max(bytes.start), req_end(r).min(bytes.end));
@@ -371,7 +375,9 @@ impl ObjectFiles {
                 }
             }
             Ok(())
-        })?
+        });
+        cache.count_added(added);
+        result?
     }
 
     /// What this reader has done so far.
