@@ -246,35 +246,24 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
     }
 
     /// Appends the ranges `plan` gives for record `index` (checked to lie within their
-    /// files) to `ranges`, without reading them: [`RecordSource::locate`] for a custom plan
-    /// (a format reader whose reads plan differently than [`Layout::plan`]).
+    /// files, and the record against the limits, as a read checks them) to `ranges`, without
+    /// reading them: [`RecordSource::locate`] for a custom plan (a format reader whose reads
+    /// plan differently than [`Layout::plan`]). On an error `ranges` is left as it was.
     pub fn locate_with(
         &self,
         index: u64,
         ranges: &mut Vec<ReadRange>,
         plan: impl FnOnce(u64, &mut Plan<'_>) -> Result<()>,
     ) -> Result<()> {
-        let format = self.layout.info().format;
-        let len = self.layout.len();
-        if index >= len {
-            return Err(Error::out_of_range(index, len).with_format(format));
-        }
+        let info = (self.layout.info().format, self.layout.len());
         let before = ranges.len();
-        let planned =
-            plan(index, &mut Plan { ranges }).map_err(|e| e.with_record(index).with_format(format));
-        if let Err(e) = planned {
+        let mut plan = Some(plan);
+        let mut once = |i: u64, p: &mut Plan<'_>| plan.take().map_or(Ok(()), |f| f(i, p));
+        let checked = plan_checked(&self.files, &self.limits, info, index, &mut once, ranges);
+        if checked.is_err() {
             ranges.truncate(before);
-            return Err(e);
         }
-        for r in &ranges[before..] {
-            let checked = check_within(r.offset, r.len, self.files.file_len(r.file), "record");
-            if let Err(e) = checked {
-                let e = e.with_path(self.files.file_path(r.file)).with_record(index);
-                ranges.truncate(before);
-                return Err(e.with_format(format));
-            }
-        }
-        Ok(())
+        checked.map(drop)
     }
 
     /// Reads a batch with a custom plan and decode (see [`read_with`](Self::read_with)).
@@ -540,8 +529,14 @@ fn fill<F: ReadAt + ?Sized>(
     let mut first_record = 0;
     let mut first_part = 0;
     while first_record < indices.len() {
-        let (end_record, end_part) =
-            chunk_end(scratch, indices.len(), first_record, first_part, chunk_bytes);
+        let spans = &scratch.parts;
+        let (end_record, end_part) = chunk_end(
+            &scratch.counts[..indices.len()],
+            |p| spans[p].len,
+            first_record,
+            first_part,
+            chunk_bytes,
+        );
         let chunk = Chunk { records: first_record..end_record, parts: first_part..end_part };
         let read = match crc {
             Some(crc) => read_checked(files, indices, &chunk, scratch, arena.as_mut_slice(), crc),
@@ -726,42 +721,46 @@ fn plan_checked<F: ReadAt + ?Sized>(
 /// independent, so the misses overlap (the checksum loop that follows would meet them one
 /// page at a time); then checks and decoding read from the cache. Returns the chunk's end
 /// (exclusive record and part): at least one record, then records while the chunk holds
-/// fewer than `CACHE_CHUNK` bytes.
+/// fewer than `WARM_CHUNK` bytes.
 fn warm_chunk<F: ReadAt + ?Sized>(
     files: &F,
     scratch: &Scratch,
     first_record: usize,
     first_part: usize,
 ) -> (usize, usize) {
-    let (mut record, mut part, mut bytes) = (first_record, first_part, 0usize);
-    while record < scratch.counts.len() && (record == first_record || bytes < WARM_CHUNK) {
-        for r in &scratch.ranges[part..part + scratch.counts[record]] {
-            let Some(map) = files.bytes(r.file) else { continue };
-            let (start, len) = (r.offset as usize, r.len as usize);
-            if let Some(lines) = map.get(start..start.saturating_add(len)) {
-                crate::io::prefetch_lines(lines);
-            }
-            bytes += len;
+    let ranges = &scratch.ranges;
+    let end = chunk_end(
+        &scratch.counts,
+        |p| ranges[p].len as usize,
+        first_record,
+        first_part,
+        WARM_CHUNK,
+    );
+    for r in &ranges[first_part..end.1] {
+        let Some(map) = files.bytes(r.file) else { continue };
+        let (start, len) = (r.offset as usize, r.len as usize);
+        if let Some(lines) = map.get(start..start.saturating_add(len)) {
+            crate::io::prefetch_lines(lines);
         }
-        part += scratch.counts[record];
-        record += 1;
     }
-    (record, part)
+    end
 }
 
-/// The end (exclusive record and part) of the chunk starting at `first_record`: at least one
-/// record, then records while the chunk holds fewer than `chunk_bytes`.
+/// The end (exclusive record and part) of the chunk starting at record `first_record`
+/// (part `first_part`) of a batch whose records have `counts` parts each, part `p` being
+/// `part_len(p)` bytes long: at least one record, then records while the chunk holds fewer
+/// than `chunk_bytes`.
 fn chunk_end(
-    scratch: &Scratch,
-    n: usize,
+    counts: &[usize],
+    part_len: impl Fn(usize) -> usize,
     first_record: usize,
     first_part: usize,
     chunk_bytes: usize,
 ) -> (usize, usize) {
     let (mut end_record, mut end_part, mut bytes) = (first_record, first_part, 0usize);
-    while end_record < n && (end_record == first_record || bytes < chunk_bytes) {
-        let parts = scratch.counts[end_record];
-        bytes += scratch.parts[end_part..end_part + parts].iter().map(|p| p.len).sum::<usize>();
+    while end_record < counts.len() && (end_record == first_record || bytes < chunk_bytes) {
+        let parts = counts[end_record];
+        bytes += (end_part..end_part + parts).map(&part_len).sum::<usize>();
         end_part += parts;
         end_record += 1;
     }
