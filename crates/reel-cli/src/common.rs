@@ -56,11 +56,9 @@ impl OpenArgs {
             .payload(payload)
             .lenient_jpeg(self.lenient_jpeg);
         options.payload_field = self.payload_field.clone();
-        if let Some(dir) = &self.cache {
-            let mut cache = reel::store::CacheSettings::new(dir);
-            if let Some(size) = &self.cache_size {
-                cache.max_bytes = crate::bench::parse_size(size)?;
-            }
+        let bound = self.cache_size.as_deref().map(crate::bench::parse_size).transpose()?;
+        if let Some(cache) = reel::store::CacheSettings::from_options(self.cache.as_deref(), bound)?
+        {
             options.read_settings.cache = Some(cache);
         }
         Ok(options)

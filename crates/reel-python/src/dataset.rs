@@ -50,14 +50,11 @@ impl OpenArgs {
     /// The options every format is opened with.
     pub(crate) fn options(&self) -> reel::Result<OpenOptions> {
         let mut options = OpenOptions::default().backend(self.backend()?).verify(self.verify);
-        if let Some(dir) = &self.cache {
-            let mut cache = reel::store::CacheSettings::new(dir);
-            if let Some(bound) = self.cache_size {
-                cache.max_bytes = bound;
-            }
+        let cache =
+            reel::store::CacheSettings::from_options(self.cache.as_deref(), self.cache_size)
+                .map_err(|_| Error::invalid_input("cache_size= needs cache= (a directory)"))?;
+        if let Some(cache) = cache {
             options.read_settings.cache = Some(cache);
-        } else if self.cache_size.is_some() {
-            return Err(Error::invalid_input("cache_size= needs cache= (a directory)"));
         }
         Ok(options)
     }

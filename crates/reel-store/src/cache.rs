@@ -60,6 +60,25 @@ impl CacheSettings {
         CacheSettings { dir: dir.into(), max_bytes: 10 << 30, chunk_bytes: 1 << 20 }
     }
 
+    /// The cache a caller's options ask for: a directory `dir`, bounded by `max_bytes`
+    /// (default 10 GiB), or none without a directory. A bound without a directory is refused
+    /// rather than ignored: it would bound nothing.
+    pub fn from_options(dir: Option<&Path>, max_bytes: Option<u64>) -> Result<Option<Self>> {
+        match (dir, max_bytes) {
+            (Some(dir), bound) => {
+                let mut settings = CacheSettings::new(dir);
+                if let Some(bound) = bound {
+                    settings.max_bytes = bound;
+                }
+                Ok(Some(settings))
+            }
+            (None, Some(_)) => Err(Error::invalid_input(
+                "a cache size needs a cache directory to bound (give both)",
+            )),
+            (None, None) => Ok(None),
+        }
+    }
+
     /// The cache the environment asks for: [`CACHE_DIR_ENV`] (none when unset or empty)
     /// and [`CACHE_SIZE_ENV`]. A size that does not parse is an error naming the variable.
     pub fn from_env() -> Result<Option<Self>> {
@@ -514,6 +533,18 @@ mod tests {
         let counted: u64 =
             fs::read_to_string(dir.path().join("usage")).unwrap().trim().parse().unwrap();
         assert_eq!(counted, on_disk(dir.path()));
+    }
+
+    #[test]
+    fn options_give_a_cache_only_with_a_directory() {
+        let dir = Path::new("/tmp/some-cache");
+        let default = CacheSettings::from_options(Some(dir), None).unwrap().unwrap();
+        assert_eq!((default.dir.as_path(), default.max_bytes), (dir, 10 << 30));
+        let bounded = CacheSettings::from_options(Some(dir), Some(5 << 20)).unwrap().unwrap();
+        assert_eq!(bounded.max_bytes, 5 << 20);
+        assert!(CacheSettings::from_options(None, None).unwrap().is_none());
+        let e = CacheSettings::from_options(None, Some(1)).unwrap_err();
+        assert_eq!(e.kind(), reel_core::ErrorKind::InvalidInput);
     }
 
     #[test]
