@@ -408,6 +408,29 @@ fn sealed_files_go_up_while_the_dataset_is_written() {
         assert!(back.read(i).unwrap() == expected.read(i).unwrap(), "record {i}");
     }
 
+    // Granular with a part size: shards, whose record bags go up as each shard closes (the
+    // indexes and specs, which make a shard open, wait for finish).
+    let mut sharded = on_server.clone().part_size(Format::Granular, 4000).unwrap();
+    sharded.schema = None;
+    let blob = |i: u64| reel::Record::new().with_bytes("blob", &[i as u8; 1000]);
+    let mut sink = reel::create("s3://stream/gran", Format::Granular, &sharded).unwrap();
+    for i in 0..20 {
+        sink.append(blob(i).view()).unwrap();
+    }
+    let early = wait_for_keys(&store, "gran", &["gran/000000/blob.bag", "gran/000001/blob.bag"]);
+    assert!(early.iter().all(|k| k.ends_with(".bag")), "{early:?}");
+    assert!(reel::open_with("s3://stream/gran", &from_s3).is_err(), "opens before finish");
+    sink.finish().unwrap();
+    let back = reel::open_with("s3://stream/gran", &from_s3).unwrap();
+    assert_eq!(back.len(), 20);
+    for i in 0..20 {
+        assert_eq!(
+            back.read(i).unwrap().get("blob").unwrap().as_bytes(),
+            Some(&[i as u8; 1000][..])
+        );
+    }
+    assert!(keys_under(&store, "gran").iter().any(|k| k == "gran/000003/spec.json"));
+
     // Dropped after early uploads: what went up is removed.
     {
         let mut sink = reel::create("s3://stream/dropped", Format::Ofrecord, &per_two).unwrap();

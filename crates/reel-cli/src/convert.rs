@@ -26,10 +26,12 @@ pub struct ConvertArgs {
     /// Write only part K of N (e.g. `3/8`), so N processes can convert one dataset at once.
     #[arg(long)]
     shard: Option<String>,
-    /// OFRecord target: start a new part file before one would pass SIZE (K, M, G suffixes,
-    /// e.g. 256M; a larger record gets a part of its own). To a bucket, each part goes up as
-    /// soon as the next one starts, so local disk holds a few parts, not the dataset.
-    #[arg(long, value_name = "SIZE")]
+    /// OFRecord, Granular and bags targets: files of about SIZE (K, M, G suffixes, e.g.
+    /// 256M): OFRecord parts of at most SIZE (a larger record gets a part of its own), a
+    /// sharded Granular dataset (000000/, 000001/, …) of shards of about SIZE. To a bucket,
+    /// each part or shard goes up as soon as the next one starts, so local disk holds a few
+    /// of them, not the dataset.
+    #[arg(long, value_name = "SIZE", conflicts_with = "shard")]
     part_size: Option<String>,
     /// Refuse the conversion if the target would lose anything.
     #[arg(long)]

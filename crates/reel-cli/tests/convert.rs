@@ -322,7 +322,7 @@ fn the_target_names_the_granular_generation_whatever_the_source() {
 }
 
 #[test]
-fn part_size_splits_an_ofrecord_target_into_parts_of_that_size() {
+fn part_size_splits_ofrecord_into_parts_and_granular_into_shards() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src.ffr");
     let records: Vec<Record> =
@@ -346,6 +346,23 @@ fn part_size_splits_an_ofrecord_target_into_parts_of_that_size() {
     let back = dir.path().join("back.ffr");
     convert(&dst, &back, "ffrecord");
     assert!(read_sorted(&back) == read_sorted(&src));
+
+    // Granular and bags: a sharded dataset, shards of about that size.
+    for to in ["granular", "bags"] {
+        let sharded = dir.path().join(format!("sharded-{to}"));
+        let out = reel()
+            .args(["convert", "--quiet", "--to", to, "--part-size", "3K"])
+            .arg(&src)
+            .arg(&sharded)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{to}: {}", String::from_utf8_lossy(&out.stderr));
+        let shards = file_names(&sharded);
+        assert!(shards.len() >= 3 && shards[0] == "000000", "{to}: {shards:?}");
+        let back = dir.path().join(format!("back-{to}.ffr"));
+        convert(&sharded, &back, "ffrecord");
+        assert!(read_sorted(&back) == read_sorted(&src), "{to}");
+    }
 
     // Other targets have no parts of a size, and a size must be one.
     for (to, size, says) in [

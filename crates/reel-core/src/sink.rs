@@ -94,10 +94,11 @@ pub trait RecordSink: Send {
 
     /// Takes the files this sink has sealed since the last call: files of a multi-file
     /// dataset that are complete before the dataset is (an OFRecord part once the next one
-    /// starts, a GulpIO2 chunk once it is closed). The caller may copy each one elsewhere
-    /// and then remove it; [`finish`](Self::finish) publishes the dataset without the
-    /// removed files. This is how a dataset bound for object storage goes up file by file
-    /// while it is written, instead of needing its whole size on local disk.
+    /// starts, a GulpIO2 chunk once it is closed, a Granular shard once the next starts).
+    /// The caller may copy each one elsewhere and then remove it; [`finish`](Self::finish)
+    /// publishes the dataset without the removed files. This is how a dataset bound for
+    /// object storage goes up file by file while it is written, instead of needing its
+    /// whole size on local disk.
     ///
     /// Sinks that keep every file open to the end (single-file formats, whose header comes
     /// first) seal nothing: the default. A sink that wraps another passes it on.

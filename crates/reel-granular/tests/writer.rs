@@ -507,3 +507,78 @@ fn sink_writes_the_layout_it_is_told_with_the_spec_fitted_to_it() {
     assert_eq!((empty.len(), empty.spec().get("x")), (0, Some("msgpack")));
     assert!(back.read(0).unwrap() == r);
 }
+
+#[test]
+fn shards_of_a_size_are_sealed_when_the_next_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = GranularSpec::new().with("blob", "bytes");
+    let blob = |i: u8| Record::new().with_bytes("blob", &[i; 300]);
+    for layout in [ShardFormat::Indexed, ShardFormat::Refs(RefsFlavor::Bags051)] {
+        let root = tmp.path().join(format!("{layout:?}"));
+        let moved = tmp.path().join(format!("{layout:?}-moved"));
+        fs::create_dir(&moved).unwrap();
+        let o = ShardedWriterOptions::default().shard_bytes(1000).format(layout);
+        let mut w = ShardedWriter::create(&root, &spec, &o).unwrap();
+        let mut sealed = Vec::new();
+        for i in 0..10 {
+            w.append(blob(i).view()).unwrap();
+            for file in RecordSink::take_sealed(&mut w) {
+                // A shard's files, complete: its spec is there.
+                let shard = file.name.split('/').next().unwrap().to_string();
+                assert!(file.path.parent().unwrap().join("spec.json").is_file(), "{}", file.name);
+                if file.name.ends_with(".bag") {
+                    fs::create_dir_all(moved.join(&shard)).unwrap();
+                    fs::rename(&file.path, moved.join(&file.name)).unwrap();
+                }
+                sealed.push(file.name);
+            }
+        }
+        // Four records of 300 bytes pass 1000: shards of four, the third still open.
+        assert_eq!(w.shards(), 3);
+        assert!(sealed.iter().any(|n| n.starts_with("000000/")), "{sealed:?}");
+        assert!(sealed.iter().any(|n| n.starts_with("000001/")), "{sealed:?}");
+        assert!(!sealed.iter().any(|n| n.starts_with("000002/")), "{sealed:?}");
+        w.finish().unwrap();
+        assert!(RecordSink::take_sealed(&mut w).is_empty(), "{layout:?}");
+        for name in sealed.iter().filter(|n| n.ends_with(".bag")) {
+            assert!(!root.join(name).exists());
+            fs::rename(moved.join(name), root.join(name)).unwrap();
+        }
+        let r = GranularReader::open(&root).unwrap();
+        assert_eq!((r.len(), r.shard_count()), (10, 3), "{layout:?}");
+        for i in 0..10u8 {
+            let record = r.read(u64::from(i)).unwrap();
+            assert_eq!(record.get("blob").unwrap().as_bytes(), Some(&[i; 300][..]));
+        }
+    }
+
+    // Shards written into a root that exists appear as each is complete: nothing is sealed.
+    let shared = tmp.path().join("shared");
+    fs::create_dir(&shared).unwrap();
+    let o = ShardedWriterOptions::default().shard_bytes(1000);
+    let mut w = ShardedWriter::create(&shared, &spec, &o).unwrap();
+    for i in 0..6 {
+        w.append(blob(i).view()).unwrap();
+    }
+    assert_eq!(w.shards(), 2);
+    assert!(RecordSink::take_sealed(&mut w).is_empty());
+    w.finish().unwrap();
+
+    // A resumed writer counts a shard of that size as full.
+    let root = tmp.path().join("resumed");
+    let mut w = ShardedWriter::create(&root, &spec, &o).unwrap();
+    for i in 0..5 {
+        w.append(blob(i).view()).unwrap();
+    }
+    w.suspend().unwrap();
+    let mut w = ShardedWriter::resume(&root, &spec, &o).unwrap();
+    for i in 5..9 {
+        w.append(blob(i).view()).unwrap();
+    }
+    w.finish().unwrap();
+    let r = GranularReader::open(&root).unwrap();
+    assert_eq!((r.len(), r.shard_count()), (9, 3));
+    assert!(
+        ShardedWriter::create(tmp.path().join("zero"), &spec, &o.clone().shard_bytes(0)).is_err()
+    );
+}

@@ -44,8 +44,8 @@ impl Sink {
     /// (Granular `spec.json` types, Syrah dtypes ...) where the format declares them;
     /// `records` is the number of records that will come, when known. With `part=(k, n)`,
     /// `path` is the directory of a multi-part dataset and the writer writes its part `k` of
-    /// `n` there (`reel::create_part`, the names `part_names` gives). `part_size`: OFRecord
-    /// part files of at most that many bytes (`CreateOptions::part_size`).
+    /// `n` there (`reel::create_part`, the names `part_names` gives). `part_size`: files of
+    /// about that many bytes, OFRecord parts or Granular shards (`CreateOptions::part_size`).
     #[new]
     #[pyo3(signature = (
         path, format, *, schema=None, records=None, overwrite=false, part=None, part_size=None
@@ -140,7 +140,8 @@ impl Sink {
 /// `src` and `dst` may be object URLs (`s3://bucket/key`, `gs://…`, `az://…`, configured from
 /// the environment); a URL destination (or, with `shard`, the part) is staged locally and
 /// uploaded when complete, the objects that make it openable last. `part_size`: an OFRecord
-/// target in part files of at most that many bytes (other targets raise `ValueError`).
+/// target in part files of at most that many bytes, a Granular or bags target in shards of
+/// about that size (other targets raise `ValueError`).
 ///
 /// Returns a dict: `from`, `to`, `records`, `bytes`, `losses` (list of (field, what)),
 /// `outputs` (paths written).

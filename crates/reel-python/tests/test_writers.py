@@ -145,7 +145,7 @@ def test_convert_between_formats(tmp_path):
     assert not (tmp_path / "s.syr").exists()
 
 
-def test_part_size_writes_ofrecord_in_parts_of_that_size(tmp_path):
+def test_part_size_writes_ofrecord_parts_and_granular_shards(tmp_path):
     records = [{"payload": bytes([i]) * 300} for i in range(30)]
     with reel.ofrecord.Writer(tmp_path / "w", part_size=1024) as w:
         w.write_many(records)
@@ -161,13 +161,25 @@ def test_part_size_writes_ofrecord_in_parts_of_that_size(tmp_path):
     reel.convert(src, tmp_path / "c1", to="ofrecord")
     assert same(reel.open(tmp_path / "c")[:], reel.open(tmp_path / "c1")[:])
 
-    # Only OFRecord has parts of a size; a size is above zero; nothing is written.
+    # Granular: shards of about that size.
+    with reel.granular.Writer(tmp_path / "shards", part_size=1024) as w:
+        w.write_many(records)
+    shards = sorted(p.name for p in (tmp_path / "shards").iterdir())
+    assert len(shards) >= 8 and shards[0] == "000000"
+    assert [r["payload"] for r in reel.open(tmp_path / "shards")] == [r["payload"] for r in records]
+    reel.convert(src, tmp_path / "gs", to="granular", part_size=4096)
+    assert len(list((tmp_path / "gs").iterdir())) > 1
+    assert len(reel.open(tmp_path / "gs")) == len(reel.open(src))
+
+    # Other formats have no parts of a size; a size is above zero; nothing is written.
     with pytest.raises(ValueError, match="applies to OFRecord"):
         reel.ffrecord.Writer(tmp_path / "x.ffr", part_size=1024)
     with pytest.raises(ValueError, match="above zero"):
         reel.ofrecord.Writer(tmp_path / "z", part_size=0)
     with pytest.raises(ValueError, match="applies to OFRecord"):
-        reel.convert(src, tmp_path / "g", to="granular", part_size=1024)
+        reel.convert(src, tmp_path / "g", to="syrah", part_size=1024)
+    with pytest.raises(ValueError, match="one part of a multi-part"):
+        reel.convert(src, tmp_path / "g", to="ofrecord", part_size=1024, shard=(0, 2))
     with pytest.raises((OverflowError, TypeError)):
         reel.ofrecord.Writer(tmp_path / "z", part_size=-1)
     assert not any((tmp_path / n).exists() for n in ["x.ffr", "z", "g"])

@@ -36,6 +36,15 @@ pub struct CreateOptions {
     /// `flatten_arrays`), part naming and rolling, OneFlow-strict checks.
     #[cfg(feature = "ofrecord")]
     pub ofrecord: reel_ofrecord::OfrecordWriterOptions,
+    /// Multi-file targets in files of about this many bytes (set with
+    /// [`part_size`](Self::part_size)): OFRecord in parts of at most this size
+    /// ([`max_bytes_per_part`](reel_ofrecord::OfrecordWriterOptions::max_bytes_per_part),
+    /// which it overrides; a larger record gets a part of its own), Granular and bags as a
+    /// sharded dataset (`000000/`, `000001/`, …) whose shards hold about this many bytes of
+    /// records each. Written to a bucket, each part or shard's data goes up as soon as the
+    /// next one starts, so local disk holds a few of them rather than the dataset. Other
+    /// formats refuse it.
+    pub part_bytes: Option<u64>,
     /// The object store's settings when the path is a URL (endpoint, credentials, retries,
     /// deadlines; by default the environment's).
     #[cfg(feature = "object-store")]
@@ -78,36 +87,30 @@ impl CreateOptions {
         self
     }
 
-    /// Options writing `format` in files of at most `bytes` bytes: OFRecord parts
-    /// ([`max_bytes_per_part`](reel_ofrecord::OfrecordWriterOptions::max_bytes_per_part); a
-    /// record larger than that gets a part of its own). Written to a bucket, each part goes up
-    /// as soon as the next one starts, so local disk holds a few parts rather than the
-    /// dataset. Other formats, and a size of zero, are refused with
+    /// Options writing `format` in files of about `bytes` bytes
+    /// ([`part_bytes`](Self::part_bytes)): OFRecord parts, Granular and bags shards. Other
+    /// formats, and a size of zero, are refused with
     /// [`ErrorKind::InvalidInput`](reel_core::ErrorKind::InvalidInput).
-    #[cfg(feature = "ofrecord")]
     pub fn part_size(mut self, format: Format, bytes: u64) -> Result<Self> {
-        self.ofrecord = with_part_size(format, bytes, self.ofrecord)?;
+        check_part_size(format, bytes)?;
+        self.part_bytes = Some(bytes);
         Ok(self)
     }
 }
 
-/// `options` with parts of at most `bytes` bytes, for a `format` target that has parts of a
-/// size (see [`CreateOptions::part_size`]).
-#[cfg(feature = "ofrecord")]
-pub(crate) fn with_part_size(
-    format: Format,
-    bytes: u64,
-    options: reel_ofrecord::OfrecordWriterOptions,
-) -> Result<reel_ofrecord::OfrecordWriterOptions> {
-    if format != Format::Ofrecord {
+/// Refuses a part size for a `format` target that has no parts of a size, and a size of
+/// zero (see [`CreateOptions::part_bytes`]).
+pub(crate) fn check_part_size(format: Format, bytes: u64) -> Result<()> {
+    if !matches!(format, Format::Ofrecord | Format::Granular | Format::Bags) {
         return Err(reel_core::Error::invalid_input(format!(
-            "a part size applies to OFRecord targets (parts of a set size), not to {format}"
+            "a part size applies to OFRecord targets (parts of a set size) and to Granular \
+             and bags targets (shards of a set size), not to {format}"
         )));
     }
     if bytes == 0 {
         return Err(reel_core::Error::invalid_input("a part size must be above zero"));
     }
-    Ok(options.max_bytes_per_part(bytes))
+    Ok(())
 }
 
 /// A writer for a new `format` dataset at `path`. The dataset appears only when the sink
@@ -117,8 +120,8 @@ pub(crate) fn with_part_size(
 /// `object-store`): the format's writer then fills a local staging directory
 /// ([`REEL_STAGING_DIR`](crate::remote_sink::STAGING_DIR_ENV), default the system's temporary
 /// directory) and `finish` uploads it, large files as multipart uploads, the objects that make
-/// the dataset openable last. Data files complete before the dataset is (OFRecord parts,
-/// GulpIO2 chunks: [`RecordSink::take_sealed`]) go up while the writing goes on and leave
+/// the dataset openable last. Data files complete before the dataset is (OFRecord parts, Granular
+/// shards, GulpIO2 chunks: [`RecordSink::take_sealed`]) go up while the writing goes on and leave
 /// local disk. A failed upload removes what it wrote, and a sink dropped before `finish`
 /// leaves nothing (what went up early is deleted). Something already at `path` is refused with
 /// [`ErrorKind::InvalidInput`](reel_core::ErrorKind::InvalidInput) naming it, unless

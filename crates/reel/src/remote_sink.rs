@@ -4,10 +4,10 @@
 //! writer that fails or is dropped leaves nothing; an upload that fails removes what it
 //! wrote.
 //!
-//! Data files a writer completes before the dataset is (OFRecord parts, GulpIO2 chunks: see
-//! [`RecordSink::take_sealed`]) go up while the writing goes on, on a thread of their own,
-//! and their local copies are removed, so a dataset of many files needs a few files'
-//! room on local disk rather than its whole size (`EarlyUploads`).
+//! Data files a writer completes before the dataset is (OFRecord parts, Granular shards,
+//! GulpIO2 chunks: see [`RecordSink::take_sealed`]) go up while the writing goes on, on a
+//! thread of their own, and their local copies are removed, so a dataset of many files
+//! needs a few files' room on local disk rather than its whole size (`EarlyUploads`).
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -331,10 +331,10 @@ impl Drop for RemoteSink {
 /// written.
 ///
 /// Only files that open nothing by themselves go early: data files (upload stage 0; a
-/// GulpIO2 chunk's `.gmeta`, the indexes and specs wait for finish). For formats made only of
-/// data parts (OFRecord), the first part in name order is held back too, since a reader
-/// that finds it takes the directory for a dataset; it goes up last, on finish. The queue
-/// holds one file, so local disk holds at most the file being written, the one queued,
+/// GulpIO2 chunk's `.gmeta`, Granular indexes and specs wait for finish). For formats made
+/// only of data parts (OFRecord), the first part in name order is held back too, since a
+/// reader that finds it takes the directory for a dataset; it goes up last, on finish. The
+/// queue holds one file, so local disk holds at most the file being written, the one queued,
 /// the one going up and those held back.
 #[derive(Default)]
 struct EarlyUploads {

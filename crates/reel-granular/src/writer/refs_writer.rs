@@ -208,6 +208,12 @@ impl BagsWriter {
         self.refs.append(&self.scratch)
     }
 
+    /// Bytes of records written so far, `refs.bag`'s included (the offset tables come on
+    /// finish).
+    pub fn size(&self) -> u64 {
+        self.bags.iter().map(SingleFileBagWriter::data_len).sum::<u64>() + self.refs.data_len()
+    }
+
     /// Writes the offset tables and `spec.json`, syncs, and moves the dataset into place.
     pub fn finish(&mut self) -> Result<SinkSummary> {
         if self.broken {

@@ -5,7 +5,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use reel_core::staged::publish_dir;
-use reel_core::{Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary, UnfinishedGuard};
+use reel_core::{
+    Error, ErrorKind, RecordRef, RecordSink, Result, SealedFile, SinkSummary, UnfinishedGuard,
+};
 
 use super::dataset::{GranularWriter, GranularWriterOptions, PARTIAL_SPEC, staging_path};
 use super::refs_writer::{BagsWriter, RefsFlavor};
@@ -42,8 +44,12 @@ impl ShardFormat {
 /// How a sharded dataset is split into shards.
 #[derive(Clone, Debug)]
 pub struct ShardedWriterOptions {
-    /// Datapoints per shard; `None` writes a single, unbounded shard.
+    /// Datapoints per shard; `None` writes a single, unbounded shard (unless
+    /// `shard_bytes` bounds it).
     pub shard_len: Option<u64>,
+    /// A new shard starts after the datapoint that takes the current one to this many bytes
+    /// of records (`None`: no bound by size). With `shard_len` too, whichever comes first.
+    pub shard_bytes: Option<u64>,
     /// Number of the first shard this writer writes.
     pub shard_start: u64,
     /// Distance between the shard numbers this writer writes (several writers can fill
@@ -60,6 +66,7 @@ impl Default for ShardedWriterOptions {
     fn default() -> Self {
         ShardedWriterOptions {
             shard_len: None,
+            shard_bytes: None,
             shard_start: 0,
             shard_step: 1,
             format: ShardFormat::Indexed,
@@ -73,6 +80,17 @@ impl ShardedWriterOptions {
     pub fn shard_len(mut self, len: u64) -> Self {
         self.shard_len = Some(len);
         self
+    }
+
+    /// Bytes of records per shard (see [`shard_bytes`](Self::shard_bytes)).
+    pub fn shard_bytes(mut self, bytes: u64) -> Self {
+        self.shard_bytes = Some(bytes);
+        self
+    }
+
+    /// Whether a shard of `len` datapoints and `bytes` bytes of records is full.
+    fn full(&self, len: u64, bytes: u64) -> bool {
+        self.shard_len.is_some_and(|n| len >= n) || self.shard_bytes.is_some_and(|b| bytes >= b)
     }
 
     /// The first shard number and the step between shard numbers.
@@ -111,6 +129,14 @@ impl ShardSink {
         }
     }
 
+    /// Bytes of records written so far.
+    fn size(&self) -> u64 {
+        match self {
+            ShardSink::Indexed(w) => w.size(),
+            ShardSink::Refs(w) => w.size(),
+        }
+    }
+
     fn finish(&mut self) -> Result<SinkSummary> {
         match self {
             ShardSink::Indexed(w) => w.finish(),
@@ -120,7 +146,7 @@ impl ShardSink {
 }
 
 /// Writes a sharded dataset: shard `shard_start` first, a new shard every `shard_len`
-/// datapoints, shard numbers advancing by `shard_step`.
+/// datapoints (or `shard_bytes` bytes), shard numbers advancing by `shard_step`.
 ///
 /// Each shard is written by a shard writer that stages it and publishes it complete (a
 /// [`GranularWriter`] or [`BagsWriter`]). When the root does not exist yet, the writer
@@ -140,6 +166,9 @@ pub struct ShardedWriter {
     done_bytes: u64,
     done_shards: u64,
     state: State,
+    /// Files of shards closed before `finish` in a root this writer stages, not yet taken
+    /// by [`RecordSink::take_sealed`].
+    sealed: Vec<SealedFile>,
     unfinished: UnfinishedGuard,
 }
 
@@ -199,6 +228,7 @@ impl ShardedWriter {
             done_bytes: 0,
             done_shards: 0,
             state: State::Open,
+            sealed: Vec::new(),
         })
     }
 
@@ -245,6 +275,7 @@ impl ShardedWriter {
             done_shards: 0,
             // Until resumed, a failure must not delete what is being rescued.
             state: State::Suspended,
+            sealed: Vec::new(),
         };
         loop {
             let dir = w.base.join(shard_name(w.next_shard));
@@ -260,7 +291,7 @@ impl ShardedWriter {
                 ))
                 .with_format(FORMAT));
             }
-            let full = w.options.shard_len.is_some_and(|n| shard.len() >= n);
+            let full = w.options.full(shard.len(), shard.size());
             if partial || !full {
                 let mut shard = shard;
                 shard.unfinished.finished(); // this writer warns for the whole dataset
@@ -352,10 +383,36 @@ impl ShardedWriter {
             return Err(Error::new(ErrorKind::Closed, "no open shard").with_format(FORMAT));
         };
         current.append(record)?;
-        if self.options.shard_len.is_some_and(|n| current.len() >= n) {
+        if self.options.full(current.len(), current.size()) {
+            let dir = self.base.join(shard_name(self.next_shard));
             self.close_shard()?;
+            if self.root_staged {
+                // The shard is complete in a root nobody else sees until finish: its files
+                // are sealed (in the one the writer shares with others, they are published).
+                self.seal_shard(&dir)?;
+            }
         }
         Ok(self.len() - 1)
+    }
+
+    /// Offers the files of the closed shard `dir` to [`RecordSink::take_sealed`], named
+    /// `<shard>/<file>`.
+    fn seal_shard(&mut self, dir: &Path) -> Result<()> {
+        let shard = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let listed = fs::read_dir(dir)
+            .map_err(|e| Error::io(e, "cannot list a finished shard").with_path(dir))?;
+        let mut files = Vec::new();
+        for entry in listed {
+            let entry =
+                entry.map_err(|e| Error::io(e, "cannot list a finished shard").with_path(dir))?;
+            let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+            if let (true, Some(name)) = (is_file, entry.file_name().to_str()) {
+                files.push(SealedFile { path: entry.path(), name: format!("{shard}/{name}") });
+            }
+        }
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        self.sealed.extend(files);
+        Ok(())
     }
 
     fn close_shard(&mut self) -> Result<()> {
@@ -382,6 +439,7 @@ impl ShardedWriter {
         self.check_open()?;
         self.unfinished.finished();
         self.close_shard()?;
+        self.sealed.clear();
         if self.root_staged {
             let r = publish_dir(&self.base, &self.root);
             if let Err(e) = r {
@@ -433,6 +491,10 @@ impl RecordSink for ShardedWriter {
         ShardedWriter::records(self)
     }
 
+    fn take_sealed(&mut self) -> Vec<SealedFile> {
+        std::mem::take(&mut self.sealed)
+    }
+
     fn finish(&mut self) -> Result<SinkSummary> {
         ShardedWriter::finish(self)
     }
@@ -446,6 +508,9 @@ fn check_options(o: &ShardedWriterOptions) -> Result<()> {
         return Err(
             Error::invalid_input("a shard must hold at least one datapoint").with_format(FORMAT)
         );
+    }
+    if o.shard_bytes == Some(0) {
+        return Err(Error::invalid_input("a shard size must be above zero").with_format(FORMAT));
     }
     if (o.shard_start > 0 || o.shard_step > 1) && o.shard_len.is_none() {
         return Err(Error::invalid_input(

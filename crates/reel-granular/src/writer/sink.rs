@@ -3,20 +3,23 @@
 
 use std::path::{Path, PathBuf};
 
-use reel_core::{Error, ErrorKind, FieldSpec, RecordRef, RecordSink, Result, SinkSummary};
+use reel_core::{
+    Error, ErrorKind, FieldSpec, RecordRef, RecordSink, Result, SealedFile, SinkSummary,
+};
 
 use super::dataset::{GranularWriter, GranularWriterOptions};
 use super::fit::fit_spec;
 use super::refs_writer::BagsWriter;
-use super::sharded::ShardFormat;
+use super::sharded::{ShardFormat, ShardedWriter, ShardedWriterOptions};
 use crate::FORMAT;
 use crate::spec::GranularSpec;
 
-/// The writer chosen at the first record. The bags writer is boxed: it holds one bag
-/// writer per key and is much larger than the indexed writer.
+/// The writer chosen at the first record. The bags and sharded writers are boxed: they
+/// are much larger than the indexed writer.
 enum Target {
     Current(GranularWriter),
     Refs(Box<BagsWriter>),
+    Sharded(Box<ShardedWriter>),
 }
 
 /// A [`RecordSink`] writing a Granular dataset of a chosen generation whose spec need not be
@@ -31,12 +34,16 @@ enum Target {
 /// value the generation has no type for is a [`Schema`](ErrorKind::Schema) error naming
 /// the field.
 ///
+/// With [`shard_bytes`](Self::shard_bytes) it writes a sharded dataset (`000000/`,
+/// `000001/`, … each a dataset of the chosen layout) of shards of about that size.
+///
 /// The dataset appears on [`finish`](Self::finish), as with the writers it wraps.
 pub struct GranularSink {
     path: PathBuf,
     declared: Option<GranularSpec>,
     layout: ShardFormat,
     options: GranularWriterOptions,
+    shard_bytes: Option<u64>,
     target: Option<Target>,
     finished: bool,
 }
@@ -58,9 +65,19 @@ impl GranularSink {
             declared,
             layout,
             options,
+            shard_bytes: None,
             target: None,
             finished: false,
         }
+    }
+
+    /// Writes a sharded dataset whose shards hold about `bytes` bytes of records each (a
+    /// new shard starts after the record that reaches it; [`ShardedWriterOptions::shard_bytes`]).
+    /// Each shard is complete when the next starts, so its files are sealed
+    /// ([`RecordSink::take_sealed`]).
+    pub fn shard_bytes(mut self, bytes: u64) -> Self {
+        self.shard_bytes = Some(bytes);
+        self
     }
 
     /// The layout this sink writes.
@@ -72,15 +89,26 @@ impl GranularSink {
         if self.target.is_none() {
             let spec = fit_spec(self.declared.as_ref(), first, self.layout)
                 .map_err(|e| e.with_path(&self.path).with_format(FORMAT))?;
-            let target = match self.layout {
-                ShardFormat::Refs(flavor) => Target::Refs(Box::new(BagsWriter::create_with(
-                    &self.path,
-                    &spec,
-                    flavor,
-                    &self.options.codecs,
-                    self.options.encode,
-                )?)),
-                ShardFormat::Indexed => {
+            let target = match (self.layout, self.shard_bytes) {
+                (layout, Some(bytes)) => {
+                    let options = ShardedWriterOptions {
+                        shard_bytes: Some(bytes),
+                        format: layout,
+                        writer: self.options.clone(),
+                        ..ShardedWriterOptions::default()
+                    };
+                    Target::Sharded(Box::new(ShardedWriter::create(&self.path, &spec, &options)?))
+                }
+                (ShardFormat::Refs(flavor), None) => {
+                    Target::Refs(Box::new(BagsWriter::create_with(
+                        &self.path,
+                        &spec,
+                        flavor,
+                        &self.options.codecs,
+                        self.options.encode,
+                    )?))
+                }
+                (ShardFormat::Indexed, None) => {
                     Target::Current(GranularWriter::create_with(&self.path, &spec, &self.options)?)
                 }
             };
@@ -96,6 +124,7 @@ impl GranularSink {
         match &self.target {
             Some(Target::Current(w)) => w.records(),
             Some(Target::Refs(w)) => w.records(),
+            Some(Target::Sharded(w)) => w.records(),
             None => 0,
         }
     }
@@ -110,6 +139,7 @@ impl GranularSink {
         match self.open(Some(&record))? {
             Target::Current(w) => w.append(record),
             Target::Refs(w) => w.append(record),
+            Target::Sharded(w) => w.append(record),
         }
     }
 
@@ -121,6 +151,7 @@ impl GranularSink {
         let r = match self.open(None)? {
             Target::Current(w) => w.finish(),
             Target::Refs(w) => w.finish(),
+            Target::Sharded(w) => w.finish(),
         };
         if r.is_ok() {
             self.finished = true;
@@ -136,6 +167,13 @@ impl RecordSink for GranularSink {
 
     fn records(&self) -> u64 {
         GranularSink::records(self)
+    }
+
+    fn take_sealed(&mut self) -> Vec<SealedFile> {
+        match &mut self.target {
+            Some(Target::Sharded(w)) => w.take_sealed(),
+            _ => Vec::new(),
+        }
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {

@@ -42,7 +42,8 @@ def convert(
     ``shard=(k, n)``, only part ``k`` of ``n`` into the directory ``dst``). Either may be an
     object URL (``s3://bucket/key`` …): a URL destination (or part) is staged locally and
     uploaded when complete, the objects that make it openable last. ``part_size``: OFRecord
-    targets in part files of at most that many bytes (other targets raise ``ValueError``)."""
+    targets in part files of at most that many bytes, Granular and bags targets in shards of
+    about that size (other targets raise ``ValueError``)."""
 
 def write_arrow(
     data: object,

@@ -41,8 +41,11 @@ class Writer:
         part: ``(k, n)`` to write part ``k`` of an ``n``-part dataset into the directory
             ``path``, under the names ``reel._reel.part_names(format, k, n)`` gives (what
             ``reel convert --shard k/n`` writes).
-        part_size: OFRecord: start a new part file before one would pass this many bytes
-            (a larger record gets a part of its own); other formats raise ``ValueError``.
+        part_size: files of about this many bytes: OFRecord parts of at most that size (a
+            larger record gets a part of its own), Granular and bags as a sharded dataset
+            (``000000/``, ``000001/`` …) of shards of about that size. Written to a bucket,
+            each part or shard goes up as soon as the next starts. Other formats raise
+            ``ValueError``.
     """
 
     format: str | None = None

@@ -115,6 +115,9 @@ pub struct ConvertOptions {
     /// the loss, so the encoding options change nothing here.
     #[cfg(feature = "ofrecord")]
     pub ofrecord: reel_ofrecord::OfrecordWriterOptions,
+    /// Multi-file targets in files of about this many bytes (see
+    /// [`CreateOptions::part_bytes`]).
+    pub part_bytes: Option<u64>,
     /// The destination's object-store settings when `dst` is a URL (see
     /// [`CreateOptions::store`]).
     #[cfg(feature = "object-store")]
@@ -138,6 +141,7 @@ impl ConvertOptions {
             arrow: Default::default(),
             #[cfg(feature = "ofrecord")]
             ofrecord: Default::default(),
+            part_bytes: None,
             #[cfg(feature = "object-store")]
             output_store: Default::default(),
         }
@@ -155,11 +159,11 @@ impl ConvertOptions {
         self
     }
 
-    /// Options writing the target in files of at most `bytes` bytes: OFRecord parts (see
-    /// [`CreateOptions::part_size`]; other targets are refused).
-    #[cfg(feature = "ofrecord")]
+    /// Options writing the target in files of about `bytes` bytes: OFRecord parts, Granular
+    /// and bags shards (see [`CreateOptions::part_bytes`]; other targets are refused).
     pub fn part_size(mut self, bytes: u64) -> crate::Result<Self> {
-        self.ofrecord = crate::create::with_part_size(self.to, bytes, self.ofrecord)?;
+        crate::create::check_part_size(self.to, bytes)?;
+        self.part_bytes = Some(bytes);
         Ok(self)
     }
 }
@@ -399,6 +403,7 @@ fn write_batches<B: Deref<Target = RecordBatch>>(
         arrow: options.arrow.clone(),
         #[cfg(feature = "ofrecord")]
         ofrecord: options.ofrecord.clone(),
+        part_bytes: options.part_bytes,
         #[cfg(feature = "object-store")]
         store: options.output_store.clone(),
     };
@@ -699,6 +704,13 @@ pub fn create_part(
     count: u64,
     create: &CreateOptions,
 ) -> Result<(Box<dyn RecordSink>, PathBuf)> {
+    if create.part_bytes.is_some() {
+        return Err(Error::invalid_input(
+            "a part size does not apply to one part of a multi-part dataset (each part is \
+             one file or shard): give one or the other",
+        )
+        .with_path(dir));
+    }
     #[cfg(feature = "object-store")]
     if let Some(reel_store::Address::Remote(url)) = crate::create::remote_address(dir)? {
         return crate::remote_sink::create_remote_part(&url, to, k, count, create);

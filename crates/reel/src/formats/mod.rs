@@ -100,6 +100,9 @@ pub(crate) fn create(
     path: &Path,
     options: &crate::CreateOptions,
 ) -> Result<Box<dyn reel_core::RecordSink>> {
+    if let Some(bytes) = options.part_bytes {
+        crate::create::check_part_size(format, bytes).map_err(|e| e.with_path(path))?;
+    }
     match format {
         #[cfg(feature = "ffrecord")]
         Format::Ffrecord => Ok(match options.records {
@@ -114,7 +117,11 @@ pub(crate) fn create(
         }
         #[cfg(feature = "ofrecord")]
         Format::Ofrecord => {
-            Ok(Box::new(reel_ofrecord::OfrecordWriter::create_with(path, &options.ofrecord)?))
+            let mut ofrecord = options.ofrecord.clone();
+            if let Some(bytes) = options.part_bytes {
+                ofrecord = ofrecord.max_bytes_per_part(bytes);
+            }
+            Ok(Box::new(reel_ofrecord::OfrecordWriter::create_with(path, &ofrecord)?))
         }
         // The target names the generation: granular 0.24's layout, or bags 0.5.1's. Only
         // granular 0.20–0.21's refs layout is chosen by version (writing like such a source).
@@ -127,12 +134,16 @@ pub(crate) fn create(
                     (_, Some(v2 @ ShardFormat::Refs(RefsFlavor::Granular021))) => v2,
                     _ => ShardFormat::Indexed,
                 };
-            Ok(Box::new(reel_granular::GranularSink::new(
+            let sink = reel_granular::GranularSink::new(
                 path,
                 options.schema.as_deref(),
                 layout,
                 Default::default(),
-            )))
+            );
+            Ok(Box::new(match options.part_bytes {
+                Some(bytes) => sink.shard_bytes(bytes),
+                None => sink,
+            }))
         }
         #[cfg(feature = "gulp")]
         Format::Gulp => {
