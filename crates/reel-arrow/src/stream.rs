@@ -5,7 +5,7 @@ use std::ops::Range;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
-use reel_core::{Error, FieldSpec, ReadRange, RecordRef, RecordSource, RecordSourceExt, Result};
+use reel_core::{Error, FieldSpec, Located, RecordRef, RecordSource, Result};
 
 use crate::encode::{
     Encoder, ExtraColumns, FILE_COLUMN, INDEX_COLUMN, LENGTH_COLUMN, OFFSET_COLUMN,
@@ -188,24 +188,33 @@ pub struct SourceBatchReader<S> {
     /// The first records, read to infer the schema, served from here instead of being read
     /// again (emptied once passed).
     sampled: reel_core::RecordBatch,
-    /// Scratch for locating records (the location columns).
-    ranges: Vec<ReadRange>,
+    /// Where the records being added are stored (the location columns), and their indices.
+    located: Located,
+    located_indices: Vec<u64>,
     failed: bool,
 }
 
-/// Adds `record` to `encoder`, with where `source` stores it when the batches have the
-/// location columns.
-fn push(
+/// Adds the records of `batch` to `encoder`, with where `source` stores them when the
+/// batches have the location columns (located for the whole batch at once, into
+/// `located`, with `indices` as scratch).
+fn push_all<'b>(
     encoder: &mut Encoder,
     source: &dyn RecordSource,
-    ranges: &mut Vec<ReadRange>,
-    record: RecordRef<'_>,
+    records: impl Iterator<Item = RecordRef<'b>> + Clone,
+    located: &mut Located,
+    indices: &mut Vec<u64>,
 ) -> Result<()> {
-    let at = match encoder.wants_location() {
-        true => source.location(record.index(), ranges)?,
-        false => None,
+    let locator = if encoder.wants_location() {
+        indices.clear();
+        indices.extend(records.clone().map(|r| r.index()));
+        source.locate_many(indices, located)?.then_some(source)
+    } else {
+        None
     };
-    encoder.push_located(record, at)
+    for (k, record) in records.enumerate() {
+        encoder.push_located(record, locator.and_then(|s| located.location(k, s)))?;
+    }
+    Ok(())
 }
 
 impl<S: RecordSource> SourceBatchReader<S> {
@@ -249,7 +258,8 @@ impl<S: RecordSource> SourceBatchReader<S> {
             batch: reel_core::RecordBatch::new(),
             indices: Vec::new(),
             sampled,
-            ranges: Vec::new(),
+            located: Located::default(),
+            located_indices: Vec::new(),
             failed: false,
         })
     }
@@ -293,11 +303,15 @@ impl<S: RecordSource> SourceBatchReader<S> {
             if self.next < sampled {
                 // The first records were read once already, to infer the schema.
                 let stop = (self.next + take).min(sampled);
-                for k in self.next..stop {
-                    if let Some(record) = self.sampled.get(k as usize) {
-                        push(&mut self.encoder, &self.source, &mut self.ranges, record)?;
-                    }
-                }
+                let sampled_batch = &self.sampled;
+                let records = (self.next..stop).filter_map(|k| sampled_batch.get(k as usize));
+                push_all(
+                    &mut self.encoder,
+                    &self.source,
+                    records,
+                    &mut self.located,
+                    &mut self.located_indices,
+                )?;
                 self.next = stop;
                 if stop == sampled {
                     self.sampled = reel_core::RecordBatch::new();
@@ -307,9 +321,13 @@ impl<S: RecordSource> SourceBatchReader<S> {
             self.indices.clear();
             self.rows.extend_into(self.next..self.next + take, &mut self.indices);
             self.source.read_batch_into(&self.indices, &mut self.batch)?;
-            for record in self.batch.iter() {
-                push(&mut self.encoder, &self.source, &mut self.ranges, record)?;
-            }
+            push_all(
+                &mut self.encoder,
+                &self.source,
+                self.batch.iter(),
+                &mut self.located,
+                &mut self.located_indices,
+            )?;
             self.next += take;
         }
         self.encoder.finish_batch()

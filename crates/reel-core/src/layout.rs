@@ -923,6 +923,13 @@ macro_rules! delegate_record_source {
             ) -> $crate::Result<bool> {
                 $crate::RecordSource::locate(&self.$field, index, ranges)
             }
+            fn locate_many(
+                &self,
+                indices: &[u64],
+                out: &mut $crate::Located,
+            ) -> $crate::Result<bool> {
+                $crate::RecordSource::locate_many(&self.$field, indices, out)
+            }
             fn file_path(&self, file: u32) -> Option<&std::path::Path> {
                 $crate::RecordSource::file_path(&self.$field, file)
             }

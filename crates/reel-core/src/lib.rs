@@ -83,8 +83,8 @@ pub use prefetch::prefetch_read;
 pub use record::{Field, FieldName, RAW_FIELD, Record, RecordOut, RecordRef, check_array_len};
 pub use sink::{RecordSink, SealedFile, SinkSummary, UnfinishedGuard};
 pub use source::{
-    Batches, FieldSpec, Iter, Location, RecordSource, RecordSourceExt, SourceInfo, Warning,
-    WarningKind,
+    Batches, FieldSpec, Iter, Located, Location, RecordSource, RecordSourceExt, SourceInfo,
+    Warning, WarningKind,
 };
 pub use staged::{StagedDir, StagedFile};
 pub use store::{Entry, LocalStore, Store, StoreRef, files_with_extension, local_store};

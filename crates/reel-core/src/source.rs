@@ -121,6 +121,26 @@ pub trait RecordSource: Send + Sync {
         Ok(false)
     }
 
+    /// [`locate`](Self::locate) for the records at `indices`, into `out` (cleared first):
+    /// one entry per index, in order. Returns `false`, leaving `out` empty, when the source
+    /// cannot tell; on an error `out` is left empty too. The default locates one record at a
+    /// time. A format that reads metadata to locate a record (Granular's refs layouts read
+    /// `refs.bag`) overrides it to read that metadata once for the whole batch, which from
+    /// object storage is one request instead of one per record.
+    fn locate_many(&self, indices: &[u64], out: &mut Located) -> Result<bool> {
+        out.clear();
+        for &index in indices {
+            match out.push_record(|ranges| self.locate(index, ranges)) {
+                Ok(true) => {}
+                other => {
+                    out.clear();
+                    return other;
+                }
+            }
+        }
+        Ok(true)
+    }
+
     /// The path (or URL) of file number `file` of the ranges [`locate`](Self::locate) gives;
     /// `None` for a number it never gives.
     fn file_path(&self, file: u32) -> Option<&Path> {
@@ -157,6 +177,63 @@ impl<'a> Location<'a> {
         let start = same_file.clone().map(|r| r.offset).min()?;
         let end = same_file.map(|r| r.offset.saturating_add(r.len)).max()?;
         Some(Location { path: path(first.file)?, offset: start, len: end - start })
+    }
+}
+
+/// Where the records of a batch are stored ([`RecordSource::locate_many`]): each record's
+/// byte ranges, one entry per record asked for, in order.
+#[derive(Clone, Debug, Default)]
+pub struct Located {
+    ranges: Vec<ReadRange>,
+    /// Per record: the end of its ranges in `ranges`.
+    ends: Vec<usize>,
+}
+
+impl Located {
+    /// No records (the buffers are kept for reuse).
+    pub fn clear(&mut self) {
+        self.ranges.clear();
+        self.ends.clear();
+    }
+
+    /// Number of records located.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether no record is located.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The byte ranges of the `k`-th record, as [`RecordSource::locate`] gives them.
+    pub fn ranges(&self, k: usize) -> Option<&[ReadRange]> {
+        let end = *self.ends.get(k)?;
+        let start = k.checked_sub(1).map_or(0, |j| self.ends[j]);
+        self.ranges.get(start..end)
+    }
+
+    /// The `k`-th record's location in brief ([`Location::of_ranges`]), its files named by
+    /// `source` (the source that located it).
+    pub fn location<'s>(&self, k: usize, source: &'s dyn RecordSource) -> Option<Location<'s>> {
+        Location::of_ranges(self.ranges(k)?, |file| source.file_path(file))
+    }
+
+    /// Adds one record, whose ranges `locate` appends (what an implementation of
+    /// [`RecordSource::locate_many`] calls per record). When `locate` fails or returns
+    /// `false`, nothing is added and its answer is returned.
+    pub fn push_record(
+        &mut self,
+        locate: impl FnOnce(&mut Vec<ReadRange>) -> Result<bool>,
+    ) -> Result<bool> {
+        let before = self.ranges.len();
+        let answer = locate(&mut self.ranges);
+        if matches!(answer, Ok(true)) {
+            self.ends.push(self.ranges.len());
+        } else {
+            self.ranges.truncate(before);
+        }
+        answer
     }
 }
 
@@ -289,6 +366,9 @@ macro_rules! forward_source {
             }
             fn locate(&self, index: u64, ranges: &mut Vec<ReadRange>) -> Result<bool> {
                 (**self).locate(index, ranges)
+            }
+            fn locate_many(&self, indices: &[u64], out: &mut Located) -> Result<bool> {
+                (**self).locate_many(indices, out)
             }
             fn file_path(&self, file: u32) -> Option<&Path> {
                 (**self).file_path(file)

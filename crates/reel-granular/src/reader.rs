@@ -402,6 +402,26 @@ impl<F: ReadAt> RecordSource for GranularReader<F> {
         Ok(true)
     }
 
+    fn locate_many(&self, indices: &[u64], out: &mut reel_core::Located) -> Result<bool> {
+        out.clear();
+        let sel = self.source.layout().all();
+        // refs.bag is read once for the batch (one batched read), not once per record.
+        let disk = self.disk_ranges(indices, sel)?;
+        let layout = self.source.layout();
+        for &index in indices {
+            let located = out.push_record(|ranges| {
+                self.source
+                    .locate_with(index, ranges, |i, p| layout.plan_with(i, sel, disk.as_ref(), p))
+                    .map(|()| true)
+            });
+            if let Err(e) = located {
+                out.clear();
+                return Err(e);
+            }
+        }
+        Ok(true)
+    }
+
     fn file_path(&self, file: u32) -> Option<&Path> {
         self.source.file_path(file)
     }

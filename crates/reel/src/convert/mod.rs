@@ -65,8 +65,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use reel_core::{
-    Error, Record, RecordBatch, RecordRef, RecordSink, RecordSource, RecordSourceExt, Result,
-    SinkSummary,
+    Error, Record, RecordBatch, RecordRef, RecordSink, RecordSource, Result, SinkSummary,
 };
 
 pub use fields::FieldMap;
@@ -412,11 +411,20 @@ fn write_batches<B: Deref<Target = RecordBatch>>(
         None => (crate::create(target.dst, to, &create)?, target.dst.to_path_buf()),
     };
     let locator = target.source.filter(|_| wants_location(options));
-    let mut ranges = Vec::new();
+    // Where each record of a batch is stored, located for the whole batch at once.
+    let (mut located, mut indices) = (reel_core::Located::default(), Vec::new());
     let held = held.into_iter().map(Ok);
     for batch in held.chain(batches) {
         let batch = batch?;
-        for r in batch.iter() {
+        let locator = match locator {
+            Some(source) => {
+                indices.clear();
+                indices.extend(batch.iter().map(|r| r.index()));
+                source.locate_many(&indices, &mut located)?.then_some(source)
+            }
+            None => None,
+        };
+        for (k, r) in batch.iter().enumerate() {
             let index = r.index();
             let ready =
                 stages.prepare(options, &r, &mut losses).map_err(|e| e.with_record(index))?;
@@ -426,10 +434,7 @@ fn write_batches<B: Deref<Target = RecordBatch>>(
                 ))
                 .with_record(index));
             }
-            let at = match locator {
-                Some(source) => source.location(index, &mut ranges)?,
-                None => None,
-            };
+            let at = locator.and_then(|source| located.location(k, source));
             sink.append_located(ready, at)
                 .map_err(|e| null_refused(e, &ready, to).with_record(index))?;
         }

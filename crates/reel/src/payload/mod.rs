@@ -364,6 +364,10 @@ impl RecordSource for PayloadSource {
         self.inner.locate(index, ranges)
     }
 
+    fn locate_many(&self, indices: &[u64], out: &mut reel_core::Located) -> Result<bool> {
+        self.inner.locate_many(indices, out)
+    }
+
     fn file_path(&self, file: u32) -> Option<&std::path::Path> {
         self.inner.file_path(file)
     }
