@@ -346,39 +346,57 @@ fn location_columns_point_at_each_records_bytes_in_every_format() {
 }
 
 /// Locating a batch of records at once gives what locating each gives, for every golden
-/// dataset of every format (Granular's refs layouts read `refs.bag` once for the batch);
+/// dataset of every format (and with Granular's indexes left on disk, which are then read
+/// once for the batch);
 /// an index out of range fails the batch and leaves nothing located.
 #[test]
 fn locating_a_batch_gives_what_locating_each_record_gives() {
-    let mut checked = 0;
+    let (mut checked, mut on_disk) = (0, 0);
     for format_key in reel_core::testing::golden::format_keys() {
         for case in cases(&format_key) {
             if case.is_corrupt() {
                 continue;
             }
-            let Ok((_, source)) = open_case(&format_key, &case) else { continue };
+            let Ok((path, opened)) = open_case(&format_key, &case) else { continue };
             let label = format!("{format_key}/{}", case.name);
-            // Every record, in an order that is not the stored one, and one twice.
-            let mut indices: Vec<u64> = (0..source.len()).rev().collect();
-            if let Some(&first) = indices.first() {
-                indices.push(first);
+            let mut sources = vec![(label.clone(), opened)];
+            if format_key.starts_with("granular") {
+                // The index tables left on disk, read per batch.
+                let options = reel::granular::GranularOptions::default().cache_index(false);
+                if let Ok(r) = reel::granular::GranularReader::open_with(&path, &options) {
+                    sources.push((format!("{label} (indexes on disk)"), Box::new(r)));
+                    on_disk += 1;
+                }
             }
-            let mut located = reel_core::Located::default();
-            assert!(source.locate_many(&indices, &mut located).unwrap(), "{label}");
-            assert_eq!(located.len(), indices.len(), "{label}");
-            let mut one = Vec::new();
-            for (k, &index) in indices.iter().enumerate() {
-                one.clear();
-                assert!(source.locate(index, &mut one).unwrap(), "{label} #{index}");
-                assert_eq!(located.ranges(k).unwrap(), &one[..], "{label} #{index}");
-                let each = source.location(index, &mut one).unwrap();
-                assert_eq!(located.location(k, &*source), each, "{label} #{index}");
+            for (label, source) in sources {
+                check_locate_many(&label, &*source);
+                checked += 1;
             }
-            let past = [0, source.len()];
-            assert!(source.locate_many(&past, &mut located).is_err(), "{label}");
-            assert!(located.is_empty(), "{label}");
-            checked += 1;
         }
     }
-    assert!(checked >= 20, "only {checked} golden datasets were checked");
+    assert!(on_disk >= 6, "only {on_disk} Granular datasets were read with indexes on disk");
+    assert!(checked >= 30, "only {checked} golden datasets were checked");
+}
+
+/// `source.locate_many` against `source.locate`, record by record.
+fn check_locate_many(label: &str, source: &dyn RecordSource) {
+    // Every record, in an order that is not the stored one, and one twice.
+    let mut indices: Vec<u64> = (0..source.len()).rev().collect();
+    if let Some(&first) = indices.first() {
+        indices.push(first);
+    }
+    let mut located = reel_core::Located::default();
+    assert!(source.locate_many(&indices, &mut located).unwrap(), "{label}");
+    assert_eq!(located.len(), indices.len(), "{label}");
+    let mut one = Vec::new();
+    for (k, &index) in indices.iter().enumerate() {
+        one.clear();
+        assert!(source.locate(index, &mut one).unwrap(), "{label} #{index}");
+        assert_eq!(located.ranges(k).unwrap(), &one[..], "{label} #{index}");
+        let each = source.location(index, &mut one).unwrap();
+        assert_eq!(located.location(k, source), each, "{label} #{index}");
+    }
+    let past = [0, source.len()];
+    assert!(source.locate_many(&past, &mut located).is_err(), "{label}");
+    assert!(located.is_empty(), "{label}");
 }

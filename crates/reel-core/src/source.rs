@@ -124,9 +124,9 @@ pub trait RecordSource: Send + Sync {
     /// [`locate`](Self::locate) for the records at `indices`, into `out` (cleared first):
     /// one entry per index, in order. Returns `false`, leaving `out` empty, when the source
     /// cannot tell; on an error `out` is left empty too. The default locates one record at a
-    /// time. A format that reads metadata to locate a record (Granular's refs layouts read
-    /// `refs.bag`) overrides it to read that metadata once for the whole batch, which from
-    /// object storage is one request instead of one per record.
+    /// time. A format that reads metadata to locate a record (Granular with its indexes left
+    /// on disk reads their entries) overrides it to read that metadata once for the whole
+    /// batch, which from object storage is one request instead of one per record.
     fn locate_many(&self, indices: &[u64], out: &mut Located) -> Result<bool> {
         out.clear();
         for &index in indices {

@@ -405,7 +405,8 @@ impl<F: ReadAt> RecordSource for GranularReader<F> {
     fn locate_many(&self, indices: &[u64], out: &mut reel_core::Located) -> Result<bool> {
         out.clear();
         let sel = self.source.layout().all();
-        // refs.bag is read once for the batch (one batched read), not once per record.
+        // Index entries left on disk are read once for the batch (one batched read), not
+        // once per record.
         let disk = self.disk_ranges(indices, sel)?;
         let layout = self.source.layout();
         for &index in indices {
