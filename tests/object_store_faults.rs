@@ -113,16 +113,6 @@ fn http_through_the_fault_proxy() {
     persistent_faults_fail_clearly(&url, http_options(), &proxy, "cannot read bytes 93612..94612");
 }
 
-/// Settings for moto's S3 reached through `proxy` (moto's test credentials, plain HTTP).
-fn s3_through(proxy: &FaultProxy) -> StoreOptions {
-    StoreOptions { use_env: false, ..StoreOptions::default() }
-        .with("aws_endpoint", proxy.endpoint())
-        .with("aws_allow_http", "true")
-        .with("aws_region", "us-east-1")
-        .with("aws_access_key_id", "testing")
-        .with("aws_secret_access_key", "testing")
-}
-
 #[test]
 #[ignore = "needs the moto S3 server; .ci/run runs it"]
 fn s3_through_the_fault_proxy() {
@@ -139,7 +129,7 @@ fn s3_through_the_fault_proxy() {
     .unwrap();
     let bytes = std::fs::read(dir.path().join("data")).unwrap();
     upload.put(&reel::store::ObjectPath::from("data"), bytes.into()).unwrap();
-    let through = s3_through(&proxy);
+    let through = moto.options_through(&proxy.endpoint());
     let url = "s3://faults/data";
     faults_give_the_right_bytes(url, through.clone(), &proxy, &records);
     persistent_faults_fail_clearly(url, through, &proxy, "cannot read bytes 93612..94612");
@@ -156,7 +146,7 @@ fn a_failed_early_upload_fails_the_writer_and_leaves_nothing() {
     moto.create_bucket("faults").unwrap();
     let proxy = FaultProxy::start(&moto.endpoint()).unwrap();
     let mut options = reel::CreateOptions::default();
-    options.store = s3_through(&proxy);
+    options.store = moto.options_through(&proxy.endpoint());
     options.store.retry.max_retries = 0;
     options.ofrecord = reel::ofrecord::OfrecordWriterOptions::default().max_records_per_part(1);
     let mut sink = reel::create("s3://faults/streamed", reel::Format::Ofrecord, &options).unwrap();

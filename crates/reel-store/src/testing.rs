@@ -83,8 +83,14 @@ impl MotoServer {
     /// Store options for this server (its endpoint, plain HTTP, a region, moto's dummy
     /// credentials), ignoring the environment so a developer's AWS settings do not leak in.
     pub fn options(&self) -> StoreOptions {
+        self.options_through(&self.endpoint())
+    }
+
+    /// [`options`](Self::options) for reaching this server at `endpoint` instead: a proxy
+    /// in front of it, such as [`FaultProxy`].
+    pub fn options_through(&self, endpoint: &str) -> StoreOptions {
         StoreOptions { use_env: false, ..StoreOptions::default() }
-            .with("aws_endpoint", self.endpoint())
+            .with("aws_endpoint", endpoint)
             .with("aws_allow_http", "true")
             .with("aws_region", "us-east-1")
             .with("aws_access_key_id", "testing")
