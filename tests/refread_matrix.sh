@@ -6,10 +6,10 @@
 #
 # Usage: tests/refread_matrix.sh /path/to/refread     (or REEL_REFREAD=/path/to/refread)
 #
-# refread is the developers' tool beside this repository (../shared/tools/refread; it
-# installs the reference Python packages into virtual environments on first use), so a
-# plain `cargo test` does not run this check and .ci/run does; the same matrix without the
-# references is the ordinary test `cargo test -p reel-cli --test convert_matrix`.
+# refread is a developer tool that is not part of this repository (it installs the
+# reference Python packages into virtual environments on first use), so neither `cargo test`
+# nor CI runs this check; the same matrix without the references is the ordinary test
+# `cargo test -p reel-cli --test convert_matrix`.
 # Prints one line per pair (ok / refused with the reason / MISMATCH with the first
 # difference) and a count; exits non-zero on any mismatch.
 set -euo pipefail

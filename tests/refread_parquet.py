@@ -8,10 +8,9 @@ Usage (a Python with pyarrow, numpy and simplejpeg, e.g. the test venv):
 
     python tests/refread_parquet.py --reel target/release/reel --refread /path/to/refread
 
-refread is the developers' tool beside this repository (../shared/tools/refread; it installs
-the reference Python packages into virtual environments on first use); .ci/run runs this check,
-as it runs tests/refread_matrix.sh. Prints one line per format and exits non-zero on a
-mismatch.
+refread is a developer tool that is not part of this repository (it installs the reference
+Python packages into virtual environments on first use), so CI does not run this check, as
+for tests/refread_matrix.sh. Prints one line per format and exits non-zero on a mismatch.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Every format written to an S3 server (moto, on loopback) by reel, downloaded, and read by
-# the format's reference implementation through refread (the developers' tool beside this
-# repository, ../shared/tools/refread, which installs the reference Python packages; .ci/run
-# runs this).
+# the format's reference implementation through refread (the developers' tool that installs
+# the reference Python packages; not part of this repository, so CI cannot run this).
 #
 # Usage: tests/refread_s3.sh /path/to/refread     (or REEL_REFREAD=/path/to/refread)
 # Needs REEL_TEST_MOTO_PYTHON: a Python with moto[server] (.ci/run's environment under

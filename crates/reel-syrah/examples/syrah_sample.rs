@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run -p reel-syrah --example syrah_sample -- /tmp/sample.syr
 //! cargo run -p reel-syrah --example syrah_dump -- /tmp/sample.syr > reel.jsonl
-//! ../shared/tools/refread syrah /tmp/sample.syr > reference.jsonl
+//! /path/to/refread syrah /tmp/sample.syr > reference.jsonl
 //! diff reel.jsonl reference.jsonl
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
