@@ -190,6 +190,10 @@ impl RecordSink for Replacing {
         self.inner.records()
     }
 
+    fn take_sealed(&mut self) -> Vec<reel_core::SealedFile> {
+        self.inner.take_sealed()
+    }
+
     fn finish(&mut self) -> Result<SinkSummary> {
         let mut summary = self.inner.finish()?;
         replace_path(&self.staging, &self.target)?;

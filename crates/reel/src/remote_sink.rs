@@ -257,7 +257,7 @@ impl RemoteSink {
                 // the same names: the old one goes first (what makes it openable first).
                 remove_dataset(&self.store, std::mem::take(&mut self.old))?;
             }
-            let key = file.name.split('/').fold(self.key.clone(), |k, part| k.join(part));
+            let key = key_of(&self.key, &file.name);
             early.send(&self.store, file.path, key)?;
         }
         Ok(())
@@ -332,7 +332,8 @@ impl Drop for RemoteSink {
 ///
 /// Only files that open nothing by themselves go early: data files (upload stage 0; a
 /// GulpIO2 chunk's `.gmeta`, Granular indexes and specs wait for finish). For formats made
-/// only of data parts (OFRecord), the first part in name order is held back too, since a
+/// only of data parts (OFRecord, the one of them that seals files), the first part in name
+/// order is held back too, since a
 /// reader that finds it takes the directory for a dataset; it goes up last, on finish. The
 /// queue holds one file, so local disk holds at most the file being written, the one queued,
 /// the one going up and those held back.
@@ -360,7 +361,7 @@ impl EarlyUploads {
         if upload_stage(format, &file.name) != 0 {
             return false;
         }
-        if matches!(format, Format::Ofrecord | Format::Ffrecord) {
+        if format == Format::Ofrecord {
             // Hold the first of the names seen so far; the dataset's first name is among
             // the held ones, whatever order the parts come in.
             if self.held.as_deref().is_none_or(|held| file.name.as_str() < held) {
@@ -505,10 +506,15 @@ fn upload_items(local: &Path, key: &ObjectPath, format: Format) -> Result<Vec<Up
         .into_iter()
         .zip(stages)
         .map(|((rel, file), stage)| {
-            let key = rel.split('/').fold(key.clone(), |k, part| k.join(part));
+            let key = key_of(key, &rel);
             UploadItem { local: file, key, stage }
         })
         .collect())
+}
+
+/// The key of the file at `/`-separated path `rel` inside the dataset at `key`.
+fn key_of(key: &ObjectPath, rel: &str) -> ObjectPath {
+    rel.split('/').fold(key.clone(), |k, part| k.join(part))
 }
 
 /// The stages in which the objects of a directory dataset, named by their `/`-separated
