@@ -250,7 +250,7 @@ impl OfrecordWriter {
     /// part has no records yet (parts are never empty).
     pub fn start_new_part(&mut self) -> Result<()> {
         self.check_open()?;
-        self.close_part(true)
+        self.close_part()
     }
 
     fn check_open(&self) -> Result<()> {
@@ -267,7 +267,7 @@ impl OfrecordWriter {
                 .max_bytes_per_part
                 .is_some_and(|m| p.records > 0 && p.bytes.saturating_add(frame_bytes) > m);
             if full_by_count || full_by_size {
-                self.close_part(true)?;
+                self.close_part()?;
             }
         }
         let result = self.write_frame_now();
@@ -307,9 +307,9 @@ impl OfrecordWriter {
         Ok(PartOut { out: BufWriter::with_capacity(BUFFER, file), name, records: 0, bytes: 0 })
     }
 
-    /// Flushes and closes the current part; with `seal`, offers it to
-    /// [`RecordSink::take_sealed`] (not in `finish`, which publishes it at once).
-    fn close_part(&mut self, seal: bool) -> Result<()> {
+    /// Flushes and closes the current part and offers it to [`RecordSink::take_sealed`]
+    /// (`finish` drops the offers: it publishes the parts at once).
+    fn close_part(&mut self) -> Result<()> {
         if let Some(part) = self.part.take() {
             let result = part
                 .out
@@ -320,7 +320,7 @@ impl OfrecordWriter {
                 self.broken = true;
                 return Err(e.with_path(&self.path).with_format(FORMAT));
             }
-            if let (true, Some(staged)) = (seal, &self.staged) {
+            if let Some(staged) = &self.staged {
                 self.sealed
                     .push(SealedFile { path: staged.path().join(&part.name), name: part.name });
             }
@@ -332,7 +332,7 @@ impl OfrecordWriter {
     pub fn finish(&mut self) -> Result<SinkSummary> {
         self.check_open()?;
         self.unfinished.finished();
-        self.close_part(false)?;
+        self.close_part()?;
         self.sealed.clear();
         if self.next_part == 0 {
             // Zero records: one empty part, so the dataset opens (as no records).

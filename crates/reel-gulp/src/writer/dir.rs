@@ -9,7 +9,7 @@ use reel_core::{
 };
 
 use super::chunk::{ChunkSummary, GulpChunkWriter, GulpWriteOptions, PreparedChunk};
-use crate::discovery::{discover_chunks, next_chunk_number};
+use crate::discovery::{data_file_name, discover_chunks, meta_file_name, next_chunk_number};
 use crate::jpeg::Frame;
 use crate::json::JsonValue;
 use crate::meta::parse_index;
@@ -231,7 +231,7 @@ impl GulpWriter {
         self.current_videos += 1;
         self.records += 1;
         if self.current_videos >= self.options.videos_per_chunk {
-            self.close_chunk(true)?;
+            self.close_chunk()?;
         }
         Ok(self.records - 1)
     }
@@ -239,24 +239,21 @@ impl GulpWriter {
     /// Ends the current chunk: the next video starts a new one.
     pub fn next_chunk(&mut self) -> Result<()> {
         self.check_open()?;
-        self.close_chunk(true)
+        self.close_chunk()
     }
 
-    fn close_chunk(&mut self, seal: bool) -> Result<()> {
+    fn close_chunk(&mut self) -> Result<()> {
         if let Some(chunk) = self.current.take() {
             match chunk.prepare() {
                 Ok(p) => {
                     // In a new directory the chunk's files have their final names in the
                     // staged directory and nothing touches them again: they are sealed. Added
                     // chunks (`append_chunks`) are renamed on finish, so they are not.
-                    if let (true, Some(staged)) = (seal, &self.staged) {
-                        for path in [&p.summary.data_path, &p.summary.meta_path] {
-                            if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
-                                self.sealed.push(SealedFile {
-                                    path: staged.path().join(name),
-                                    name: name.to_string(),
-                                });
-                            }
+                    if let Some(staged) = &self.staged {
+                        let number = p.summary.number;
+                        for name in [data_file_name(number), meta_file_name(number)] {
+                            let path = staged.path().join(&name);
+                            self.sealed.push(SealedFile { path, name });
                         }
                     }
                     self.prepared.push(p)
@@ -356,7 +353,7 @@ impl GulpWriter {
     pub fn finish(&mut self) -> Result<SinkSummary> {
         self.check_open()?;
         self.unfinished.finished();
-        self.close_chunk(false)?;
+        self.close_chunk()?;
         self.sealed.clear();
         let result = self.publish();
         if result.is_err() {
