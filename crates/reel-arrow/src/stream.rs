@@ -188,25 +188,22 @@ pub struct SourceBatchReader<S> {
     /// The first records, read to infer the schema, served from here instead of being read
     /// again (emptied once passed).
     sampled: reel_core::RecordBatch,
-    /// Where the records being added are stored (the location columns), and their indices.
+    /// Where the records being added are stored (the location columns).
     located: Located,
-    located_indices: Vec<u64>,
     failed: bool,
 }
 
-/// Adds the records of `batch` to `encoder`, with where `source` stores them when the
-/// batches have the location columns (located for the whole batch at once, into
-/// `located`, with `indices` as scratch).
+/// Adds `records` (those at `indices`) to `encoder`, with where `source` stores them when
+/// the batches have the location columns (located for the whole batch at once, into
+/// `located`).
 fn push_all<'b>(
     encoder: &mut Encoder,
     source: &dyn RecordSource,
-    records: impl Iterator<Item = RecordRef<'b>> + Clone,
+    records: impl Iterator<Item = RecordRef<'b>>,
+    indices: &[u64],
     located: &mut Located,
-    indices: &mut Vec<u64>,
 ) -> Result<()> {
     let locator = if encoder.wants_location() {
-        indices.clear();
-        indices.extend(records.clone().map(|r| r.index()));
         source.locate_many(indices, located)?.then_some(source)
     } else {
         None
@@ -259,7 +256,6 @@ impl<S: RecordSource> SourceBatchReader<S> {
             indices: Vec::new(),
             sampled,
             located: Located::default(),
-            located_indices: Vec::new(),
             failed: false,
         })
     }
@@ -303,14 +299,16 @@ impl<S: RecordSource> SourceBatchReader<S> {
             if self.next < sampled {
                 // The first records were read once already, to infer the schema.
                 let stop = (self.next + take).min(sampled);
+                self.indices.clear();
+                self.rows.extend_into(self.next..stop, &mut self.indices);
                 let sampled_batch = &self.sampled;
                 let records = (self.next..stop).filter_map(|k| sampled_batch.get(k as usize));
                 push_all(
                     &mut self.encoder,
                     &self.source,
                     records,
+                    &self.indices,
                     &mut self.located,
-                    &mut self.located_indices,
                 )?;
                 self.next = stop;
                 if stop == sampled {
@@ -325,8 +323,8 @@ impl<S: RecordSource> SourceBatchReader<S> {
                 &mut self.encoder,
                 &self.source,
                 self.batch.iter(),
+                &self.indices,
                 &mut self.located,
-                &mut self.located_indices,
             )?;
             self.next += take;
         }

@@ -143,7 +143,7 @@ pub fn run(args: &ConvertArgs) -> reel::Result<()> {
         options = options.shard(k, n);
     }
     if let Some(size) = &args.part_size {
-        let bytes = crate::bench::parse_size(size).map_err(|_| {
+        let bytes = reel::store::parse_size(size).ok_or_else(|| {
             reel::Error::invalid_input(format!(
                 "--part-size {size:?}: expected a size such as 256M"
             ))

@@ -253,13 +253,11 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
         &self,
         index: u64,
         ranges: &mut Vec<ReadRange>,
-        plan: impl FnOnce(u64, &mut Plan<'_>) -> Result<()>,
+        mut plan: impl FnMut(u64, &mut Plan<'_>) -> Result<()>,
     ) -> Result<()> {
         let info = (self.layout.info().format, self.layout.len());
         let before = ranges.len();
-        let mut plan = Some(plan);
-        let mut once = |i: u64, p: &mut Plan<'_>| plan.take().map_or(Ok(()), |f| f(i, p));
-        let checked = plan_checked(&self.files, &self.limits, info, index, &mut once, ranges);
+        let checked = plan_checked(&self.files, &self.limits, info, index, &mut plan, ranges);
         if checked.is_err() {
             ranges.truncate(before);
         }

@@ -321,6 +321,19 @@ impl<F: ReadAt> GranularReader<F> {
         layout.resolve_on_disk(indices, sel, self.source.files()).map(Some)
     }
 
+    /// Appends the ranges of record `index` (every key) to `ranges`, with the index entries
+    /// `disk` resolved from disk where the dataset keeps them there.
+    fn locate_in(
+        &self,
+        index: u64,
+        disk: Option<&DiskRanges>,
+        ranges: &mut Vec<reel_core::ReadRange>,
+    ) -> Result<bool> {
+        let (layout, sel) = (self.source.layout(), self.source.layout().all());
+        self.source.locate_with(index, ranges, |i, p| layout.plan_with(i, sel, disk, p))?;
+        Ok(true)
+    }
+
     fn read_selection(&self, index: u64, sel: &Selection, out: &mut Record) -> Result<()> {
         let disk = match self.disk_ranges(&[index], sel) {
             Ok(d) => d,
@@ -393,29 +406,17 @@ impl<F: ReadAt> RecordSource for GranularReader<F> {
     }
 
     fn locate(&self, index: u64, ranges: &mut Vec<reel_core::ReadRange>) -> Result<bool> {
-        let sel = self.source.layout().all();
-        // G1/G2 sequences are located through refs.bag, read as a read would.
-        let disk = self.disk_ranges(&[index], sel)?;
-        let layout = self.source.layout();
-        self.source
-            .locate_with(index, ranges, |i, p| layout.plan_with(i, sel, disk.as_ref(), p))?;
-        Ok(true)
+        let disk = self.disk_ranges(&[index], self.source.layout().all())?;
+        self.locate_in(index, disk.as_ref(), ranges)
     }
 
     fn locate_many(&self, indices: &[u64], out: &mut reel_core::Located) -> Result<bool> {
         out.clear();
-        let sel = self.source.layout().all();
         // Index entries left on disk are read once for the batch (one batched read), not
         // once per record.
-        let disk = self.disk_ranges(indices, sel)?;
-        let layout = self.source.layout();
+        let disk = self.disk_ranges(indices, self.source.layout().all())?;
         for &index in indices {
-            let located = out.push_record(|ranges| {
-                self.source
-                    .locate_with(index, ranges, |i, p| layout.plan_with(i, sel, disk.as_ref(), p))
-                    .map(|()| true)
-            });
-            if let Err(e) = located {
+            if let Err(e) = out.push_record(|ranges| self.locate_in(index, disk.as_ref(), ranges)) {
                 out.clear();
                 return Err(e);
             }

@@ -88,9 +88,10 @@ impl ShardedWriterOptions {
         self
     }
 
-    /// Whether a shard of `len` datapoints and `bytes` bytes of records is full.
-    fn full(&self, len: u64, bytes: u64) -> bool {
-        self.shard_len.is_some_and(|n| len >= n) || self.shard_bytes.is_some_and(|b| bytes >= b)
+    /// Whether a shard of `len` datapoints and `bytes()` bytes of records is full (its size
+    /// is only summed when the shards have one).
+    fn full(&self, len: u64, bytes: impl FnOnce() -> u64) -> bool {
+        self.shard_len.is_some_and(|n| len >= n) || self.shard_bytes.is_some_and(|b| bytes() >= b)
     }
 
     /// The first shard number and the step between shard numbers.
@@ -291,7 +292,7 @@ impl ShardedWriter {
                 ))
                 .with_format(FORMAT));
             }
-            let full = w.options.full(shard.len(), shard.size());
+            let full = w.options.full(shard.len(), || shard.size());
             if partial || !full {
                 let mut shard = shard;
                 shard.unfinished.finished(); // this writer warns for the whole dataset
@@ -383,7 +384,7 @@ impl ShardedWriter {
             return Err(Error::new(ErrorKind::Closed, "no open shard").with_format(FORMAT));
         };
         current.append(record)?;
-        if self.options.full(current.len(), current.size()) {
+        if self.options.full(current.len(), || current.size()) {
             let dir = self.base.join(shard_name(self.next_shard));
             self.close_shard()?;
             if self.root_staged {

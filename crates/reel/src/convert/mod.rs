@@ -242,23 +242,21 @@ const BATCH_RECORDS: std::ops::RangeInclusive<usize> = 64..=4096;
 
 /// Records per batch for a source whose records in `range` look like its first ones: the
 /// mean stored size of up to 64 of them sets a batch of about [`BATCH_BYTES`]. The sizes
-/// come from the format's read plan (`locate`, no data read); a source that cannot tell
+/// come from the format's read plan (`locate_many`, no data read); a source that cannot tell
 /// has 8 records read instead, and one whose sample cannot be read gets the fewest (the
 /// conversion meets that error itself).
 fn batch_records(source: &dyn RecordSource, range: &std::ops::Range<u64>) -> usize {
     let fewest = *BATCH_RECORDS.start();
-    let mut sampled = 0u64;
-    let mut bytes = 0u64;
-    let mut ranges = Vec::new();
-    for index in (range.start..range.end).take(fewest) {
-        ranges.clear();
-        match source.locate(index, &mut ranges) {
-            Ok(true) => {
-                sampled += 1;
-                bytes += ranges.iter().map(|r| r.len).sum::<u64>();
-            }
-            _ => break,
-        }
+    let first: Vec<u64> = (range.start..range.end).take(fewest).collect();
+    let mut located = reel_core::Located::default();
+    let (mut sampled, mut bytes) = (0u64, 0u64);
+    if matches!(source.locate_many(&first, &mut located), Ok(true)) {
+        sampled = located.len() as u64;
+        bytes = (0..located.len())
+            .filter_map(|k| located.ranges(k))
+            .flatten()
+            .map(|r| r.len)
+            .sum::<u64>();
     }
     if sampled == 0 {
         let sample: Vec<u64> = (range.start..range.end).take(8).collect();
