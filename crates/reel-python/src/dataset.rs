@@ -368,11 +368,11 @@ impl Dataset {
         // file has them and would need gathering into fresh memory (a second copy and page
         // faults every batch), while the pooled buffer holds them back to back already.
         let batch = self.read_raw(py, indices, false)?;
-        let packed = PackedField::of(&batch, field).py_err(py)?;
-        let offsets = numpy::PyArray1::from_slice(py, &packed.offsets);
-        let buffer = match packed.shared.clone() {
+        let PackedField { offsets, shared, values } = PackedField::of(&batch, field).py_err(py)?;
+        let offsets = numpy::PyArray1::from_vec(py, offsets);
+        let buffer = match shared {
             Some(range) => {
-                drop(packed);
+                drop(values);
                 let owner = Bound::new(py, BatchBuffer::new(Arc::new(HeldBatch::Read(batch)), 0))?;
                 let view = PyMemoryView::from(owner.as_any())?;
                 view.as_any().get_item(PySlice::new(
@@ -385,10 +385,10 @@ impl Dataset {
             // Copied once, straight into an immutable `bytes`, so the view is read-only
             // like the shared one.
             None => {
-                let total = packed.values.iter().map(|v| v.len()).sum();
+                let total = values.iter().map(|v| v.len()).sum();
                 let bytes = PyBytes::new_with(py, total, |out| {
                     let mut at = 0;
-                    for v in &packed.values {
+                    for v in &values {
                         out[at..at + v.len()].copy_from_slice(v);
                         at += v.len();
                     }
@@ -871,9 +871,11 @@ impl<'a> PackedField<'a> {
                 let buffer = record.raw_buffer();
                 let base = buffer.as_ptr() as usize;
                 let at = (bytes.as_ptr() as usize).wrapping_sub(base);
+                // Inside the buffer, end included: a value just past its end is not in it.
+                let inside = at.checked_add(bytes.len()).is_some_and(|end| end <= buffer.len());
                 run = match run {
-                    None if at <= buffer.len() => Some((base, at, at + bytes.len())),
-                    Some((b, first, next)) if b == base && at == next => {
+                    None if inside => Some((base, at, at + bytes.len())),
+                    Some((b, first, next)) if inside && b == base && at == next => {
                         Some((b, first, next + bytes.len()))
                     }
                     _ => None,
