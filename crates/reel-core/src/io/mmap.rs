@@ -99,18 +99,30 @@ impl ReadAt for MmapFiles {
 /// flight at once, as a copy would, instead of one page at a time as the checksum loop
 /// reaches it.
 pub(crate) fn prefetch_lines(bytes: &[u8]) {
+    for line in bytes.iter().step_by(64) {
+        prefetch_line(line);
+    }
+}
+
+/// Asks the CPU to bring `value`'s cache line into its cache, without waiting (see
+/// [`prefetch_read`](crate::prefetch_read)). Here because prefetching needs `unsafe`, which
+/// core allows in this module only.
+#[inline(always)]
+pub(crate) fn prefetch_line<T: Copy>(value: &T) {
     #[cfg(target_arch = "x86_64")]
-    for offset in (0..bytes.len()).step_by(64) {
-        let line = bytes[offset..].as_ptr();
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
         // SAFETY: a prefetch is a hint that never faults and reads nothing into the
-        // program; the address lies inside `bytes`, a live slice, anyway.
+        // program, whatever the address; this one is a live reference's anyway. The
+        // intrinsic is `unsafe` only for its `sse` target feature, which every x86-64 CPU
+        // has.
         #[allow(unsafe_code)]
         unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(line.cast());
+            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(value).cast());
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    for line in bytes.iter().step_by(64) {
-        crate::prefetch_read(line);
-    }
+    // A plain load: it overlaps its miss with the loads around it, though it waits to
+    // retire.
+    std::hint::black_box(*value);
 }

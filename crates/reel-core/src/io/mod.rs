@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 pub use mem::MemFiles;
 pub use mmap::MmapFiles;
-pub(crate) use mmap::prefetch_lines;
+pub(crate) use mmap::{prefetch_line, prefetch_lines};
 pub use pread::PreadFiles;
 
 use crate::limits::{check_within, try_zeroed};
@@ -57,8 +57,9 @@ pub trait ReadAt: Send + Sync {
     /// Performs every request of a batch. The default performs them one after another,
     /// merging requests that are adjacent both in the file and in `dest`.
     fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
-        warm_sources(self, reqs);
-        for r in coalesce(reqs) {
+        let mut warm = WarmSources::new(self, reqs);
+        for (r, run) in coalesce_runs(reqs) {
+            warm.through(run.end);
             let buf = dest_slice(dest, &r)?;
             self.read_exact_at(r.file, r.offset, buf)?;
         }
@@ -93,8 +94,9 @@ pub trait ReadAt: Send + Sync {
             }
             return Ok(());
         }
-        warm_sources(self, reqs);
+        let mut warm = WarmSources::new(self, reqs);
         for (k, r) in reqs.iter().enumerate() {
+            warm.through(k + 1);
             let out = dest_slice(dest, r)?;
             let src = usize::try_from(r.offset)
                 .ok()
@@ -211,16 +213,50 @@ pub fn dest_slice<'a>(dest: &'a mut [u8], r: &ReadReq) -> Result<&'a mut [u8]> {
     }
 }
 
-/// For backends that hold the files in memory, touches the first byte of every request's
-/// source before any is copied: random records miss the CPU cache and the TLB, and copying
-/// them one after another meets those misses one at a time, where a tight loop of
-/// independent loads overlaps them. (Touching every page of large requests as well
-/// measured no gain: their copies are bandwidth-bound.)
-fn warm_sources<F: ReadAt + ?Sized>(files: &F, reqs: &[ReadReq]) {
-    for r in reqs {
-        let first = usize::try_from(r.offset).ok();
-        if let Some(byte) = files.bytes(r.file).zip(first).and_then(|(map, o)| map.get(o)) {
-            crate::prefetch_read(byte);
+/// How many requests ahead of the copy [`WarmSources`] announces sources: far enough that
+/// a source's misses (cache and TLB) are over by the time it is copied, near enough that the
+/// announced lines do not outnumber the CPU's outstanding-miss slots (a prefetch that finds
+/// them all busy waits for one).
+const WARM_AHEAD: usize = 6;
+
+/// How much of each request's source [`WarmSources`] announces: all of a small record; the
+/// hardware prefetcher streams the rest of a large one once the copy is under way.
+const WARM_BYTES: usize = 2048;
+
+/// For backends that hold the files in memory, announces each request's source to the CPU
+/// a few requests before it is copied ([`prefetch_lines`](mmap::prefetch_lines)): random
+/// records miss the CPU cache and the TLB, and a copy loop meets those misses one record at
+/// a time, where announced ones overlap the copies before them.
+///
+/// Measured with `reel bench --mode warm --sizes 1k --backends mmap` (FFRecord, 1 GB on
+/// tmpfs, 2026-11-27), against the bare mmap+copy loop: touching the first byte of every
+/// request of the batch up front with plain loads, as before, gave 0.74×; prefetching first
+/// bytes 16 requests ahead 0.84–0.91×; whole 1 KiB records 3–6 requests ahead 0.91–1.07×.
+struct WarmSources<'a, F: ReadAt + ?Sized> {
+    files: &'a F,
+    reqs: &'a [ReadReq],
+    /// Requests announced so far.
+    next: usize,
+}
+
+impl<'a, F: ReadAt + ?Sized> WarmSources<'a, F> {
+    fn new(files: &'a F, reqs: &'a [ReadReq]) -> Self {
+        WarmSources { files, reqs, next: 0 }
+    }
+
+    /// Announces the sources of the requests up to `WARM_AHEAD` past `end` (exclusive), the
+    /// requests about to be copied.
+    fn through(&mut self, end: usize) {
+        let to = end.saturating_add(WARM_AHEAD).min(self.reqs.len());
+        while self.next < to {
+            let r = &self.reqs[self.next];
+            self.next += 1;
+            let Some(map) = self.files.bytes(r.file) else { continue };
+            let Ok(start) = usize::try_from(r.offset) else { continue };
+            let end = start.saturating_add(r.len.min(WARM_BYTES));
+            if let Some(lines) = map.get(start..end) {
+                mmap::prefetch_lines(lines);
+            }
         }
     }
 }
