@@ -178,22 +178,17 @@ fn auto_serves_warm_data_from_the_page_cache() {
     assert!(warm >= 5 && cold == 0, "warm {warm} cold {cold}");
 }
 
-/// Under `auto`, large records of warm data are lent out of the mapping, as under mmap, once
-/// a read has shown the data is cached; before any check nothing is lent. Either way the
-/// bytes are the records'.
+/// Under `auto`, large records of warm data are lent out of the mapping, as under mmap: the
+/// batch's own check finds them cached.
 #[cfg(target_os = "linux")]
 #[test]
-fn auto_lends_warm_records_once_a_read_has_shown_them_cached() {
-    use reel::ReadAt;
+fn auto_lends_warm_records() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("x.ffr");
     let records: Vec<Vec<u8>> = (0..8).map(|i| vec![i as u8; 64 << 10]).collect();
     dump(records.clone(), &p, 1).unwrap();
     let files = reel::auto::AutoFiles::open(std::slice::from_ref(&p)).unwrap();
-    assert!(files.shared_bytes(0).is_none(), "lent before any check");
-    // Opening reads the header, whose check finds the just-written file cached.
     let src = FfrecordReader::from_files(files, &FfrecordOptions::default()).unwrap();
-    assert!(src.source().files().shared_bytes(0).is_some(), "warm data is not lent");
     let order = [5u64, 0, 7];
     let mut batch = reel::RecordBatch::new();
     src.read_batch_borrowed(&order, &mut batch).unwrap();
@@ -201,6 +196,49 @@ fn auto_lends_warm_records_once_a_read_has_shown_them_cached() {
         assert_eq!(r.bytes("data").unwrap(), &records[order[k] as usize][..]);
         assert!(batch.is_borrowed(k), "warm record {k} was copied");
     }
+}
+
+/// Under `auto`, lending stops once the data has left the page cache: lent records would
+/// fault their pages in one at a time, where the ring reads the batch at the disk's speed.
+/// It starts again once the data is cached again. The dataset lies in the target directory,
+/// on the disk's file system, whose clean pages `posix_fadvise(DONTNEED)` drops (tmpfs keeps
+/// them, and this test would fail there).
+#[cfg(target_os = "linux")]
+#[test]
+fn auto_stops_lending_once_the_data_leaves_the_page_cache() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let p = dir.path().join("x.ffr");
+    // Records of 1 MiB: the kernel caches a file in folios of up to a few MiB, and keeps a
+    // whole folio while any page of it is mapped.
+    let records: Vec<Vec<u8>> = (0..16).map(|i| vec![i as u8; 1 << 20]).collect();
+    dump(records.clone(), &p, 1).unwrap();
+    let file = std::fs::File::open(&p).unwrap();
+    file.sync_all().unwrap(); // dirty pages are not dropped
+    let files = reel::auto::AutoFiles::open(std::slice::from_ref(&p)).unwrap();
+    let src = FfrecordReader::from_files(files, &FfrecordOptions::default()).unwrap();
+    let read = |order: &[u64]| {
+        let mut batch = reel::RecordBatch::new();
+        src.read_batch_borrowed(order, &mut batch).unwrap();
+        for (k, r) in batch.iter().enumerate() {
+            assert_eq!(r.bytes("data").unwrap(), &records[order[k] as usize][..]);
+        }
+        (0..batch.len()).filter(|&k| batch.is_borrowed(k)).count()
+    };
+    // Past the time a decision stands, so that the next batch is checked again.
+    let wait = || std::thread::sleep(reel::auto::RECHECK * 3);
+    assert_eq!(read(&[0, 1]), 2, "warm records were not lent");
+    // Drop the file's pages, except those the lent records mapped into this process (records
+    // 0 and 1, and what shares their folios): the next batch lies far from them.
+    rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+    wait();
+    let (_, cold_before) = src.source().files().batch_counts();
+    assert_eq!(read(&[12, 14]), 0, "records that had left the page cache were lent");
+    let (_, cold_after) = src.source().files().batch_counts();
+    assert!(cold_after > cold_before, "the uncached batch was not read through the ring");
+    // Cached again (read through the file), so lent again.
+    std::fs::read(&p).unwrap();
+    wait();
+    assert_eq!(read(&[12, 14]), 2, "records cached again were not lent");
 }
 
 /// Where a golden case's dataset opens from: the case directory itself (directory

@@ -340,6 +340,11 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
         if total < BORROW_MIN_RECORD.saturating_mul(indices.len() as u64) {
             return Ok(false);
         }
+        // Lending reads nothing now: the records are touched where they lie. The backend says
+        // whether that is cheap for these ranges (`auto` checks that they are still cached).
+        if !files.lends(&scratch.ranges) {
+            return Ok(false);
+        }
         let (crc, verify) = (self.crc_step(), self.verify_step());
         let mut first_part = 0;
         // Records up to `warm_record` (from part `warm_part`) have been brought into the cache.

@@ -88,32 +88,37 @@ impl AutoFiles {
         rc == 0 && vec[0] & 1 == 1
     }
 
-    /// Whether `reqs` are read from the mapping (their pages looked cached at the last
-    /// check, made again when [`RECHECK`] has passed), counted for
+    /// Whether `reqs` are read from the mapping (see [`decide`](Self::decide)), counted for
     /// [`batch_counts`](Self::batch_counts).
     fn warm(&self, reqs: &[ReadReq]) -> bool {
-        let now = self.epoch.elapsed().as_nanos() as u64;
-        let decided = self.decided_at.load(Ordering::Relaxed);
-        let warm = if decided != u64::MAX && now.saturating_sub(decided) < RECHECK.as_nanos() as u64
-        {
-            self.last_warm.load(Ordering::Relaxed)
-        } else {
-            let warm = self.looks_cached(reqs);
-            self.last_warm.store(warm, Ordering::Relaxed);
-            self.decided_at.store(now, Ordering::Relaxed);
-            warm
-        };
-        let counter = if warm { &self.warm_batches } else { &self.cold_batches };
-        counter.fetch_add(1, Ordering::Relaxed);
+        let warm = self.decide(reqs.iter().map(|r| (r.file, r.offset)));
+        self.count(warm);
         warm
     }
 
-    fn looks_cached(&self, reqs: &[ReadReq]) -> bool {
-        if reqs.is_empty() {
-            return true;
+    fn count(&self, warm: bool) {
+        let counter = if warm { &self.warm_batches } else { &self.cold_batches };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether reads starting at `starts` (file, offset) go through the mapping: their pages
+    /// looked cached at the last check, made again when [`RECHECK`] has passed.
+    fn decide(&self, starts: impl ExactSizeIterator<Item = (u32, u64)>) -> bool {
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        let decided = self.decided_at.load(Ordering::Relaxed);
+        if decided != u64::MAX && now.saturating_sub(decided) < RECHECK.as_nanos() as u64 {
+            return self.last_warm.load(Ordering::Relaxed);
         }
-        let step = reqs.len().div_ceil(SAMPLES).max(1);
-        reqs.iter().step_by(step).all(|r| self.resident(r.file, r.offset))
+        let warm = self.looks_cached(starts);
+        self.last_warm.store(warm, Ordering::Relaxed);
+        self.decided_at.store(now, Ordering::Relaxed);
+        warm
+    }
+
+    /// Whether the pages of up to [`SAMPLES`] of `starts`, spread over them, are cached.
+    fn looks_cached(&self, starts: impl ExactSizeIterator<Item = (u32, u64)>) -> bool {
+        let step = starts.len().div_ceil(SAMPLES).max(1);
+        starts.step_by(step).all(|(file, offset)| self.resident(file, offset))
     }
 }
 
@@ -170,18 +175,24 @@ impl ReadAt for AutoFiles {
         self.mmap.bytes(file)
     }
 
-    /// The mapping lends records out while the data looks cached, as the mmap backend does
-    /// (the loader and Python then hand them over without a copy). Until a batch has been
-    /// checked, or while the data looks cold, nothing is lent: the batch is read through
-    /// the path `read_many` picks, so cold records come from the ring instead of one page
-    /// fault at a time.
+    /// The mapping, whose records are lent out while the data looks cached, as the mmap
+    /// backend lends them (the loader and Python then hand them over without a copy).
+    /// [`lends`](ReadAt::lends) decides batch by batch.
     fn shared_bytes(&self, file: u32) -> Option<SharedBytes> {
-        let checked = self.decided_at.load(Ordering::Relaxed) != u64::MAX;
-        if checked && self.last_warm.load(Ordering::Relaxed) {
-            self.mmap.shared_bytes(file)
-        } else {
-            None
+        self.mmap.shared_bytes(file)
+    }
+
+    /// Lends a batch only if its pages look cached (checked at most once per [`RECHECK`]):
+    /// data cached when lending began may have been reclaimed since, and lent records would
+    /// then fault in one page at a time (~500 records/s on the VM's disk) where the ring
+    /// reads the batch at the disk's speed. A lent batch counts as a warm read; one not lent
+    /// is read (and counted) by `read_many`.
+    fn lends(&self, ranges: &[reel_core::ReadRange]) -> bool {
+        let warm = self.decide(ranges.iter().map(|r| (r.file, r.offset)));
+        if warm {
+            self.count(true);
         }
+        warm
     }
 }
 

@@ -121,6 +121,19 @@ pub trait ReadAt: Send + Sync {
         None
     }
 
+    /// Whether records planned as `ranges` are lent out of
+    /// [`shared_bytes`](Self::shared_bytes) now rather than read into a batch's buffer.
+    /// [`RecordSource::read_batch_borrowed`](crate::RecordSource::read_batch_borrowed) asks
+    /// it for every batch once the batch is planned. A backend whose in-memory view of a file
+    /// is fast only while the file is cached (`auto`'s mapping, whose pages the kernel may
+    /// drop at any time) checks where these ranges lie: lending uncached records would fault
+    /// their pages in one at a time, where reading them puts the whole batch in flight. The
+    /// default lends whatever `shared_bytes` gives.
+    fn lends(&self, ranges: &[crate::ReadRange]) -> bool {
+        let _ = ranges;
+        true
+    }
+
     /// File `file`'s bytes as a shared handle that keeps them alive, when the backend holds
     /// the file in memory and lets readers hand records out without copying them (mmap,
     /// memory): a batch read with
@@ -324,6 +337,9 @@ macro_rules! forward_read_at {
             }
             fn shared_bytes(&self, file: u32) -> Option<SharedBytes> {
                 (**self).shared_bytes(file)
+            }
+            fn lends(&self, ranges: &[crate::ReadRange]) -> bool {
+                (**self).lends(ranges)
             }
             fn is_synchronous(&self) -> bool {
                 (**self).is_synchronous()
