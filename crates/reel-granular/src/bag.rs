@@ -117,10 +117,14 @@ impl BagTable {
         Some((start, self.ends[i as usize] - start))
     }
 
-    /// Warms the table entries [`range`](Self::range) reads for record `i`.
+    /// Warms the table entries [`range`](Self::range) reads for record `i`: its end, and
+    /// its start (the previous end, on the cache line before one time in eight).
     pub fn prefetch(&self, i: u64) {
-        if let Some(end) = usize::try_from(i).ok().and_then(|i| self.ends.get(i)) {
-            reel_core::prefetch_read(end);
+        let Ok(i) = usize::try_from(i) else { return };
+        for entry in [i.checked_sub(1), Some(i)].into_iter().flatten() {
+            if let Some(end) = self.ends.get(entry) {
+                reel_core::prefetch_read(end);
+            }
         }
     }
 

@@ -565,6 +565,27 @@ impl Layout for GranularLayout {
     fn decode(&self, index: u64, raw: &[Span], out: &mut RecordOut<'_>) -> Result<()> {
         self.decode_with(index, &self.all, None, raw, out)
     }
+
+    /// Announces the table entries that planning datapoint `index` reads first: its
+    /// `refs.bag` entry (G1), or, without refs, its entry in each uncached key's table (G2,
+    /// where datapoint `i` is record `i` of every key). A random batch then misses the tables
+    /// together instead of one lookup after another: without it, the lookups took a third
+    /// of a warm batch of 1 KiB records (`perf` of `reel bench --format granular`).
+    fn prefetch(&self, index: u64) {
+        let Ok((s, local)) = self.locate(index) else { return };
+        let shard = &self.shards[s];
+        if let Some(refs) = &shard.refs {
+            refs.table.prefetch(local);
+            return;
+        }
+        for column in &shard.columns {
+            if column.cached.is_none()
+                && let ColumnIndex::Memory(table) = &column.index
+            {
+                table.prefetch(local);
+            }
+        }
+    }
 }
 
 fn spec_path(files: &dyn ReadAt, sf: &ShardFiles) -> PathBuf {
