@@ -269,13 +269,28 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
         &self,
         indices: &[u64],
         out: &mut RecordBatch,
+        plan: impl FnMut(u64, &mut Plan<'_>) -> Result<()>,
+        decode: impl FnMut(u64, &[Span], &mut RecordOut<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let layout = &self.layout;
+        self.read_batch_prefetched(indices, out, |i| layout.prefetch(i), plan, decode)
+    }
+
+    /// [`read_batch_with`](Self::read_batch_with) whose plan needs other table entries than
+    /// [`Layout::prefetch`] announces (a read of some fields only): `prefetch` announces
+    /// those of each record before any is planned.
+    pub fn read_batch_prefetched(
+        &self,
+        indices: &[u64],
+        out: &mut RecordBatch,
+        mut prefetch: impl FnMut(u64),
         mut plan: impl FnMut(u64, &mut Plan<'_>) -> Result<()>,
         mut decode: impl FnMut(u64, &[Span], &mut RecordOut<'_>) -> Result<()>,
     ) -> Result<()> {
         out.clear();
         let len = self.layout.len();
         for &index in indices.iter().filter(|&&i| i < len) {
-            self.layout.prefetch(index);
+            prefetch(index);
         }
         let RecordBatch { arena, fields, scratch, slots, .. } = out;
         let result = fill(
@@ -307,7 +322,8 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
     /// copies (see [`RecordSource::read_batch_borrowed`]). `Ok(false)` when the batch is
     /// better copied (its records average under [`BORROW_MIN_RECORD`]) or some record cannot
     /// be read that way (its bytes span files, its file is not held in memory, or the
-    /// decoder appended bytes): the caller then copies.
+    /// decoder appended bytes), or the backend declines to lend these ranges
+    /// ([`ReadAt::lends`]; `auto` while they are not cached): the caller then copies.
     fn fill_borrowed(&self, indices: &[u64], out: &mut RecordBatch) -> Result<bool> {
         let layout = &self.layout;
         let (len, format, files) = (layout.len(), layout.info().format, &self.files);
@@ -852,8 +868,10 @@ impl<L: Layout, F: ReadAt> RecordSource for LayoutSource<L, F> {
     }
 
     fn read_batch_borrowed(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()> {
-        // A backend that lends no bytes (pread, io_uring, `auto` while cold) would have
-        // every record planned twice: once to find that out, once to copy.
+        // A backend that lends no bytes (pread, io_uring) would have every record planned
+        // twice: once to find that out, once to copy. (`auto` does lend, and refuses cold
+        // batches through `ReadAt::lends` once they are planned: a cold batch is planned
+        // twice, which costs nothing next to its reads.)
         let files = &self.files;
         let lends = (0..files.file_count() as u32)
             .find(|&f| files.file_len(f) > 0)

@@ -93,7 +93,9 @@ pub trait RecordSource: Send + Sync {
 
     /// [`read_batch_into`](Self::read_batch_into), except that records may point into the
     /// backend's memory instead of holding a copy: when the backend holds the files in
-    /// memory ([`ReadAt::shared_bytes`](crate::ReadAt::shared_bytes): mmap, memory) and the
+    /// memory ([`ReadAt::shared_bytes`](crate::ReadAt::shared_bytes): mmap, memory, `auto`)
+    /// and lends the batch ([`ReadAt::lends`](crate::ReadAt::lends): `auto` only while its
+    /// pages are cached), and the
     /// format's records are their raw bytes
     /// ([`Layout::decodes_in_place`](crate::Layout::decodes_in_place): FFRecord), a batch
     /// whose records average at least [`BORROW_MIN_RECORD`](crate::BORROW_MIN_RECORD) is

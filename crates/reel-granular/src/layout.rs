@@ -369,6 +369,29 @@ impl GranularLayout {
         }
     }
 
+    /// Announces the table entries that planning datapoint `index` for `sel` reads first:
+    /// its `refs.bag` entry (G1), or, without refs, its entry in each selected, uncached
+    /// key's table (G2, where datapoint `i` is record `i` of every key). A random batch then
+    /// misses the tables together instead of one lookup after another: without it, the
+    /// lookups took a third of a warm batch of 1 KiB records (`perf` of `reel bench
+    /// --format granular`).
+    pub(crate) fn prefetch_with(&self, index: u64, sel: &Selection) {
+        let Ok((s, local)) = self.locate(index) else { return };
+        let shard = &self.shards[s];
+        if let Some(refs) = &shard.refs {
+            refs.table.prefetch(local);
+            return;
+        }
+        for pick in &sel.picks {
+            if let Some(column) = shard.columns.get(pick.col)
+                && column.cached.is_none()
+                && let ColumnIndex::Memory(table) = &column.index
+            {
+                table.prefetch(local);
+            }
+        }
+    }
+
     /// Pushes the ranges datapoint `index` needs for `sel`: one per selected, uncached key.
     pub(crate) fn plan_with(
         &self,
@@ -566,25 +589,9 @@ impl Layout for GranularLayout {
         self.decode_with(index, &self.all, None, raw, out)
     }
 
-    /// Announces the table entries that planning datapoint `index` reads first: its
-    /// `refs.bag` entry (G1), or, without refs, its entry in each uncached key's table (G2,
-    /// where datapoint `i` is record `i` of every key). A random batch then misses the tables
-    /// together instead of one lookup after another: without it, the lookups took a third
-    /// of a warm batch of 1 KiB records (`perf` of `reel bench --format granular`).
+    /// Every key's table entry (see [`prefetch_with`](GranularLayout::prefetch_with)).
     fn prefetch(&self, index: u64) {
-        let Ok((s, local)) = self.locate(index) else { return };
-        let shard = &self.shards[s];
-        if let Some(refs) = &shard.refs {
-            refs.table.prefetch(local);
-            return;
-        }
-        for column in &shard.columns {
-            if column.cached.is_none()
-                && let ColumnIndex::Memory(table) = &column.index
-            {
-                table.prefetch(local);
-            }
-        }
+        self.prefetch_with(index, &self.all);
     }
 }
 

@@ -367,9 +367,10 @@ impl<F: ReadAt> GranularReader<F> {
         };
         let layout = self.source.layout();
         let disk = disk.as_ref();
-        self.source.read_batch_with(
+        self.source.read_batch_prefetched(
             indices,
             out,
+            |i| layout.prefetch_with(i, sel),
             |i, p| layout.plan_with(i, sel, disk, p),
             |i, raw, o| layout.decode_with(i, sel, disk, raw, o),
         )

@@ -60,8 +60,9 @@ impl AutoFiles {
         })
     }
 
-    /// Reads (batches, or cache-sized pieces of them) served from the page cache and from
-    /// the ring so far.
+    /// Reads (batches, or cache-sized pieces of them) served from the page cache (copied
+    /// out of the mapping, or lent out of it) and from the ring so far. A batch that `lends`
+    /// accepts but the format then cannot lend (records spanning files) is counted twice.
     pub fn batch_counts(&self) -> (u64, u64) {
         (self.warm_batches.load(Ordering::Relaxed), self.cold_batches.load(Ordering::Relaxed))
     }
@@ -104,6 +105,10 @@ impl AutoFiles {
     /// Whether reads starting at `starts` (file, offset) go through the mapping: their pages
     /// looked cached at the last check, made again when [`RECHECK`] has passed.
     fn decide(&self, starts: impl ExactSizeIterator<Item = (u32, u64)>) -> bool {
+        if starts.len() == 0 {
+            // Nothing to look at: the last decision stands.
+            return self.last_warm.load(Ordering::Relaxed);
+        }
         let now = self.epoch.elapsed().as_nanos() as u64;
         let decided = self.decided_at.load(Ordering::Relaxed);
         if decided != u64::MAX && now.saturating_sub(decided) < RECHECK.as_nanos() as u64 {

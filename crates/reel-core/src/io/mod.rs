@@ -124,7 +124,7 @@ pub trait ReadAt: Send + Sync {
     /// Whether records planned as `ranges` are lent out of
     /// [`shared_bytes`](Self::shared_bytes) now rather than read into a batch's buffer.
     /// [`RecordSource::read_batch_borrowed`](crate::RecordSource::read_batch_borrowed) asks
-    /// it for every batch once the batch is planned. A backend whose in-memory view of a file
+    /// it for every batch it would lend, once the batch is planned. A backend whose in-memory view of a file
     /// is fast only while the file is cached (`auto`'s mapping, whose pages the kernel may
     /// drop at any time) checks where these ranges lie: lending uncached records would fault
     /// their pages in one at a time, where reading them puts the whole batch in flight. The
@@ -257,17 +257,25 @@ impl<'a, F: ReadAt + ?Sized> WarmSources<'a, F> {
         WarmSources { files, reqs, next: 0 }
     }
 
-    /// Announces the sources of the requests up to `WARM_AHEAD` past `end` (exclusive), the
-    /// requests about to be copied.
-    fn through(&mut self, end: usize) {
-        let to = end.saturating_add(WARM_AHEAD).min(self.reqs.len());
+    /// Announces the sources of the requests up to `WARM_AHEAD` past `copied_to`
+    /// (exclusive), the requests about to be copied. A request that continues the previous
+    /// one in its file is not announced: a run of neighbours is one sequential copy, which
+    /// the hardware prefetcher follows, and announcing all of it at once would fill the
+    /// miss slots.
+    fn through(&mut self, copied_to: usize) {
+        let to = copied_to.saturating_add(WARM_AHEAD).min(self.reqs.len());
         while self.next < to {
             let r = &self.reqs[self.next];
+            let continues =
+                self.next.checked_sub(1).and_then(|p| self.reqs.get(p)).is_some_and(|prev| {
+                    prev.file == r.file
+                        && prev.offset.checked_add(prev.len as u64) == Some(r.offset)
+                });
             self.next += 1;
-            let Some(map) = self.files.bytes(r.file) else { continue };
+            let Some(map) = self.files.bytes(r.file).filter(|_| !continues) else { continue };
             let Ok(start) = usize::try_from(r.offset) else { continue };
-            let end = start.saturating_add(r.len.min(WARM_BYTES));
-            if let Some(lines) = map.get(start..end) {
+            let stop = start.saturating_add(r.len.min(WARM_BYTES));
+            if let Some(lines) = map.get(start..stop) {
                 mmap::prefetch_lines(lines);
             }
         }
