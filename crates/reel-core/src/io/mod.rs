@@ -124,11 +124,11 @@ pub trait ReadAt: Send + Sync {
     /// Whether records planned as `ranges` are lent out of
     /// [`shared_bytes`](Self::shared_bytes) now rather than read into a batch's buffer.
     /// [`RecordSource::read_batch_borrowed`](crate::RecordSource::read_batch_borrowed) asks
-    /// it for every batch it would lend, once the batch is planned. A backend whose in-memory view of a file
-    /// is fast only while the file is cached (`auto`'s mapping, whose pages the kernel may
-    /// drop at any time) checks where these ranges lie: lending uncached records would fault
-    /// their pages in one at a time, where reading them puts the whole batch in flight. The
-    /// default lends whatever `shared_bytes` gives.
+    /// it for every batch it would lend, once the batch is planned. A backend whose
+    /// in-memory view of a file is fast only while the file is cached (`auto`'s mapping,
+    /// whose pages the kernel may drop at any time) checks where these ranges lie: lending
+    /// uncached records would fault their pages in one at a time, where reading them puts
+    /// the whole batch in flight. The default lends whatever `shared_bytes` gives.
     fn lends(&self, ranges: &[crate::ReadRange]) -> bool {
         let _ = ranges;
         true
