@@ -45,26 +45,35 @@ def test_len_index_negative_slices_and_lists(ds):
 
 
 def test_indices_may_be_lists_arrays_of_any_int_dtype_or_iterables(ds):
-    """Lists and contiguous int64 arrays are read directly, anything else through iteration:
-    every form names the same records, negative indices count from the end, and a bad item
-    or index is refused."""
+    """Lists and integer arrays of every dtype are read directly, anything else through
+    iteration: every form names the same records, negative indices count from the end, and
+    a bad item or index is refused (an unsigned one too large for int64 as well, not
+    wrapped round to a negative one)."""
     want = [ds[i]["data"] for i in (298, 0, 4, 299)]
     forms = [
         [298, 0, 4, -1],
         np.array([298, 0, 4, -1], dtype=np.int64),
         np.array([298, 0, 4, -1], dtype=np.int32),
+        np.array([298, 0, 4, -1], dtype=np.int16),
+        np.array([298, 0, 4, 299], dtype=np.uint64),
+        np.array([298, 0, 4, 299], dtype=np.uint32),
         np.array([298, 999, 0, 999, 4, 999, -1], dtype=np.int64)[::2],  # not contiguous
         (i for i in (298, 0, 4, -1)),
     ]
     for form in forms:
         assert [r["data"] for r in ds.read_batch(form)] == want
+    assert [r["data"] for r in ds.read_batch(np.array([0, 4], dtype=np.int8))] == want[1:3]
     assert ds.read_batch_packed(np.array([298, 0, 4, -1]))[1].tolist()[-1] == sum(map(len, want))
     with pytest.raises(TypeError):
         ds.read_batch([1, "x"])
+    with pytest.raises(TypeError):
+        ds.read_batch(np.array([1.0, 2.0]))
     with pytest.raises(IndexError):
         ds.read_batch(np.array([0, 300]))
     with pytest.raises(IndexError):
         ds.read_batch([0, -301])
+    with pytest.raises(IndexError):
+        ds.read_batch(np.array([0, 2**63 + 5], dtype=np.uint64))
 
 
 def test_info(ds):

@@ -36,6 +36,22 @@ def idx_of(expected):
     return {r["data"]: i for i, r in enumerate(expected)}
 
 
+def test_index_tensors_name_records_like_lists():
+    """A CPU tensor of indices (what `torch.randperm` gives) is read as an array, not item
+    by item, and names the same records as the list of its values, negative ones included."""
+    ds = reel.open(FFR)
+    order = torch.randperm(N)[:64]
+    want = [r["data"] for r in ds.read_batch(order.tolist())]
+    assert [r["data"] for r in ds.read_batch(order)] == want
+    assert [r["data"] for r in ds.read_batch(order.to(torch.int32))] == want
+    assert [r["data"] for r in ds.read_batch(torch.tensor([-1, 0]))] == [
+        ds[N - 1]["data"],
+        ds[0]["data"],
+    ]
+    with pytest.raises(IndexError):
+        ds.read_batch(torch.tensor([0, N]))
+
+
 def test_import_reel_does_not_import_torch():
     import subprocess
     import sys
