@@ -130,17 +130,7 @@ pub trait RecordSource: Send + Sync {
     /// on disk reads their entries) overrides it to read that metadata once for the whole
     /// batch, which from object storage is one request instead of one per record.
     fn locate_many(&self, indices: &[u64], out: &mut Located) -> Result<bool> {
-        out.clear();
-        for &index in indices {
-            match out.push_record(|ranges| self.locate(index, ranges)) {
-                Ok(true) => {}
-                other => {
-                    out.clear();
-                    return other;
-                }
-            }
-        }
-        Ok(true)
+        out.locate_each(indices, |index, ranges| self.locate(index, ranges))
     }
 
     /// The path (or URL) of file number `file` of the ranges [`locate`](Self::locate) gives;
@@ -221,21 +211,26 @@ impl Located {
         Location::of_ranges(self.ranges(k)?, |file| source.file_path(file))
     }
 
-    /// Adds one record, whose ranges `locate` appends (what an implementation of
-    /// [`RecordSource::locate_many`] calls per record). When `locate` fails or returns
-    /// `false`, nothing is added and its answer is returned.
-    pub fn push_record(
+    /// Clears, then locates the records at `indices` one by one with `locate`, which
+    /// appends a record's ranges as [`RecordSource::locate`] does (what an implementation
+    /// of [`RecordSource::locate_many`] calls, with whatever it read once for the batch).
+    /// The first failure or `false` is returned, leaving nothing located.
+    pub fn locate_each(
         &mut self,
-        locate: impl FnOnce(&mut Vec<ReadRange>) -> Result<bool>,
+        indices: &[u64],
+        mut locate: impl FnMut(u64, &mut Vec<ReadRange>) -> Result<bool>,
     ) -> Result<bool> {
-        let before = self.ranges.len();
-        let answer = locate(&mut self.ranges);
-        if matches!(answer, Ok(true)) {
-            self.ends.push(self.ranges.len());
-        } else {
-            self.ranges.truncate(before);
+        self.clear();
+        for &index in indices {
+            match locate(index, &mut self.ranges) {
+                Ok(true) => self.ends.push(self.ranges.len()),
+                other => {
+                    self.clear();
+                    return other;
+                }
+            }
         }
-        answer
+        Ok(true)
     }
 }
 

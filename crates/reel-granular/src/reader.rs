@@ -412,17 +412,16 @@ impl<F: ReadAt> RecordSource for GranularReader<F> {
     }
 
     fn locate_many(&self, indices: &[u64], out: &mut reel_core::Located) -> Result<bool> {
-        out.clear();
         // Index entries left on disk are read once for the batch (one batched read), not
         // once per record.
-        let disk = self.disk_ranges(indices, self.source.layout().all())?;
-        for &index in indices {
-            if let Err(e) = out.push_record(|ranges| self.locate_in(index, disk.as_ref(), ranges)) {
+        let disk = match self.disk_ranges(indices, self.source.layout().all()) {
+            Ok(disk) => disk,
+            Err(e) => {
                 out.clear();
                 return Err(e);
             }
-        }
-        Ok(true)
+        };
+        out.locate_each(indices, |index, ranges| self.locate_in(index, disk.as_ref(), ranges))
     }
 
     fn file_path(&self, file: u32) -> Option<&Path> {

@@ -333,10 +333,9 @@ impl Drop for RemoteSink {
 /// Only files that open nothing by themselves go early: data files (upload stage 0; a
 /// GulpIO2 chunk's `.gmeta`, Granular indexes and specs wait for finish). For formats made
 /// only of data parts (OFRecord, the one of them that seals files), the first part in name
-/// order is held back too, since a
-/// reader that finds it takes the directory for a dataset; it goes up last, on finish. The
-/// queue holds one file, so local disk holds at most the file being written, the one queued,
-/// the one going up and those held back.
+/// order is held back too, since a reader that finds it takes the directory for a dataset;
+/// it goes up last, on finish. The queue holds one file, so local disk holds at most the
+/// file being written, the one queued, the one going up and those held back.
 #[derive(Default)]
 struct EarlyUploads {
     queue: Option<SyncSender<(PathBuf, ObjectPath)>>,
