@@ -267,6 +267,74 @@ fn normalize_wide(i: i128, len: u64) -> reel::Result<u64> {
     })
 }
 
+/// What [`list_indices`] found at one position of the list.
+enum ListItem {
+    /// An exact `int` that fits in `i64`.
+    Int(i64),
+    /// An exact `int` that does not.
+    TooLarge,
+    /// Anything else.
+    Other,
+}
+
+/// The indices a list of ints names. Items that are exactly `int` are read in place, without
+/// the reference counting and conversion machinery around each one: at 1 KiB records a list
+/// of 256 indices cost about as much as the Python side of the rest of the batch read.
+fn list_indices(list: &Bound<'_, PyList>, len: u64) -> PyResult<Vec<u64>> {
+    let py = list.py();
+    let mut n = list.len();
+    let mut out = Vec::with_capacity(n);
+    let mut k = 0;
+    while k < n {
+        // SAFETY: `k` is below the list's length and the GIL is held, so `PyList_GetItem`
+        // returns a valid borrowed reference. It is used only while nothing can run Python
+        // code: `PyLong_CheckExact` and `PyLong_AsLongLongAndOverflow` of an exact `int`
+        // call nothing else, so the list (and with it the item and its length) cannot
+        // change meanwhile.
+        let item = unsafe {
+            let item = pyo3::ffi::PyList_GetItem(list.as_ptr(), k as pyo3::ffi::Py_ssize_t);
+            if !item.is_null() && pyo3::ffi::PyLong_CheckExact(item) != 0 {
+                let mut overflow = 0;
+                let value = pyo3::ffi::PyLong_AsLongLongAndOverflow(item, &mut overflow);
+                if overflow != 0 {
+                    ListItem::TooLarge
+                } else if value == -1 && !pyo3::ffi::PyErr_Occurred().is_null() {
+                    return Err(PyErr::fetch(py));
+                } else {
+                    ListItem::Int(value)
+                }
+            } else {
+                ListItem::Other
+            }
+        };
+        let value = match item {
+            ListItem::Int(value) => value,
+            // Out of range of any dataset, like an index array's too-large `uint64`.
+            ListItem::TooLarge => {
+                return Err(Error::new(
+                    reel::ErrorKind::OutOfRange,
+                    format!(
+                        "record index {} is out of range (the dataset has {len} records)",
+                        list.get_item(k)?
+                    ),
+                ))
+                .py_err(py);
+            }
+            // Anything else (a NumPy integer, an object with `__index__`) goes through the
+            // ordinary conversion, holding its own reference to the item. Its `__index__`
+            // may change the list, so the length is read again after it.
+            ListItem::Other => {
+                let value = list.get_item(k)?.extract()?;
+                n = list.len();
+                value
+            }
+        };
+        out.push(normalize_index(value, len).py_err(py)?);
+        k += 1;
+    }
+    Ok(out)
+}
+
 /// The indices (of a dataset of `len` records) a list, tuple, range, NumPy array or other
 /// iterable of ints names, negative ones counted from the end.
 pub(crate) fn indices_of(obj: &Bound<'_, PyAny>, len: u64) -> PyResult<Vec<u64>> {
@@ -274,11 +342,7 @@ pub(crate) fn indices_of(obj: &Bound<'_, PyAny>, len: u64) -> PyResult<Vec<u64>>
     // Lists (what samplers hand over) and integer arrays are read directly: at small
     // records the generic iterator protocol is a visible share of a batch read.
     if let Ok(list) = obj.cast::<PyList>() {
-        let mut out = Vec::with_capacity(list.len());
-        for item in list.iter() {
-            out.push(normalize_index(item.extract()?, len).py_err(py)?);
-        }
-        return Ok(out);
+        return list_indices(list, len);
     }
     if let Some(indices) = integer_array_indices(obj, len)? {
         return Ok(indices);
@@ -403,11 +467,12 @@ impl Dataset {
         // file has them and would need gathering into fresh memory (a second copy and page
         // faults every batch), while the pooled buffer holds them back to back already.
         let batch = self.read_raw(py, indices, false)?;
-        let PackedField { offsets, shared, values } = PackedField::of(&batch, field).py_err(py)?;
+        let packed = PackedField::of(&batch, field).py_err(py)?;
+        let total = packed.total();
+        let PackedField { offsets, shared } = packed;
         let offsets = numpy::PyArray1::from_vec(py, offsets);
         let buffer = match shared {
             Some(range) => {
-                drop(values);
                 let owner = Bound::new(py, BatchBuffer::new(Arc::new(HeldBatch::Read(batch)), 0))?;
                 let view = PyMemoryView::from(owner.as_any())?;
                 view.as_any().get_item(PySlice::new(
@@ -420,14 +485,8 @@ impl Dataset {
             // Copied once, straight into an immutable `bytes`, so the view is read-only
             // like the shared one.
             None => {
-                let total = values.iter().map(|v| v.len()).sum();
                 let bytes = PyBytes::new_with(py, total, |out| {
-                    let mut at = 0;
-                    for v in &values {
-                        out[at..at + v.len()].copy_from_slice(v);
-                        at += v.len();
-                    }
-                    Ok(())
+                    PackedField::copy_into(&batch, field, out).py_err(py)
                 })?;
                 PyMemoryView::from(bytes.as_any())?.into_any()
             }
@@ -849,59 +908,33 @@ impl Info {
 }
 
 /// One bytes field of a batch's records laid end to end (see `Dataset.read_batch_packed`).
-struct PackedField<'a> {
+///
+/// Planned in one walk over the batch that records only the offsets and whether the values
+/// already lie back to back in one buffer; the values themselves are gathered (a second
+/// walk, [`PackedField::copy_into`]) only when they do not. At 1 KiB records this walk is a
+/// visible part of a batch read, so it reads the stored fields directly instead of building
+/// a view of every record and value.
+struct PackedField {
     /// `n + 1` offsets into the packed bytes.
     offsets: Vec<i64>,
     /// Where the packed bytes lie in the buffer every record points into, when the values
     /// are back to back there; then nothing needs copying.
     shared: Option<std::ops::Range<usize>>,
-    /// The values, in order.
-    values: Vec<&'a [u8]>,
 }
 
-impl<'a> PackedField<'a> {
-    fn of(batch: &'a reel::RecordBatch, field: Option<&str>) -> reel::Result<Self> {
+impl PackedField {
+    fn of(batch: &reel::RecordBatch, field: Option<&str>) -> reel::Result<Self> {
         let mut offsets = Vec::with_capacity(batch.len() + 1);
         offsets.push(0i64);
-        let mut values: Vec<&[u8]> = Vec::with_capacity(batch.len());
+        let mut end = 0i64;
         // Whether the values so far lie back to back in one buffer: (its start address, the
         // first value's position in it, the position the next value must start at).
         let mut run: Option<(usize, usize, usize)> = None;
         let mut back_to_back = true;
         for record in batch.iter() {
-            let index = record.index();
-            let (name, value) = match field {
-                Some(name) => match record.get(name) {
-                    Some(value) => (name, value),
-                    None => {
-                        let known: Vec<&str> = record.iter().map(|(n, _)| n).collect();
-                        return Err(Error::schema(format!(
-                            "record {index} has no field {name:?} (its fields: {})",
-                            known.join(", ")
-                        ))
-                        .with_record(index));
-                    }
-                },
-                None if record.len() == 1 => record.field(0).unwrap_or(("", reel::ValueRef::Null)),
-                None => {
-                    let known: Vec<&str> = record.iter().map(|(n, _)| n).collect();
-                    return Err(Error::invalid_input(format!(
-                        "record {index} has {} fields ({}): name the bytes field to pack \
-                         with field=",
-                        known.len(),
-                        known.join(", ")
-                    )));
-                }
-            };
-            let bytes = value.as_bytes().ok_or_else(|| {
-                Error::schema(format!(
-                    "field {name:?} of record {index} is not bytes, so it cannot be packed"
-                ))
-                .with_record(index)
-            })?;
-            let end = offsets.last().copied().unwrap_or(0) + bytes.len() as i64;
+            let bytes = packed_value(&record, field)?;
+            end += bytes.len() as i64;
             offsets.push(end);
-            values.push(bytes);
             if back_to_back {
                 let buffer = record.raw_buffer();
                 let base = buffer.as_ptr() as usize;
@@ -919,6 +952,65 @@ impl<'a> PackedField<'a> {
             }
         }
         let shared = run.filter(|_| back_to_back).map(|(_, first, next)| first..next);
-        Ok(PackedField { offsets, shared, values })
+        Ok(PackedField { offsets, shared })
+    }
+
+    /// Total bytes of the packed values.
+    fn total(&self) -> usize {
+        self.offsets.last().map_or(0, |&end| end as usize)
+    }
+
+    /// Copies the values of `batch` (the batch [`PackedField::of`] walked) end to end into
+    /// `out`, which is [`PackedField::total`] bytes long.
+    fn copy_into(
+        batch: &reel::RecordBatch,
+        field: Option<&str>,
+        out: &mut [u8],
+    ) -> reel::Result<()> {
+        let mut at = 0;
+        for record in batch.iter() {
+            let bytes = packed_value(&record, field)?;
+            let Some(slot) = out.get_mut(at..at + bytes.len()) else {
+                return Err(Error::invalid_input("the batch changed while it was packed"));
+            };
+            slot.copy_from_slice(bytes);
+            at += bytes.len();
+        }
+        Ok(())
+    }
+}
+
+/// The bytes of `field` (or of the record's only field) of `record`, for packing.
+fn packed_value<'a>(record: &reel::RecordRef<'a>, field: Option<&str>) -> reel::Result<&'a [u8]> {
+    let fields = record.raw_fields();
+    let index = record.index();
+    let found = match field {
+        Some(name) => fields.iter().find(|f| &*f.name == name),
+        None if fields.len() == 1 => fields.first(),
+        None => {
+            let known: Vec<&str> = fields.iter().map(|f| &*f.name).collect();
+            return Err(Error::invalid_input(format!(
+                "record {index} has {} fields ({}): name the bytes field to pack with field=",
+                known.len(),
+                known.join(", ")
+            )));
+        }
+    };
+    let Some(found) = found else {
+        let known: Vec<&str> = fields.iter().map(|f| &*f.name).collect();
+        let name = field.unwrap_or_default();
+        return Err(Error::schema(format!(
+            "record {index} has no field {name:?} (its fields: {})",
+            known.join(", ")
+        ))
+        .with_record(index));
+    };
+    match &found.value {
+        reel::Value::Bytes(span) => Ok(span.get(record.raw_buffer())),
+        _ => Err(Error::schema(format!(
+            "field {:?} of record {index} is not bytes, so it cannot be packed",
+            found.name
+        ))
+        .with_record(index)),
     }
 }

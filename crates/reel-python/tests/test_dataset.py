@@ -74,6 +74,35 @@ def test_indices_may_be_lists_arrays_of_any_int_dtype_or_iterables(ds):
         ds.read_batch([0, -301])
     with pytest.raises(IndexError):
         ds.read_batch(np.array([0, 2**63 + 5], dtype=np.uint64))
+    with pytest.raises(IndexError, match="out of range"):
+        ds.read_batch([0, 2**70])
+    with pytest.raises(IndexError, match="out of range"):
+        ds.read_batch_packed([-(2**64)])
+
+
+def test_list_items_other_than_ints_go_through_index(ds):
+    """A list is read in place while its items are plain ints; any other item (a NumPy
+    integer, a bool, an object with `__index__`) is converted the ordinary way, and an
+    `__index__` that shortens the list while it is read ends the read at the new length
+    instead of reading past it."""
+    want = [ds[i]["data"] for i in (298, 0, 4, 1)]
+    mixed = [298, np.int64(0), np.uint16(4), True]
+    assert [r["data"] for r in ds.read_batch(mixed)] == want
+
+    class Shrinks:
+        def __init__(self, owner, value):
+            self.owner, self.value = owner, value
+
+        def __index__(self):
+            del self.owner[2:]
+            return self.value
+
+    shrinking = [298, 0, 4, 1, 7, 8]
+    shrinking[1] = Shrinks(shrinking, 0)
+    assert [r["data"] for r in ds.read_batch(shrinking)] == want[:2]
+    packed, offsets = ds.read_batch_packed([298, np.int32(0), 4, True])
+    assert bytes(packed) == b"".join(want)
+    assert offsets.tolist()[-1] == sum(map(len, want))
 
 
 def test_info(ds):
