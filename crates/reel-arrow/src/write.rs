@@ -75,9 +75,12 @@ pub struct WriteOptions {
     pub arrow: ArrowOptions,
     /// Parquet: rows per row group at most (default 1,048,576).
     pub row_group_rows: usize,
-    /// Parquet: bytes per row group at most, as encoded (default 64 MiB). A row group is
-    /// held in memory until it is flushed, so this (plus one batch) bounds the memory a
-    /// conversion needs, however large the dataset.
+    /// Parquet: bytes per row group at most, as encoded (default 16 MiB, the default batch's
+    /// size). A row group is held in memory until it is flushed, so this (plus a few
+    /// batches) bounds the memory a conversion needs, however large the dataset. Row groups
+    /// no larger than a batch are written as each batch arrives, which keeps the writing
+    /// thread busy: a 1 GB FFRecord → Parquet conversion of 1 KiB records took 0.60 s with
+    /// 16 MiB row groups against 0.87 s with 64 MiB ones.
     pub row_group_bytes: usize,
     /// Parquet: column compression (default zstd level 1).
     pub compression: Compression,
@@ -88,7 +91,7 @@ impl Default for WriteOptions {
         WriteOptions {
             arrow: ArrowOptions::default(),
             row_group_rows: 1 << 20,
-            row_group_bytes: 64 << 20,
+            row_group_bytes: 16 << 20,
             compression: Compression::default(),
         }
     }
@@ -135,8 +138,9 @@ fn writer_properties(schema: &SchemaRef, options: &WriteOptions) -> WriterProper
 }
 
 enum Writer {
-    Parquet(ArrowWriter<File>),
-    Ipc(arrow_ipc::writer::FileWriter<BufWriter<File>>),
+    Parquet(ParquetThread),
+    /// Boxed: the IPC writer is several times the size of the Parquet thread's handle.
+    Ipc(Box<arrow_ipc::writer::FileWriter<BufWriter<File>>>),
 }
 
 impl Writer {
@@ -152,34 +156,39 @@ impl Writer {
             .try_clone()
             .map_err(|e| Error::io(e, "cannot open the staged file").with_path(path))?;
         Ok(match kind {
-            FileKind::Parquet => Writer::Parquet(
+            FileKind::Parquet => Writer::Parquet(ParquetThread::start(
                 ArrowWriter::try_new(
                     file,
                     schema.clone(),
                     Some(writer_properties(schema, options)),
                 )
                 .map_err(|e| parquet_error(e, path))?,
-            ),
-            FileKind::ArrowIpc => Writer::Ipc(
+                path,
+            )?),
+            FileKind::ArrowIpc => Writer::Ipc(Box::new(
                 arrow_ipc::writer::FileWriter::try_new(
                     BufWriter::with_capacity(1 << 20, file),
                     schema,
                 )
                 .map_err(|e| arrow_error(e, path))?,
-            ),
+            )),
         })
     }
 
-    fn write(&mut self, batch: &RecordBatch, path: &Path) -> Result<()> {
+    /// Writes `batch`, and gives back a batch written earlier once the writer is done with
+    /// it, for its buffers to be filled again ([`Encoder::recycle`]).
+    fn write(&mut self, batch: RecordBatch, path: &Path) -> Result<Option<RecordBatch>> {
         match self {
-            Writer::Parquet(w) => w.write(batch).map_err(|e| parquet_error(e, path)),
-            Writer::Ipc(w) => w.write(batch).map_err(|e| arrow_error(e, path)),
+            Writer::Parquet(w) => w.write(batch, path),
+            Writer::Ipc(w) => {
+                w.write(&batch).map(|()| Some(batch)).map_err(|e| arrow_error(e, path))
+            }
         }
     }
 
     fn close(self, path: &Path) -> Result<()> {
         match self {
-            Writer::Parquet(w) => w.close().map(drop).map_err(|e| parquet_error(e, path)),
+            Writer::Parquet(w) => w.close(path),
             Writer::Ipc(mut w) => {
                 w.finish().map_err(|e| arrow_error(e, path))?;
                 let inner = w.into_inner().map_err(|e| arrow_error(e, path))?;
@@ -188,6 +197,99 @@ impl Writer {
                     .map(drop)
                     .map_err(|e| Error::io(e.into_error(), "cannot write").with_path(path))
             }
+        }
+    }
+}
+
+/// Batches a [`ParquetThread`] holds at once: the one it writes and the one waiting for it.
+/// The encoder fills a third while they are written.
+const PARQUET_IN_FLIGHT: usize = 2;
+
+/// A Parquet writer on a thread of its own. Encoding Parquet pages and writing them copies
+/// every byte twice more after the Arrow batch was built; on the converting thread that
+/// made it the longest stage of a conversion (two thirds of an FFRecord → Parquet
+/// conversion's samples at 1 KiB records, with the reading thread half idle), so the pages
+/// are encoded and written here while the next batch is built. Batches come back once
+/// written, so their buffers are filled again.
+struct ParquetThread {
+    batches: Option<std::sync::mpsc::SyncSender<RecordBatch>>,
+    written: std::sync::mpsc::Receiver<RecordBatch>,
+    in_flight: usize,
+    /// Ends with the writer's first error, which the caller names its file in.
+    thread: Option<std::thread::JoinHandle<parquet::errors::Result<()>>>,
+}
+
+impl ParquetThread {
+    fn start(mut writer: ArrowWriter<File>, path: &Path) -> Result<ParquetThread> {
+        let (batches, to_write) = std::sync::mpsc::sync_channel::<RecordBatch>(1);
+        let (give_back, written) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("reel-parquet".into())
+            .spawn(move || {
+                for batch in to_write {
+                    writer.write(&batch)?;
+                    // The writer copied the batch into its pages; its buffers may be reused.
+                    let _ = give_back.send(batch);
+                }
+                writer.close().map(drop)
+            })
+            .map_err(|e| Error::io(e, "cannot start the Parquet writing thread").with_path(path))?;
+        Ok(ParquetThread { batches: Some(batches), written, in_flight: 0, thread: Some(thread) })
+    }
+
+    fn write(&mut self, batch: RecordBatch, path: &Path) -> Result<Option<RecordBatch>> {
+        let sent = self.batches.as_ref().is_some_and(|to| to.send(batch).is_ok());
+        if !sent {
+            return Err(self.failure(path));
+        }
+        self.in_flight += 1;
+        if self.in_flight < PARQUET_IN_FLIGHT {
+            return Ok(None);
+        }
+        match self.written.recv() {
+            Ok(done) => {
+                self.in_flight -= 1;
+                Ok(Some(done))
+            }
+            Err(_) => Err(self.failure(path)),
+        }
+    }
+
+    /// Writes what is queued and the file's footer, and says whether all of it went well.
+    fn close(mut self, path: &Path) -> Result<()> {
+        self.batches = None;
+        self.join(path)
+    }
+
+    /// Why the thread stopped taking batches: its error (it ends at the first one).
+    fn failure(&mut self, path: &Path) -> Error {
+        self.batches = None;
+        match self.join(path) {
+            Err(e) => e,
+            Ok(()) => Error::new(ErrorKind::Io, "the Parquet writing thread stopped early")
+                .with_path(path),
+        }
+    }
+
+    fn join(&mut self, path: &Path) -> Result<()> {
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result.map_err(|e| parquet_error(e, path)),
+            Some(Err(_)) => {
+                Err(Error::new(ErrorKind::Io, "the Parquet writing thread panicked")
+                    .with_path(path))
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ParquetThread {
+    /// An abandoned writer (a failed conversion) still waits for its thread, so nothing
+    /// writes to the staged file after it is removed.
+    fn drop(&mut self) {
+        self.batches = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
     }
 }
@@ -283,8 +385,9 @@ impl ArrowSink {
         w.encoder.push_located(record, location)?;
         if w.encoder.rows() >= batch_rows || w.encoder.buffered_bytes() >= batch_bytes {
             let batch = w.encoder.finish_batch()?;
-            w.writer.write(&batch, &self.path)?;
-            w.encoder.recycle(batch);
+            if let Some(written) = w.writer.write(batch, &self.path)? {
+                w.encoder.recycle(written);
+            }
         }
         Ok(())
     }
@@ -339,7 +442,7 @@ impl RecordSink for ArrowSink {
         let mut writer = writer;
         if encoder.rows() > 0 {
             let batch = encoder.finish_batch()?;
-            writer.write(&batch, &self.path)?;
+            writer.write(batch, &self.path)?;
         }
         writer.close(&self.path)?;
         let staged = self.staged.take().ok_or_else(closed)?;
@@ -368,8 +471,8 @@ pub fn write_file(
     let total = source.len();
     let mut done = 0;
     while let Some(batch) = reader.next_batch()? {
-        writer.write(&batch, path)?;
         done += batch.num_rows() as u64;
+        writer.write(batch, path)?;
         progress(done, total);
     }
     writer.close(path)?;
@@ -394,4 +497,52 @@ pub fn write_ipc(
     options: &WriteOptions,
 ) -> Result<SinkSummary> {
     write_file(source, path, FileKind::ArrowIpc, options, &mut |_, _| {})
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::BinaryArray;
+    use arrow_schema::{Field, Schema};
+
+    use super::*;
+
+    /// A write that fails on the writing thread (here: the file is open read-only, which
+    /// Parquet's buffered writer finds out at its first flush) comes back from `write` or
+    /// `close` as an error naming the file, and never hangs the caller.
+    #[test]
+    fn a_failed_write_on_the_thread_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.parquet");
+        std::fs::write(&path, b"").unwrap();
+        let read_only = File::open(&path).unwrap();
+        let schema = Arc::new(Schema::new(vec![Field::new("data", DataType::Binary, false)]));
+        let options = WriteOptions { row_group_bytes: 1 << 10, ..Default::default() };
+        let writer = ArrowWriter::try_new(
+            read_only,
+            schema.clone(),
+            Some(writer_properties(&schema, &options)),
+        )
+        .unwrap();
+        let mut thread = ParquetThread::start(writer, &path).unwrap();
+        let value = vec![7u8; 64 << 10];
+        let batch = || {
+            let column = BinaryArray::from_iter_values(std::iter::repeat_n(&value, 4));
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(column)]).unwrap()
+        };
+        let mut failed = None;
+        for _ in 0..8 {
+            if let Err(e) = thread.write(batch(), &path) {
+                failed = Some(e);
+                break;
+            }
+        }
+        let error = match failed {
+            Some(e) => e,
+            None => thread.close(&path).expect_err("writing to a read-only file succeeded"),
+        };
+        assert_eq!(error.kind(), ErrorKind::Io, "{error}");
+        assert!(error.to_string().contains("out.parquet"), "{error}");
+    }
 }

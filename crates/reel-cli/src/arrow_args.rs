@@ -15,8 +15,9 @@ pub struct ArrowArgs {
     #[arg(long, default_value_t = 1 << 20, help_heading = "Parquet / Arrow targets")]
     row_group_rows: usize,
     /// Parquet: encoded bytes per row group at most (K, M, G suffixes). A row group is held
-    /// in memory until written, so with --batch-bytes this bounds the memory used.
-    #[arg(long, default_value = "64M", help_heading = "Parquet / Arrow targets")]
+    /// in memory until written, so with --batch-bytes this bounds the memory used; row
+    /// groups no larger than --batch-bytes are written as each batch arrives (fastest).
+    #[arg(long, default_value = "16M", help_heading = "Parquet / Arrow targets")]
     row_group_bytes: String,
     /// Bytes of values per Arrow batch at most (K, M, G suffixes).
     #[arg(long, default_value = "16M", help_heading = "Parquet / Arrow targets")]

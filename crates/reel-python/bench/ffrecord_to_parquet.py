@@ -8,7 +8,7 @@ binary column ``data`` with pyarrow's Parquet writer, a row group per ~``--row-g
 of records, without compression, dictionary or statistics (as ``reel convert --compression
 none`` writes binary columns)::
 
-    python ffrecord_to_parquet.py SRC.ffr DST.parquet [--row-group-bytes 67108864]
+    python ffrecord_to_parquet.py SRC.ffr DST.parquet [--row-group-bytes 16777216]
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("src")
     ap.add_argument("dst")
-    ap.add_argument("--row-group-bytes", type=int, default=64 << 20)
+    ap.add_argument("--row-group-bytes", type=int, default=16 << 20)
     args = ap.parse_args()
     schema = pa.schema([pa.field("data", pa.binary())])
     with pq.ParquetWriter(
