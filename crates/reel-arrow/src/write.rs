@@ -77,10 +77,12 @@ pub struct WriteOptions {
     pub row_group_rows: usize,
     /// Parquet: bytes per row group at most, as encoded (default 16 MiB, the default batch's
     /// size). A row group is held in memory until it is flushed, so this (plus a few
-    /// batches) bounds the memory a conversion needs, however large the dataset. Row groups
-    /// no larger than a batch are written as each batch arrives, which keeps the writing
-    /// thread busy: a 1 GB FFRecord → Parquet conversion of 1 KiB records took 0.60 s with
-    /// 16 MiB row groups against 0.87 s with 64 MiB ones.
+    /// batches) bounds the memory a conversion needs, however large the dataset. When a
+    /// batch's encoded size reaches it (uncompressed output of batches that end at their
+    /// byte budget), each batch is written as a row group as it arrives, which keeps the
+    /// writing thread busy: in one series of runs of the same build, a 1 GB FFRecord →
+    /// Parquet conversion of 1 KiB records without compression took 0.60 s with 16 MiB row
+    /// groups against 0.87 s with 64 MiB ones.
     pub row_group_bytes: usize,
     /// Parquet: column compression (default zstd level 1).
     pub compression: Compression,
@@ -211,30 +213,56 @@ const PARQUET_IN_FLIGHT: usize = 2;
 /// conversion's samples at 1 KiB records, with the reading thread half idle), so the pages
 /// are encoded and written here while the next batch is built. Batches come back once
 /// written, so their buffers are filled again.
+///
+/// The thread ends at its first error, which the next [`write`](Self::write) or
+/// [`close`](Self::close) returns, naming the file (so an error may surface a batch or two
+/// after the one that caused it); every call after that fails too, so a failed file is
+/// never closed as if it were whole. Dropped without `close`, the writer stops the thread
+/// without writing the batches still queued or the footer, and waits for it.
 struct ParquetThread {
     batches: Option<std::sync::mpsc::SyncSender<RecordBatch>>,
     written: std::sync::mpsc::Receiver<RecordBatch>,
     in_flight: usize,
+    /// Set when the writer is dropped unfinished: the thread then stops at once.
+    abandoned: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Ends with the writer's first error, which the caller names its file in.
     thread: Option<std::thread::JoinHandle<parquet::errors::Result<()>>>,
+    /// The first error the thread ended with, as text, reported again by later calls.
+    failed: Option<String>,
 }
 
 impl ParquetThread {
     fn start(mut writer: ArrowWriter<File>, path: &Path) -> Result<ParquetThread> {
+        use std::sync::atomic::Ordering;
         let (batches, to_write) = std::sync::mpsc::sync_channel::<RecordBatch>(1);
         let (give_back, written) = std::sync::mpsc::channel();
+        let abandoned = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = abandoned.clone();
         let thread = std::thread::Builder::new()
             .name("reel-parquet".into())
             .spawn(move || {
                 for batch in to_write {
+                    if stop.load(Ordering::Relaxed) {
+                        return Ok(());
+                    }
                     writer.write(&batch)?;
                     // The writer copied the batch into its pages; its buffers may be reused.
                     let _ = give_back.send(batch);
                 }
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
                 writer.close().map(drop)
             })
             .map_err(|e| Error::io(e, "cannot start the Parquet writing thread").with_path(path))?;
-        Ok(ParquetThread { batches: Some(batches), written, in_flight: 0, thread: Some(thread) })
+        Ok(ParquetThread {
+            batches: Some(batches),
+            written,
+            in_flight: 0,
+            abandoned,
+            thread: Some(thread),
+            failed: None,
+        })
     }
 
     fn write(&mut self, batch: RecordBatch, path: &Path) -> Result<Option<RecordBatch>> {
@@ -271,22 +299,47 @@ impl ParquetThread {
         }
     }
 
+    /// Waits for the thread and gives its outcome; once it has ended with an error, that
+    /// error again.
     fn join(&mut self, path: &Path) -> Result<()> {
-        match self.thread.take().map(std::thread::JoinHandle::join) {
+        let outcome = match self.thread.take().map(std::thread::JoinHandle::join) {
             Some(Ok(result)) => result.map_err(|e| parquet_error(e, path)),
-            Some(Err(_)) => {
-                Err(Error::new(ErrorKind::Io, "the Parquet writing thread panicked")
-                    .with_path(path))
+            Some(Err(panic)) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Err(Error::new(
+                    ErrorKind::Io,
+                    format!("the Parquet writing thread panicked: {what}"),
+                )
+                .with_path(path))
             }
-            None => Ok(()),
+            None => match &self.failed {
+                Some(first) => Err(Error::new(
+                    ErrorKind::Io,
+                    format!("an earlier write to the file failed ({first})"),
+                )
+                .with_format("parquet")
+                .with_path(path)),
+                None => Ok(()),
+            },
+        };
+        if let Err(e) = &outcome
+            && self.failed.is_none()
+        {
+            self.failed = Some(e.message().to_string());
         }
+        outcome
     }
 }
 
 impl Drop for ParquetThread {
-    /// An abandoned writer (a failed conversion) still waits for its thread, so nothing
-    /// writes to the staged file after it is removed.
+    /// An abandoned writer (a failed conversion) stops its thread without writing what is
+    /// queued or the footer, and waits for it, so nothing writes to the staged file after.
     fn drop(&mut self) {
+        self.abandoned.store(true, std::sync::atomic::Ordering::Relaxed);
         self.batches = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -312,12 +365,17 @@ pub struct ArrowSink {
     kind: FileKind,
     options: WriteOptions,
     declared: Option<Vec<FieldSpec>>,
+    /// Declared before `staged`, so a dropped sink stops its writer (and the writer's
+    /// thread) before the staged file is removed.
+    writing: Option<Writing>,
     staged: Option<StagedFile>,
     path: PathBuf,
     sample: reel_core::RecordBatch,
     /// Where the sampled records are stored, when the location columns are written.
     sample_locations: Vec<Option<(PathBuf, u64, u64)>>,
-    writing: Option<Writing>,
+    /// Whether writing a batch to the file failed: the file is then incomplete, and
+    /// `finish` refuses to publish it.
+    write_failed: bool,
     records: u64,
     unfinished: UnfinishedGuard,
 }
@@ -342,6 +400,7 @@ impl ArrowSink {
             sample: reel_core::RecordBatch::new(),
             sample_locations: Vec::new(),
             writing: None,
+            write_failed: false,
             records: 0,
             unfinished: UnfinishedGuard::new(
                 match kind {
@@ -385,8 +444,13 @@ impl ArrowSink {
         w.encoder.push_located(record, location)?;
         if w.encoder.rows() >= batch_rows || w.encoder.buffered_bytes() >= batch_bytes {
             let batch = w.encoder.finish_batch()?;
-            if let Some(written) = w.writer.write(batch, &self.path)? {
-                w.encoder.recycle(written);
+            match w.writer.write(batch, &self.path) {
+                Ok(Some(written)) => w.encoder.recycle(written),
+                Ok(None) => {}
+                Err(e) => {
+                    self.write_failed = true;
+                    return Err(e);
+                }
             }
         }
         Ok(())
@@ -435,6 +499,16 @@ impl RecordSink for ArrowSink {
 
     fn finish(&mut self) -> Result<SinkSummary> {
         self.unfinished.finished();
+        if self.write_failed {
+            // Records of a batch that failed are missing from the file: it must not appear.
+            self.writing = None;
+            self.staged = None;
+            return Err(Error::new(
+                ErrorKind::Io,
+                "an earlier write to the file failed, so it is incomplete and was not published",
+            )
+            .with_path(&self.path));
+        }
         if self.writing.is_none() {
             self.start()?;
         }
@@ -454,8 +528,9 @@ impl RecordSink for ArrowSink {
 
 /// Writes every record of `source` to a new Parquet (`kind` = Parquet) or Arrow IPC file
 /// at `path`, with the schema from the source's declared fields and a sample of its
-/// records (or [`ArrowOptions::schema`]). Memory stays within about one batch plus one
-/// row group, whatever the dataset's size.
+/// records (or [`ArrowOptions::schema`]). Memory stays within about three batches (the
+/// one being built, one queued and one being written) plus one row group, whatever the
+/// dataset's size.
 pub fn write_file(
     source: &dyn RecordSource,
     path: impl AsRef<Path>,
@@ -508,29 +583,42 @@ mod tests {
 
     use super::*;
 
+    fn binary_schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![Field::new("data", DataType::Binary, false)]))
+    }
+
+    fn thread_over(file: File, path: &Path) -> ParquetThread {
+        let schema = binary_schema();
+        // Uncompressed, two rows a row group: every batch reaches the file as it is written.
+        let options = WriteOptions {
+            row_group_rows: 2,
+            compression: Compression::None,
+            ..Default::default()
+        };
+        let writer =
+            ArrowWriter::try_new(file, schema.clone(), Some(writer_properties(&schema, &options)))
+                .unwrap();
+        ParquetThread::start(writer, path).unwrap()
+    }
+
+    /// Four values of 64 KiB.
+    fn batch() -> RecordBatch {
+        let value = vec![7u8; 64 << 10];
+        let column = BinaryArray::from_iter_values(std::iter::repeat_n(&value, 4));
+        RecordBatch::try_new(binary_schema(), vec![Arc::new(column)]).unwrap()
+    }
+
     /// A write that fails on the writing thread (here: the file is open read-only, which
     /// Parquet's buffered writer finds out at its first flush) comes back from `write` or
-    /// `close` as an error naming the file, and never hangs the caller.
+    /// `close` as Parquet's own error naming the file, never hangs the caller, and is
+    /// reported again by every later call, `close` included, so a failed file is never
+    /// finished as if it were whole.
     #[test]
-    fn a_failed_write_on_the_thread_is_an_error_naming_the_file() {
+    fn a_failed_write_on_the_thread_is_an_error_naming_the_file_and_stays_one() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.parquet");
         std::fs::write(&path, b"").unwrap();
-        let read_only = File::open(&path).unwrap();
-        let schema = Arc::new(Schema::new(vec![Field::new("data", DataType::Binary, false)]));
-        let options = WriteOptions { row_group_bytes: 1 << 10, ..Default::default() };
-        let writer = ArrowWriter::try_new(
-            read_only,
-            schema.clone(),
-            Some(writer_properties(&schema, &options)),
-        )
-        .unwrap();
-        let mut thread = ParquetThread::start(writer, &path).unwrap();
-        let value = vec![7u8; 64 << 10];
-        let batch = || {
-            let column = BinaryArray::from_iter_values(std::iter::repeat_n(&value, 4));
-            RecordBatch::try_new(schema.clone(), vec![Arc::new(column)]).unwrap()
-        };
+        let mut thread = thread_over(File::open(&path).unwrap(), &path);
         let mut failed = None;
         for _ in 0..8 {
             if let Err(e) = thread.write(batch(), &path) {
@@ -538,11 +626,35 @@ mod tests {
                 break;
             }
         }
-        let error = match failed {
-            Some(e) => e,
-            None => thread.close(&path).expect_err("writing to a read-only file succeeded"),
-        };
-        assert_eq!(error.kind(), ErrorKind::Io, "{error}");
-        assert!(error.to_string().contains("out.parquet"), "{error}");
+        let first = failed.expect("writing to a read-only file succeeded for 8 batches");
+        assert_eq!(first.kind(), ErrorKind::Io, "{first}");
+        let text = first.to_string();
+        assert!(text.contains("out.parquet") && text.contains("Parquet:"), "{text}");
+        assert!(!text.contains("stopped early") && !text.contains("earlier"), "{text}");
+        let again = thread.write(batch(), &path).expect_err("a write after a failure succeeded");
+        assert!(again.to_string().contains("earlier write"), "{again}");
+        let closed = thread.close(&path).expect_err("closing a failed file succeeded");
+        assert!(closed.to_string().contains(first.message()), "{closed}");
+    }
+
+    /// Closed, the file ends with Parquet's footer; dropped unfinished, the thread stops
+    /// without writing the footer (nor what was still queued).
+    #[test]
+    fn close_writes_the_footer_and_drop_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        for close in [true, false] {
+            let path = dir.path().join(format!("out-{close}.parquet"));
+            let mut thread = thread_over(File::create(&path).unwrap(), &path);
+            for _ in 0..3 {
+                thread.write(batch(), &path).unwrap();
+            }
+            if close {
+                thread.close(&path).unwrap();
+            } else {
+                drop(thread);
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            assert_eq!(bytes.ends_with(b"PAR1"), close, "{} bytes", bytes.len());
+        }
     }
 }

@@ -16,7 +16,7 @@ pub struct ArrowArgs {
     row_group_rows: usize,
     /// Parquet: encoded bytes per row group at most (K, M, G suffixes). A row group is held
     /// in memory until written, so with --batch-bytes this bounds the memory used; row
-    /// groups no larger than --batch-bytes are written as each batch arrives (fastest).
+    /// groups no larger than a batch as encoded are written as each batch arrives (fastest).
     #[arg(long, default_value = "16M", help_heading = "Parquet / Arrow targets")]
     row_group_bytes: String,
     /// Bytes of values per Arrow batch at most (K, M, G suffixes).
