@@ -205,11 +205,6 @@ impl Dataset {
         Ok(Arc::clone(&opened.1))
     }
 
-    /// Index `i`, counted from the end when negative.
-    fn normalize(&self, i: i64) -> reel::Result<u64> {
-        normalize_index(i, self.source.len())
-    }
-
     /// Reads `indices` in one batched read into a pooled buffer, the GIL released while
     /// reading: lending records where the source can (`lend`), or always reading them into
     /// the buffer, back to back in batch order.
@@ -267,6 +262,32 @@ fn normalize_wide(i: i128, len: u64) -> reel::Result<u64> {
     })
 }
 
+/// The error of an index too large for any dataset (it does not fit in 64 bits). The
+/// number itself is not quoted: a Python `int` may have thousands of digits.
+fn index_too_large(len: u64) -> Error {
+    Error::new(
+        reel::ErrorKind::OutOfRange,
+        format!(
+            "record index is out of range: it does not fit in 64 bits (the dataset has {len} \
+             records)"
+        ),
+    )
+}
+
+/// Index `item` (an `int` or anything with `__index__`) of a dataset of `len` records,
+/// counted from the end when negative. One too large for 64 bits is out of range like any
+/// other, not an `OverflowError`.
+fn index_of(item: &Bound<'_, PyAny>, len: u64) -> PyResult<u64> {
+    let py = item.py();
+    match item.extract::<i64>() {
+        Ok(i) => normalize_index(i, len).py_err(py),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => {
+            Err(index_too_large(len)).py_err(py)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// What [`list_indices`] found at one position of the list.
 enum ListItem {
     /// An exact `int` that fits in `i64`.
@@ -307,29 +328,20 @@ fn list_indices(list: &Bound<'_, PyList>, len: u64) -> PyResult<Vec<u64>> {
                 ListItem::Other
             }
         };
-        let value = match item {
-            ListItem::Int(value) => value,
+        let index = match item {
+            ListItem::Int(value) => normalize_index(value, len).py_err(py)?,
             // Out of range of any dataset, like an index array's too-large `uint64`.
-            ListItem::TooLarge => {
-                return Err(Error::new(
-                    reel::ErrorKind::OutOfRange,
-                    format!(
-                        "record index {} is out of range (the dataset has {len} records)",
-                        list.get_item(k)?
-                    ),
-                ))
-                .py_err(py);
-            }
+            ListItem::TooLarge => return Err(index_too_large(len)).py_err(py),
             // Anything else (a NumPy integer, an object with `__index__`) goes through the
             // ordinary conversion, holding its own reference to the item. Its `__index__`
             // may change the list, so the length is read again after it.
             ListItem::Other => {
-                let value = list.get_item(k)?.extract()?;
+                let index = index_of(&list.get_item(k)?, len)?;
                 n = list.len();
-                value
+                index
             }
         };
-        out.push(normalize_index(value, len).py_err(py)?);
+        out.push(index);
         k += 1;
     }
     Ok(out)
@@ -338,7 +350,6 @@ fn list_indices(list: &Bound<'_, PyList>, len: u64) -> PyResult<Vec<u64>> {
 /// The indices (of a dataset of `len` records) a list, tuple, range, NumPy array or other
 /// iterable of ints names, negative ones counted from the end.
 pub(crate) fn indices_of(obj: &Bound<'_, PyAny>, len: u64) -> PyResult<Vec<u64>> {
-    let py = obj.py();
     // Lists (what samplers hand over) and integer arrays are read directly: at small
     // records the generic iterator protocol is a visible share of a batch read.
     if let Ok(list) = obj.cast::<PyList>() {
@@ -349,8 +360,7 @@ pub(crate) fn indices_of(obj: &Bound<'_, PyAny>, len: u64) -> PyResult<Vec<u64>>
     }
     let mut out = Vec::new();
     for item in obj.try_iter()? {
-        let i: i64 = item?.extract()?;
-        out.push(normalize_index(i, len).py_err(py)?);
+        out.push(index_of(&item?, len)?);
     }
     Ok(out)
 }
@@ -400,8 +410,7 @@ impl Dataset {
     fn __getitem__<'py>(&self, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let py = key.py();
         if key.is_instance_of::<PyInt>() || key.hasattr("__index__")? && !key.hasattr("__len__")? {
-            let i: i64 = key.extract()?;
-            let index = self.normalize(i).py_err(py)?;
+            let index = index_of(key, self.source.len())?;
             return self.read(py, index, true);
         }
         if let Ok(slice) = key.cast::<PySlice>() {

@@ -18,7 +18,10 @@ mod writer;
 use pyo3::prelude::*;
 
 /// reel's compiled extension; import `reel`, not this module.
-#[pymodule]
+///
+/// `gil_used = true`: the module relies on the GIL (reading a list's items in place, for
+/// one), so a free-threaded interpreter that imports it turns its GIL back on.
+#[pymodule(gil_used = true)]
 fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
