@@ -139,10 +139,80 @@ fn writer_properties(schema: &SchemaRef, options: &WriteOptions) -> WriterProper
     props.build()
 }
 
-enum Writer {
-    Parquet(ParquetThread),
-    /// Boxed: the IPC writer is several times the size of the Parquet thread's handle.
-    Ipc(Box<arrow_ipc::writer::FileWriter<BufWriter<File>>>),
+/// Why writing the file failed, before the error is given the file's name (the thread that
+/// writes does not know the name the caller reports).
+enum WriteFailure {
+    Parquet(parquet::errors::ParquetError),
+    Arrow(arrow_schema::ArrowError),
+    Io(std::io::Error),
+}
+
+impl WriteFailure {
+    fn named(self, path: &Path) -> Error {
+        match self {
+            WriteFailure::Parquet(e) => parquet_error(e, path),
+            WriteFailure::Arrow(e) => arrow_error(e, path),
+            WriteFailure::Io(e) => Error::io(e, "cannot write").with_path(path),
+        }
+    }
+}
+
+/// A Parquet or Arrow IPC file writer, driven by a [`Writer`]'s thread.
+trait BatchFileWriter: Send + 'static {
+    fn write_batch(&mut self, batch: &RecordBatch) -> std::result::Result<(), WriteFailure>;
+    /// Writes the footer and flushes.
+    fn finish_file(self: Box<Self>) -> std::result::Result<(), WriteFailure>;
+}
+
+impl BatchFileWriter for ArrowWriter<File> {
+    fn write_batch(&mut self, batch: &RecordBatch) -> std::result::Result<(), WriteFailure> {
+        self.write(batch).map_err(WriteFailure::Parquet)
+    }
+
+    fn finish_file(self: Box<Self>) -> std::result::Result<(), WriteFailure> {
+        self.close().map(drop).map_err(WriteFailure::Parquet)
+    }
+}
+
+impl BatchFileWriter for arrow_ipc::writer::FileWriter<BufWriter<File>> {
+    fn write_batch(&mut self, batch: &RecordBatch) -> std::result::Result<(), WriteFailure> {
+        self.write(batch).map_err(WriteFailure::Arrow)
+    }
+
+    fn finish_file(mut self: Box<Self>) -> std::result::Result<(), WriteFailure> {
+        self.finish().map_err(WriteFailure::Arrow)?;
+        let buffered = self.into_inner().map_err(WriteFailure::Arrow)?;
+        buffered.into_inner().map(drop).map_err(|e| WriteFailure::Io(e.into_error()))
+    }
+}
+
+/// Batches a [`Writer`] holds at once: the one it writes and the one waiting for it. The
+/// encoder fills a third while they are written.
+const IN_FLIGHT: usize = 2;
+
+/// A Parquet or Arrow IPC file written on a thread of its own. Encoding Parquet pages and
+/// writing them copies every byte twice more after the Arrow batch was built; on the
+/// converting thread that made it the longest stage of a conversion (two thirds of an
+/// FFRecord → Parquet conversion's samples at 1 KiB records, with the reading thread half
+/// idle), and for Arrow IPC the kernel's copy into the file alone was. So the file is
+/// written here while the next batch is built. Batches come back once written, so their
+/// buffers are filled again.
+///
+/// The thread ends at its first error, which the next [`write`](Self::write) or
+/// [`close`](Self::close) returns, naming the file (so an error may surface a batch or two
+/// after the one that caused it); every call after that fails too, so a failed file is
+/// never closed as if it were whole. Dropped without `close`, the writer stops the thread
+/// without writing the batches still queued or the footer, and waits for it.
+struct Writer {
+    batches: Option<std::sync::mpsc::SyncSender<RecordBatch>>,
+    written: std::sync::mpsc::Receiver<RecordBatch>,
+    in_flight: usize,
+    /// Set when the writer is dropped unfinished: the thread then stops at once.
+    abandoned: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Ends with the file writer's first error, which the caller names its file in.
+    thread: Option<std::thread::JoinHandle<std::result::Result<(), WriteFailure>>>,
+    /// The first error the thread ended with, as text, reported again by later calls.
+    failed: Option<String>,
 }
 
 impl Writer {
@@ -157,105 +227,51 @@ impl Writer {
             .file()
             .try_clone()
             .map_err(|e| Error::io(e, "cannot open the staged file").with_path(path))?;
-        Ok(match kind {
-            FileKind::Parquet => Writer::Parquet(ParquetThread::start(
+        let writer: Box<dyn BatchFileWriter> = match kind {
+            FileKind::Parquet => Box::new(
                 ArrowWriter::try_new(
                     file,
                     schema.clone(),
                     Some(writer_properties(schema, options)),
                 )
                 .map_err(|e| parquet_error(e, path))?,
-                path,
-            )?),
-            FileKind::ArrowIpc => Writer::Ipc(Box::new(
+            ),
+            FileKind::ArrowIpc => Box::new(
                 arrow_ipc::writer::FileWriter::try_new(
                     BufWriter::with_capacity(1 << 20, file),
                     schema,
                 )
                 .map_err(|e| arrow_error(e, path))?,
-            )),
-        })
+            ),
+        };
+        Writer::start(writer, path)
     }
 
-    /// Writes `batch`, and gives back a batch written earlier once the writer is done with
-    /// it, for its buffers to be filled again ([`Encoder::recycle`]).
-    fn write(&mut self, batch: RecordBatch, path: &Path) -> Result<Option<RecordBatch>> {
-        match self {
-            Writer::Parquet(w) => w.write(batch, path),
-            Writer::Ipc(w) => {
-                w.write(&batch).map(|()| Some(batch)).map_err(|e| arrow_error(e, path))
-            }
-        }
-    }
-
-    fn close(self, path: &Path) -> Result<()> {
-        match self {
-            Writer::Parquet(w) => w.close(path),
-            Writer::Ipc(mut w) => {
-                w.finish().map_err(|e| arrow_error(e, path))?;
-                let inner = w.into_inner().map_err(|e| arrow_error(e, path))?;
-                inner
-                    .into_inner()
-                    .map(drop)
-                    .map_err(|e| Error::io(e.into_error(), "cannot write").with_path(path))
-            }
-        }
-    }
-}
-
-/// Batches a [`ParquetThread`] holds at once: the one it writes and the one waiting for it.
-/// The encoder fills a third while they are written.
-const PARQUET_IN_FLIGHT: usize = 2;
-
-/// A Parquet writer on a thread of its own. Encoding Parquet pages and writing them copies
-/// every byte twice more after the Arrow batch was built; on the converting thread that
-/// made it the longest stage of a conversion (two thirds of an FFRecord → Parquet
-/// conversion's samples at 1 KiB records, with the reading thread half idle), so the pages
-/// are encoded and written here while the next batch is built. Batches come back once
-/// written, so their buffers are filled again.
-///
-/// The thread ends at its first error, which the next [`write`](Self::write) or
-/// [`close`](Self::close) returns, naming the file (so an error may surface a batch or two
-/// after the one that caused it); every call after that fails too, so a failed file is
-/// never closed as if it were whole. Dropped without `close`, the writer stops the thread
-/// without writing the batches still queued or the footer, and waits for it.
-struct ParquetThread {
-    batches: Option<std::sync::mpsc::SyncSender<RecordBatch>>,
-    written: std::sync::mpsc::Receiver<RecordBatch>,
-    in_flight: usize,
-    /// Set when the writer is dropped unfinished: the thread then stops at once.
-    abandoned: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    /// Ends with the writer's first error, which the caller names its file in.
-    thread: Option<std::thread::JoinHandle<parquet::errors::Result<()>>>,
-    /// The first error the thread ended with, as text, reported again by later calls.
-    failed: Option<String>,
-}
-
-impl ParquetThread {
-    fn start(mut writer: ArrowWriter<File>, path: &Path) -> Result<ParquetThread> {
+    fn start(mut writer: Box<dyn BatchFileWriter>, path: &Path) -> Result<Writer> {
         use std::sync::atomic::Ordering;
         let (batches, to_write) = std::sync::mpsc::sync_channel::<RecordBatch>(1);
         let (give_back, written) = std::sync::mpsc::channel();
         let abandoned = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop = abandoned.clone();
         let thread = std::thread::Builder::new()
-            .name("reel-parquet".into())
+            .name("reel-write".into())
             .spawn(move || {
                 for batch in to_write {
                     if stop.load(Ordering::Relaxed) {
                         return Ok(());
                     }
-                    writer.write(&batch)?;
-                    // The writer copied the batch into its pages; its buffers may be reused.
+                    writer.write_batch(&batch)?;
+                    // The writer copied the batch into its pages or file; its buffers may
+                    // be reused.
                     let _ = give_back.send(batch);
                 }
                 if stop.load(Ordering::Relaxed) {
                     return Ok(());
                 }
-                writer.close().map(drop)
+                writer.finish_file()
             })
-            .map_err(|e| Error::io(e, "cannot start the Parquet writing thread").with_path(path))?;
-        Ok(ParquetThread {
+            .map_err(|e| Error::io(e, "cannot start the writing thread").with_path(path))?;
+        Ok(Writer {
             batches: Some(batches),
             written,
             in_flight: 0,
@@ -265,13 +281,15 @@ impl ParquetThread {
         })
     }
 
+    /// Writes `batch`, and gives back a batch written earlier once the writer is done with
+    /// it, for its buffers to be filled again ([`Encoder::recycle`]).
     fn write(&mut self, batch: RecordBatch, path: &Path) -> Result<Option<RecordBatch>> {
         let sent = self.batches.as_ref().is_some_and(|to| to.send(batch).is_ok());
         if !sent {
             return Err(self.failure(path));
         }
         self.in_flight += 1;
-        if self.in_flight < PARQUET_IN_FLIGHT {
+        if self.in_flight < IN_FLIGHT {
             return Ok(None);
         }
         match self.written.recv() {
@@ -294,8 +312,7 @@ impl ParquetThread {
         self.batches = None;
         match self.join(path) {
             Err(e) => e,
-            Ok(()) => Error::new(ErrorKind::Io, "the Parquet writing thread stopped early")
-                .with_path(path),
+            Ok(()) => Error::new(ErrorKind::Io, "the writing thread stopped early").with_path(path),
         }
     }
 
@@ -303,25 +320,21 @@ impl ParquetThread {
     /// error again.
     fn join(&mut self, path: &Path) -> Result<()> {
         let outcome = match self.thread.take().map(std::thread::JoinHandle::join) {
-            Some(Ok(result)) => result.map_err(|e| parquet_error(e, path)),
+            Some(Ok(result)) => result.map_err(|e| e.named(path)),
             Some(Err(panic)) => {
                 let what = panic
                     .downcast_ref::<&str>()
                     .map(|s| s.to_string())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_default();
-                Err(Error::new(
-                    ErrorKind::Io,
-                    format!("the Parquet writing thread panicked: {what}"),
-                )
-                .with_path(path))
+                Err(Error::new(ErrorKind::Io, format!("the writing thread panicked: {what}"))
+                    .with_path(path))
             }
             None => match &self.failed {
                 Some(first) => Err(Error::new(
                     ErrorKind::Io,
                     format!("an earlier write to the file failed ({first})"),
                 )
-                .with_format("parquet")
                 .with_path(path)),
                 None => Ok(()),
             },
@@ -335,7 +348,7 @@ impl ParquetThread {
     }
 }
 
-impl Drop for ParquetThread {
+impl Drop for Writer {
     /// An abandoned writer (a failed conversion) stops its thread without writing what is
     /// queued or the footer, and waits for it, so nothing writes to the staged file after.
     fn drop(&mut self) {
@@ -587,7 +600,7 @@ mod tests {
         Arc::new(Schema::new(vec![Field::new("data", DataType::Binary, false)]))
     }
 
-    fn thread_over(file: File, path: &Path) -> ParquetThread {
+    fn thread_over(file: File, path: &Path) -> Writer {
         let schema = binary_schema();
         // Uncompressed, two rows a row group: every batch reaches the file as it is written.
         let options = WriteOptions {
@@ -598,7 +611,7 @@ mod tests {
         let writer =
             ArrowWriter::try_new(file, schema.clone(), Some(writer_properties(&schema, &options)))
                 .unwrap();
-        ParquetThread::start(writer, path).unwrap()
+        Writer::start(Box::new(writer), path).unwrap()
     }
 
     /// Four values of 64 KiB.
@@ -637,24 +650,40 @@ mod tests {
         assert!(closed.to_string().contains(first.message()), "{closed}");
     }
 
-    /// Closed, the file ends with Parquet's footer; dropped unfinished, the thread stops
-    /// without writing the footer (nor what was still queued).
+    /// Closed, the file ends with its format's footer (Parquet's and Arrow IPC's); dropped
+    /// unfinished, the thread stops without writing the footer (nor what was still queued).
     #[test]
     fn close_writes_the_footer_and_drop_does_not() {
         let dir = tempfile::tempdir().unwrap();
-        for close in [true, false] {
-            let path = dir.path().join(format!("out-{close}.parquet"));
-            let mut thread = thread_over(File::create(&path).unwrap(), &path);
-            for _ in 0..3 {
-                thread.write(batch(), &path).unwrap();
+        for (kind, magic) in [(FileKind::Parquet, &b"PAR1"[..]), (FileKind::ArrowIpc, b"ARROW1")] {
+            for close in [true, false] {
+                let path = dir.path().join(format!("out-{kind:?}-{close}"));
+                let file = File::create(&path).unwrap();
+                let mut thread = match kind {
+                    FileKind::Parquet => thread_over(file, &path),
+                    FileKind::ArrowIpc => Writer::start(
+                        Box::new(
+                            arrow_ipc::writer::FileWriter::try_new(
+                                BufWriter::new(file),
+                                &binary_schema(),
+                            )
+                            .unwrap(),
+                        ),
+                        &path,
+                    )
+                    .unwrap(),
+                };
+                for _ in 0..3 {
+                    thread.write(batch(), &path).unwrap();
+                }
+                if close {
+                    thread.close(&path).unwrap();
+                } else {
+                    drop(thread);
+                }
+                let bytes = std::fs::read(&path).unwrap();
+                assert_eq!(bytes.ends_with(magic), close, "{kind:?}: {} bytes", bytes.len());
             }
-            if close {
-                thread.close(&path).unwrap();
-            } else {
-                drop(thread);
-            }
-            let bytes = std::fs::read(&path).unwrap();
-            assert_eq!(bytes.ends_with(b"PAR1"), close, "{} bytes", bytes.len());
         }
     }
 }
