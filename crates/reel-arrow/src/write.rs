@@ -106,9 +106,11 @@ fn parquet_error(e: parquet::errors::ParquetError, path: &Path) -> Error {
 fn arrow_error(e: arrow_schema::ArrowError, path: &Path) -> Error {
     match e {
         arrow_schema::ArrowError::IoError(_, io) => {
-            Error::io(io, "cannot write the Arrow file").with_path(path)
+            Error::io(io, "cannot write the Arrow file").with_format("arrow").with_path(path)
         }
-        other => Error::new(ErrorKind::Io, format!("Arrow IPC: {other}")).with_path(path),
+        other => Error::new(ErrorKind::Io, format!("Arrow IPC: {other}"))
+            .with_format("arrow")
+            .with_path(path),
     }
 }
 
@@ -152,7 +154,9 @@ impl WriteFailure {
         match self {
             WriteFailure::Parquet(e) => parquet_error(e, path),
             WriteFailure::Arrow(e) => arrow_error(e, path),
-            WriteFailure::Io(e) => Error::io(e, "cannot write").with_path(path),
+            WriteFailure::Io(e) => {
+                Error::io(e, "cannot write the Arrow file").with_format("arrow").with_path(path)
+            }
         }
     }
 }
@@ -211,8 +215,9 @@ struct Writer {
     abandoned: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Ends with the file writer's first error, which the caller names its file in.
     thread: Option<std::thread::JoinHandle<std::result::Result<(), WriteFailure>>>,
-    /// The first error the thread ended with, as text, reported again by later calls.
-    failed: Option<String>,
+    /// The first error the thread ended with (its text and format), reported again by later
+    /// calls.
+    failed: Option<(String, Option<&'static str>)>,
 }
 
 impl Writer {
@@ -331,18 +336,24 @@ impl Writer {
                     .with_path(path))
             }
             None => match &self.failed {
-                Some(first) => Err(Error::new(
-                    ErrorKind::Io,
-                    format!("an earlier write to the file failed ({first})"),
-                )
-                .with_path(path)),
+                Some((first, format)) => {
+                    let again = Error::new(
+                        ErrorKind::Io,
+                        format!("an earlier write to the file failed ({first})"),
+                    );
+                    Err(match format {
+                        Some(format) => again.with_format(format),
+                        None => again,
+                    }
+                    .with_path(path))
+                }
                 None => Ok(()),
             },
         };
         if let Err(e) = &outcome
             && self.failed.is_none()
         {
-            self.failed = Some(e.message().to_string());
+            self.failed = Some((e.message().to_string(), e.format()));
         }
         outcome
     }
@@ -512,6 +523,21 @@ impl RecordSink for ArrowSink {
 
     fn finish(&mut self) -> Result<SinkSummary> {
         self.unfinished.finished();
+        let finished = self.finish_file();
+        if finished.is_err() {
+            // Whatever failed, the sink is done: its writer stops (first), the staged file
+            // is removed, and every later call fails as closed instead of writing a second
+            // file over the first's remains.
+            self.writing = None;
+            self.staged = None;
+        }
+        finished
+    }
+}
+
+impl ArrowSink {
+    /// [`RecordSink::finish`]'s work: the last batch, the footer, and publishing.
+    fn finish_file(&mut self) -> Result<SinkSummary> {
         if self.write_failed {
             // Records of a batch that failed are missing from the file: it must not appear.
             self.writing = None;
@@ -600,18 +626,25 @@ mod tests {
         Arc::new(Schema::new(vec![Field::new("data", DataType::Binary, false)]))
     }
 
-    fn thread_over(file: File, path: &Path) -> Writer {
+    /// A writer thread of `kind` over `file`. Parquet: uncompressed, two rows a row group,
+    /// so every batch reaches the file as it is written.
+    fn thread_over(kind: FileKind, file: File, path: &Path) -> Writer {
         let schema = binary_schema();
-        // Uncompressed, two rows a row group: every batch reaches the file as it is written.
-        let options = WriteOptions {
-            row_group_rows: 2,
-            compression: Compression::None,
-            ..Default::default()
+        let writer: Box<dyn BatchFileWriter> = match kind {
+            FileKind::Parquet => {
+                let options = WriteOptions {
+                    row_group_rows: 2,
+                    compression: Compression::None,
+                    ..Default::default()
+                };
+                let props = writer_properties(&schema, &options);
+                Box::new(ArrowWriter::try_new(file, schema, Some(props)).unwrap())
+            }
+            FileKind::ArrowIpc => Box::new(
+                arrow_ipc::writer::FileWriter::try_new(BufWriter::new(file), &schema).unwrap(),
+            ),
         };
-        let writer =
-            ArrowWriter::try_new(file, schema.clone(), Some(writer_properties(&schema, &options)))
-                .unwrap();
-        Writer::start(Box::new(writer), path).unwrap()
+        Writer::start(writer, path).unwrap()
     }
 
     /// Four values of 64 KiB.
@@ -621,58 +654,70 @@ mod tests {
         RecordBatch::try_new(binary_schema(), vec![Arc::new(column)]).unwrap()
     }
 
+    /// The rows of the batches in the file at `path`, read back by the format's own reader.
+    fn rows_in(kind: FileKind, path: &Path) -> usize {
+        let file = File::open(path).unwrap();
+        match kind {
+            FileKind::Parquet => {
+                parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+                    .unwrap()
+                    .build()
+                    .unwrap()
+                    .map(|b| b.unwrap().num_rows())
+                    .sum()
+            }
+            FileKind::ArrowIpc => arrow_ipc::reader::FileReader::try_new(file, None)
+                .unwrap()
+                .map(|b| b.unwrap().num_rows())
+                .sum(),
+        }
+    }
+
+    const KINDS: [FileKind; 2] = [FileKind::Parquet, FileKind::ArrowIpc];
+
     /// A write that fails on the writing thread (here: the file is open read-only, which
-    /// Parquet's buffered writer finds out at its first flush) comes back from `write` or
-    /// `close` as Parquet's own error naming the file, never hangs the caller, and is
-    /// reported again by every later call, `close` included, so a failed file is never
-    /// finished as if it were whole.
+    /// the format's writer finds out when its buffer first goes to the file) comes back
+    /// from `write` or `close` as the format's own error naming the file, never hangs the
+    /// caller, and is reported again by every later call, `close` included, so a failed
+    /// file is never finished as if it were whole.
     #[test]
     fn a_failed_write_on_the_thread_is_an_error_naming_the_file_and_stays_one() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out.parquet");
-        std::fs::write(&path, b"").unwrap();
-        let mut thread = thread_over(File::open(&path).unwrap(), &path);
-        let mut failed = None;
-        for _ in 0..8 {
-            if let Err(e) = thread.write(batch(), &path) {
-                failed = Some(e);
-                break;
+        for (kind, wording) in KINDS.into_iter().zip(["Parquet:", "cannot write the Arrow file"]) {
+            let path = dir.path().join(format!("out-{kind:?}"));
+            std::fs::write(&path, b"").unwrap();
+            let mut thread = thread_over(kind, File::open(&path).unwrap(), &path);
+            let mut failed = None;
+            for _ in 0..8 {
+                if let Err(e) = thread.write(batch(), &path) {
+                    failed = Some(e);
+                    break;
+                }
             }
+            let first = failed.expect("writing to a read-only file succeeded for 8 batches");
+            assert_eq!(first.kind(), ErrorKind::Io, "{first}");
+            let text = first.to_string();
+            assert!(text.contains(&format!("out-{kind:?}")) && text.contains(wording), "{text}");
+            assert!(!text.contains("stopped early") && !text.contains("earlier"), "{text}");
+            let again =
+                thread.write(batch(), &path).expect_err("a write after a failure succeeded");
+            assert!(again.to_string().contains("earlier write"), "{again}");
+            assert_eq!(again.format(), first.format(), "{again}");
+            let closed = thread.close(&path).expect_err("closing a failed file succeeded");
+            assert!(closed.to_string().contains(first.message()), "{closed}");
         }
-        let first = failed.expect("writing to a read-only file succeeded for 8 batches");
-        assert_eq!(first.kind(), ErrorKind::Io, "{first}");
-        let text = first.to_string();
-        assert!(text.contains("out.parquet") && text.contains("Parquet:"), "{text}");
-        assert!(!text.contains("stopped early") && !text.contains("earlier"), "{text}");
-        let again = thread.write(batch(), &path).expect_err("a write after a failure succeeded");
-        assert!(again.to_string().contains("earlier write"), "{again}");
-        let closed = thread.close(&path).expect_err("closing a failed file succeeded");
-        assert!(closed.to_string().contains(first.message()), "{closed}");
     }
 
-    /// Closed, the file ends with its format's footer (Parquet's and Arrow IPC's); dropped
-    /// unfinished, the thread stops without writing the footer (nor what was still queued).
+    /// Closed, the file holds every batch and ends with its format's footer (Parquet's and
+    /// Arrow IPC's); dropped unfinished, the thread stops without writing the footer (nor
+    /// what was still queued).
     #[test]
-    fn close_writes_the_footer_and_drop_does_not() {
+    fn close_writes_every_batch_and_the_footer_and_drop_does_not() {
         let dir = tempfile::tempdir().unwrap();
-        for (kind, magic) in [(FileKind::Parquet, &b"PAR1"[..]), (FileKind::ArrowIpc, b"ARROW1")] {
+        for (kind, magic) in KINDS.into_iter().zip([&b"PAR1"[..], b"ARROW1"]) {
             for close in [true, false] {
                 let path = dir.path().join(format!("out-{kind:?}-{close}"));
-                let file = File::create(&path).unwrap();
-                let mut thread = match kind {
-                    FileKind::Parquet => thread_over(file, &path),
-                    FileKind::ArrowIpc => Writer::start(
-                        Box::new(
-                            arrow_ipc::writer::FileWriter::try_new(
-                                BufWriter::new(file),
-                                &binary_schema(),
-                            )
-                            .unwrap(),
-                        ),
-                        &path,
-                    )
-                    .unwrap(),
-                };
+                let mut thread = thread_over(kind, File::create(&path).unwrap(), &path);
                 for _ in 0..3 {
                     thread.write(batch(), &path).unwrap();
                 }
@@ -683,6 +728,9 @@ mod tests {
                 }
                 let bytes = std::fs::read(&path).unwrap();
                 assert_eq!(bytes.ends_with(magic), close, "{kind:?}: {} bytes", bytes.len());
+                if close {
+                    assert_eq!(rows_in(kind, &path), 12, "{kind:?}");
+                }
             }
         }
     }
