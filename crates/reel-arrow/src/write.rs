@@ -146,7 +146,6 @@ fn writer_properties(schema: &SchemaRef, options: &WriteOptions) -> WriterProper
 enum WriteFailure {
     Parquet(parquet::errors::ParquetError),
     Arrow(arrow_schema::ArrowError),
-    Io(std::io::Error),
 }
 
 impl WriteFailure {
@@ -154,9 +153,6 @@ impl WriteFailure {
         match self {
             WriteFailure::Parquet(e) => parquet_error(e, path),
             WriteFailure::Arrow(e) => arrow_error(e, path),
-            WriteFailure::Io(e) => {
-                Error::io(e, "cannot write the Arrow file").with_format("arrow").with_path(path)
-            }
         }
     }
 }
@@ -186,7 +182,7 @@ impl BatchFileWriter for arrow_ipc::writer::FileWriter<BufWriter<File>> {
     fn finish_file(mut self: Box<Self>) -> std::result::Result<(), WriteFailure> {
         self.finish().map_err(WriteFailure::Arrow)?;
         let buffered = self.into_inner().map_err(WriteFailure::Arrow)?;
-        buffered.into_inner().map(drop).map_err(|e| WriteFailure::Io(e.into_error()))
+        buffered.into_inner().map(drop).map_err(|e| WriteFailure::Arrow(e.into_error().into()))
     }
 }
 
@@ -327,11 +323,7 @@ impl Writer {
         let outcome = match self.thread.take().map(std::thread::JoinHandle::join) {
             Some(Ok(result)) => result.map_err(|e| e.named(path)),
             Some(Err(panic)) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
+                let what = reel_core::stream::panic_message(&*panic);
                 Err(Error::new(ErrorKind::Io, format!("the writing thread panicked: {what}"))
                     .with_path(path))
             }
@@ -397,9 +389,6 @@ pub struct ArrowSink {
     sample: reel_core::RecordBatch,
     /// Where the sampled records are stored, when the location columns are written.
     sample_locations: Vec<Option<(PathBuf, u64, u64)>>,
-    /// Whether writing a batch to the file failed: the file is then incomplete, and
-    /// `finish` refuses to publish it.
-    write_failed: bool,
     records: u64,
     unfinished: UnfinishedGuard,
 }
@@ -424,7 +413,6 @@ impl ArrowSink {
             sample: reel_core::RecordBatch::new(),
             sample_locations: Vec::new(),
             writing: None,
-            write_failed: false,
             records: 0,
             unfinished: UnfinishedGuard::new(
                 match kind {
@@ -468,13 +456,8 @@ impl ArrowSink {
         w.encoder.push_located(record, location)?;
         if w.encoder.rows() >= batch_rows || w.encoder.buffered_bytes() >= batch_bytes {
             let batch = w.encoder.finish_batch()?;
-            match w.writer.write(batch, &self.path) {
-                Ok(Some(written)) => w.encoder.recycle(written),
-                Ok(None) => {}
-                Err(e) => {
-                    self.write_failed = true;
-                    return Err(e);
-                }
+            if let Some(written) = w.writer.write(batch, &self.path)? {
+                w.encoder.recycle(written);
             }
         }
         Ok(())
@@ -525,9 +508,10 @@ impl RecordSink for ArrowSink {
         self.unfinished.finished();
         let finished = self.finish_file();
         if finished.is_err() {
-            // Whatever failed, the sink is done: its writer stops (first), the staged file
-            // is removed, and every later call fails as closed instead of writing a second
-            // file over the first's remains.
+            // Whatever failed (a batch written earlier included: the writer reports its
+            // failure again at the last write and at close), the sink is done: its writer
+            // stops (first), the staged file is removed, and every later call fails as
+            // closed instead of writing a second file over the first's remains.
             self.writing = None;
             self.staged = None;
         }
@@ -538,16 +522,6 @@ impl RecordSink for ArrowSink {
 impl ArrowSink {
     /// [`RecordSink::finish`]'s work: the last batch, the footer, and publishing.
     fn finish_file(&mut self) -> Result<SinkSummary> {
-        if self.write_failed {
-            // Records of a batch that failed are missing from the file: it must not appear.
-            self.writing = None;
-            self.staged = None;
-            return Err(Error::new(
-                ErrorKind::Io,
-                "an earlier write to the file failed, so it is incomplete and was not published",
-            )
-            .with_path(&self.path));
-        }
         if self.writing.is_none() {
             self.start()?;
         }

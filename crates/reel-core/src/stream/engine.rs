@@ -219,12 +219,18 @@ impl<W: StreamWork> Shared<W> {
 /// An error for a panic caught in `who` (a source, a plan, a map function), so that it
 /// reaches the consumer as the error of the batch it broke instead of ending a thread.
 pub fn panic_error(payload: Box<dyn Any + Send>, who: &str) -> Error {
-    let message = payload
+    let message = panic_message(&*payload);
+    Error::new(ErrorKind::InvalidInput, format!("{who} panicked while making a batch: {message}"))
+}
+
+/// The message a panic was raised with (`panic!` with a literal or a formatted string), for
+/// an error that reports a panic caught on another thread.
+pub fn panic_message(payload: &(dyn Any + Send)) -> String {
+    payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "no message".to_string());
-    Error::new(ErrorKind::InvalidInput, format!("{who} panicked while making a batch: {message}"))
+        .unwrap_or_else(|| "no message".to_string())
 }
 
 /// Marks a helper gone when its thread ends, whichever way, so the consumer never waits for

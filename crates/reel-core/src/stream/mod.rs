@@ -34,7 +34,9 @@ use std::ops::{Deref, Range};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-pub use engine::{ConsumerReads, Delivered, EngineOptions, ReadAhead, StreamWork, panic_error};
+pub use engine::{
+    ConsumerReads, Delivered, EngineOptions, ReadAhead, StreamWork, panic_error, panic_message,
+};
 
 pub use whole::{PassRecords, WholePass};
 
