@@ -414,13 +414,8 @@ impl<F: ReadAt> RecordSource for GranularReader<F> {
     fn locate_many(&self, indices: &[u64], out: &mut reel_core::Located) -> Result<bool> {
         // Index entries left on disk are read once for the batch (one batched read), not
         // once per record.
-        let disk = match self.disk_ranges(indices, self.source.layout().all()) {
-            Ok(disk) => disk,
-            Err(e) => {
-                out.clear();
-                return Err(e);
-            }
-        };
+        let disk =
+            self.disk_ranges(indices, self.source.layout().all()).inspect_err(|_| out.clear())?;
         out.locate_each(indices, |index, ranges| self.locate_in(index, disk.as_ref(), ranges))
     }
 

@@ -936,31 +936,30 @@ impl PackedField {
         let mut offsets = Vec::with_capacity(batch.len() + 1);
         offsets.push(0i64);
         let mut end = 0i64;
-        // Whether the values so far lie back to back in one buffer: (its start address, the
-        // first value's position in it, the position the next value must start at).
+        // While the values so far lie back to back in one buffer: (its start address, the
+        // first value's position in it, the position the next value must start at). Once
+        // one does not, it stays `None`.
         let mut run: Option<(usize, usize, usize)> = None;
-        let mut back_to_back = true;
-        for record in batch.iter() {
+        for (k, record) in batch.iter().enumerate() {
             let bytes = packed_value(&record, field)?;
             end += bytes.len() as i64;
             offsets.push(end);
-            if back_to_back {
+            if k == 0 || run.is_some() {
                 let buffer = record.raw_buffer();
                 let base = buffer.as_ptr() as usize;
                 let at = (bytes.as_ptr() as usize).wrapping_sub(base);
                 // Inside the buffer, end included: a value just past its end is not in it.
                 let inside = at.checked_add(bytes.len()).is_some_and(|end| end <= buffer.len());
                 run = match run {
-                    None if inside => Some((base, at, at + bytes.len())),
+                    None if k == 0 && inside => Some((base, at, at + bytes.len())),
                     Some((b, first, next)) if inside && b == base && at == next => {
                         Some((b, first, next + bytes.len()))
                     }
                     _ => None,
                 };
-                back_to_back = run.is_some();
             }
         }
-        let shared = run.filter(|_| back_to_back).map(|(_, first, next)| first..next);
+        let shared = run.map(|(_, first, next)| first..next);
         Ok(PackedField { offsets, shared })
     }
 
