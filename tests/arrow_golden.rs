@@ -75,28 +75,28 @@ fn check_against_manifest(format_key: &str, case: &Case, i: usize, got: &Record)
         let bytes = got.bytes("data").unwrap_or_else(|| panic!("{name} #{i}: no data"));
         check_bytes(bytes, &want["content"]).unwrap_or_else(|m| panic!("{name} #{i}: {m}"));
     }
-    if format_key.starts_with("granular") {
-        if let Some(cols) = want.get("columns").and_then(Json::as_object) {
-            for (key, col) in cols {
-                let Some(decoded) = col.get("decoded") else { continue };
-                // Images are opaque bytes in reel by default; the manifest gives pixels.
-                let codec = case.manifest["spec"][key.as_str()].as_str().unwrap_or_default();
-                if ["jpg", "jpeg", "png", "mp4"].iter().any(|c| codec.contains(c)) {
-                    continue;
+    if format_key.starts_with("granular")
+        && let Some(cols) = want.get("columns").and_then(Json::as_object)
+    {
+        for (key, col) in cols {
+            let Some(decoded) = col.get("decoded") else { continue };
+            // Images are opaque bytes in reel by default; the manifest gives pixels.
+            let codec = case.manifest["spec"][key.as_str()].as_str().unwrap_or_default();
+            if ["jpg", "jpeg", "png", "mp4"].iter().any(|c| codec.contains(c)) {
+                continue;
+            }
+            match got.get(key) {
+                Some(v) => {
+                    check_value(v, decoded).unwrap_or_else(|m| panic!("{name} #{i} {key}: {m}"))
                 }
-                match got.get(key) {
-                    Some(v) => {
-                        check_value(v, decoded).unwrap_or_else(|m| panic!("{name} #{i} {key}: {m}"))
-                    }
-                    None => assert_eq!(decoded["type"], "null", "{name} #{i} {key}: missing"),
-                }
+                None => assert_eq!(decoded["type"], "null", "{name} #{i} {key}: missing"),
             }
         }
     }
-    if format_key == "gulpio2" {
-        if let (Some(meta), Some(got)) = (want.get("meta_returned"), got.get("meta")) {
-            check_value(got, meta).unwrap_or_else(|m| panic!("{name} #{i} meta: {m}"));
-        }
+    if format_key == "gulpio2"
+        && let (Some(meta), Some(got)) = (want.get("meta_returned"), got.get("meta"))
+    {
+        check_value(got, meta).unwrap_or_else(|m| panic!("{name} #{i} meta: {m}"));
     }
 }
 

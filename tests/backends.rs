@@ -138,10 +138,15 @@ fn uring_hands_over_each_request_as_it_completes() {
         let what = format!("{} ({:?})", reel::ReadAt::backend_name(&files), files.mode());
         let mut dest = vec![0u8; at];
         let mut seen: Vec<Vec<Vec<u8>>> = vec![Vec::new(); reqs.len()];
-        reel::ReadAt::read_many_observed(&files, &reqs, &mut dest, &mut |k, bytes| {
-            seen[k].push(bytes.to_vec());
-            Ok(())
-        })
+        reel::ReadAt::read_many_observed(
+            &files,
+            &reqs,
+            &mut dest,
+            &mut |k: usize, bytes: &[u8]| {
+                seen[k].push(bytes.to_vec());
+                Ok(())
+            },
+        )
         .unwrap();
         for (k, r) in reqs.iter().enumerate() {
             let want = &data[r.offset as usize..][..r.len];
@@ -150,9 +155,14 @@ fn uring_hands_over_each_request_as_it_completes() {
                 assert_eq!(seen[k], vec![want.to_vec()], "{what}: request {k} handed over");
             }
         }
-        let e = reel::ReadAt::read_many_observed(&files, &reqs, &mut dest, &mut |k, _| {
-            if k == 1 { Err(reel::Error::new(ErrorKind::Checksum, "stop")) } else { Ok(()) }
-        })
+        let e = reel::ReadAt::read_many_observed(
+            &files,
+            &reqs,
+            &mut dest,
+            &mut |k: usize, _: &[u8]| {
+                if k == 1 { Err(reel::Error::new(ErrorKind::Checksum, "stop")) } else { Ok(()) }
+            },
+        )
         .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Checksum, "{what}");
         let mut again = vec![0u8; at];

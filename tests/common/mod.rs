@@ -61,15 +61,15 @@ fn check_files(case: &Case) {
         let path = case.dir.join(rel);
         let bytes = std::fs::read(&path)
             .unwrap_or_else(|e| panic!("{}: {}: {e}", case.name, path.display()));
-        if let Some(size) = f["size"].as_u64() {
-            if !case.is_corrupt() {
-                assert_eq!(bytes.len() as u64, size, "{}: size of {rel}", case.name);
-            }
+        if let Some(size) = f["size"].as_u64()
+            && !case.is_corrupt()
+        {
+            assert_eq!(bytes.len() as u64, size, "{}: size of {rel}", case.name);
         }
-        if let Some(h) = f["sha256"].as_str() {
-            if !case.is_corrupt() {
-                assert_eq!(sha256_hex(&bytes), h, "{}: sha256 of {rel}", case.name);
-            }
+        if let Some(h) = f["sha256"].as_str()
+            && !case.is_corrupt()
+        {
+            assert_eq!(sha256_hex(&bytes), h, "{}: sha256 of {rel}", case.name);
         }
     }
 }

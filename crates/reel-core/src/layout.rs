@@ -9,7 +9,7 @@
 
 use crate::batch::Slot;
 use crate::checksum::{Crc32, crc32_combine};
-use crate::io::{ReadAt, ReadReq};
+use crate::io::{Observe, ReadAt, ReadReq};
 use crate::limits::check_within;
 use crate::record::{Arena, Field, RecordOut};
 use crate::value::Span;
@@ -641,35 +641,18 @@ fn read_checked<F: ReadAt + ?Sized>(
         }
         part += counts[k];
     }
-    let mut failed = None;
-    let base = chunk.parts.start;
-    let parts = &*parts;
-    let mut arrived = |j: usize, bytes: &[u8]| -> Result<()> {
-        let p = base + j;
-        let (Some(state), Some(span)) = (crc.parts.get_mut(p), parts.get(p)) else {
-            return Ok(()); // not a request of this chunk: the sweep below checks its record
-        };
-        let before = state.seen;
-        state.hasher.update(bytes);
-        state.seen += bytes.len();
-        if before < span.len && state.seen >= span.len {
-            state.crc = std::mem::take(&mut state.hasher).finalize();
-            let k = crc.owner[p];
-            crc.left[k] -= 1;
-            if crc.left[k] == 0 && state.seen == span.len {
-                let first = crc.first[k];
-                let crcs = crc.parts[first..first + counts[k]].iter().map(|s| s.crc);
-                let computed = combine(crcs, &parts[first..first + counts[k]]);
-                crc.checked[k] = true;
-                if let Err(e) = compare(expected.expected(indices[k]), computed) {
-                    failed = Some(k);
-                    return Err(e);
-                }
-            }
-        }
-        Ok(())
+    let (parts, counts) = (&**parts, &**counts);
+    let mut arrived = CrcObserver {
+        crc,
+        parts,
+        counts,
+        indices,
+        expected,
+        base: chunk.parts.start,
+        failed: None,
     };
     let read = files.read_many_observed(&reqs[chunk.parts.clone()], dest, &mut arrived);
+    let CrcObserver { crc, failed, .. } = arrived;
     match (read, failed) {
         (Err(e), Some(k)) => return Err(ReadFailure::Record(e, k)),
         (Err(e), None) => return Err(ReadFailure::Read(e)),
@@ -683,6 +666,70 @@ fn read_checked<F: ReadAt + ?Sized>(
             .map_err(|e| ReadFailure::Record(e, k))?;
     }
     Ok(())
+}
+
+/// Checks each record of a chunk as its parts' bytes arrive (see [`read_checked`]).
+struct CrcObserver<'a> {
+    crc: &'a mut CrcScratch,
+    parts: &'a [Span],
+    counts: &'a [usize],
+    indices: &'a [u64],
+    expected: &'a CrcFn<'a>,
+    /// The chunk's first part: request `j` of the chunk is part `base + j`.
+    base: usize,
+    /// The position in the batch of the record that failed its check.
+    failed: Option<usize>,
+}
+
+impl CrcObserver<'_> {
+    /// Adds `len` more bytes of request `j`, fed to its CRC by `feed`, and checks its record
+    /// once all of the record's parts are complete.
+    fn take(&mut self, j: usize, len: usize, feed: impl FnOnce(&mut Crc32)) -> Result<()> {
+        let p = self.base + j;
+        let crc = &mut *self.crc;
+        let (Some(state), Some(span)) = (crc.parts.get_mut(p), self.parts.get(p)) else {
+            return Ok(()); // not a request of this chunk: the sweep checks its record
+        };
+        let before = state.seen;
+        feed(&mut state.hasher);
+        state.seen += len;
+        if before < span.len && state.seen >= span.len {
+            state.crc = std::mem::take(&mut state.hasher).finalize();
+            let k = crc.owner[p];
+            crc.left[k] -= 1;
+            if crc.left[k] == 0 && state.seen == span.len {
+                let (first, count) = (crc.first[k], self.counts[k]);
+                let crcs = crc.parts[first..first + count].iter().map(|s| s.crc);
+                let computed = combine(crcs, &self.parts[first..first + count]);
+                crc.checked[k] = true;
+                if let Err(e) = compare(self.expected.expected(self.indices[k]), computed) {
+                    self.failed = Some(k);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Observe for CrcObserver<'_> {
+    fn arrived(&mut self, j: usize, bytes: &[u8]) -> Result<()> {
+        self.take(j, bytes.len(), |hasher| hasher.update(bytes))
+    }
+
+    /// Copies and checksums in one pass ([`Crc32::copy_update`]), copying all the same when
+    /// the bytes are not a request of this chunk.
+    fn copy_arrived(&mut self, j: usize, from: &[u8], to: &mut [u8]) -> Result<()> {
+        let mut copied = false;
+        let result = self.take(j, from.len(), |hasher| {
+            hasher.copy_update(from, to);
+            copied = true;
+        });
+        if !copied {
+            to.copy_from_slice(from);
+        }
+        result
+    }
 }
 
 /// The CRC-32 of parts one after another, from each part's CRC-32.

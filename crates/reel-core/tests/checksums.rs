@@ -189,7 +189,7 @@ fn observed_reads_hand_over_every_request_in_order() {
         let mut seen: Vec<Vec<u8>> = vec![Vec::new(); reqs.len()];
         let mut pieces = 0;
         files
-            .read_many_observed(&reqs, &mut dest, &mut |k, bytes| {
+            .read_many_observed(&reqs, &mut dest, &mut |k: usize, bytes: &[u8]| {
                 assert!(bytes.len() <= OBSERVED_PIECE || files.bytes(0).is_none());
                 seen[k].extend_from_slice(bytes);
                 pieces += 1;
@@ -209,7 +209,7 @@ fn observed_reads_hand_over_every_request_in_order() {
         assert_eq!(pieces, expected_pieces, "{backend:?}");
         // An error from the observer stops the batch and comes back.
         let e = files
-            .read_many_observed(&reqs, &mut dest, &mut |k, _| {
+            .read_many_observed(&reqs, &mut dest, &mut |k: usize, _: &[u8]| {
                 if k == 3 {
                     Err(reel_core::Error::new(ErrorKind::Checksum, "stop here"))
                 } else {

@@ -187,7 +187,7 @@ impl<'a> Parser<'a> {
         };
         let dict = *dict;
         let items = &self.stack[from..];
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return Err(self.ops.corrupt(at, "odd number of items for a dict"));
         }
         for pair in items.chunks_exact(2) {

@@ -146,7 +146,7 @@ impl BagTable {
 /// reference ignores it (and a resuming reference writer then misaligns the table); reel
 /// reports it as corruption. Use a resuming writer to repair such a bag.
 pub fn parse_index(idx: &[u8]) -> Result<BagTable> {
-    if idx.len() as u64 % ENTRY != 0 {
+    if !(idx.len() as u64).is_multiple_of(ENTRY) {
         return Err(torn_index(idx.len() as u64));
     }
     BagTable::from_ends(BagKind::TwoFile, read_u64s(idx)?)
@@ -215,7 +215,7 @@ fn single_file_table_start(
         ))
         .with_offset(size - ENTRY));
     }
-    if (size - table_start) % ENTRY != 0 {
+    if !(size - table_start).is_multiple_of(ENTRY) {
         return Err(Error::corrupt(format!(
             "single-file bag's offset table (bytes {table_start}..{size}) is not a whole number \
              of 8-byte entries"

@@ -88,7 +88,7 @@ impl GulpLayout {
         strictness: JpegStrictness,
     ) -> Result<Self> {
         let count = files.file_count();
-        if count % 2 != 0 {
+        if !count.is_multiple_of(2) {
             return Err(Error::invalid_input(format!(
                 "a gulp file set holds a data file and a meta file per chunk; got {count} files"
             ))

@@ -92,7 +92,7 @@ impl FeistelPermutation {
     /// The inverse of [`encrypt`](Self::encrypt).
     fn decrypt(&self, x: u64) -> u64 {
         // Widths as they are after all rounds (they swap once per round).
-        let (mut high_bits, mut low_bits) = if ROUNDS % 2 == 0 {
+        let (mut high_bits, mut low_bits) = if ROUNDS.is_multiple_of(2) {
             (self.bits / 2, self.bits - self.bits / 2)
         } else {
             (self.bits - self.bits / 2, self.bits / 2)

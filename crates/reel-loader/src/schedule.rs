@@ -73,7 +73,7 @@ impl Planner {
         match self.schedule {
             Schedule::Epochs => {
                 let g = self.global_batch();
-                let tail = self.len % g != 0 && !self.drop_last;
+                let tail = !self.len.is_multiple_of(g) && !self.drop_last;
                 Some(self.len / g + u64::from(tail))
             }
             Schedule::Stream => None,

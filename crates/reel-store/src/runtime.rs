@@ -24,10 +24,10 @@ fn worker_threads() -> usize {
 pub fn runtime() -> Result<Arc<Runtime>> {
     let pid = std::process::id();
     let mut slot = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((owner, rt)) = slot.as_ref() {
-        if *owner == pid {
-            return Ok(Arc::clone(rt));
-        }
+    if let Some((owner, rt)) = slot.as_ref()
+        && *owner == pid
+    {
+        return Ok(Arc::clone(rt));
     }
     if let Some((_, inherited)) = slot.take() {
         // Made before a fork: its threads live in the parent only. See the module docs.

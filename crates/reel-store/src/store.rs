@@ -55,10 +55,10 @@ impl Store {
     pub fn client(&self) -> Result<Arc<dyn ObjectStore>> {
         let pid = current_pid();
         let mut slot = self.client.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((owner, client)) = slot.as_ref() {
-            if *owner == pid {
-                return Ok(Arc::clone(client));
-            }
+        if let Some((owner, client)) = slot.as_ref()
+            && *owner == pid
+        {
+            return Ok(Arc::clone(client));
         }
         if let Some((_, inherited)) = slot.take() {
             // Its connections are registered with the parent's runtime; dropping them here

@@ -56,8 +56,11 @@ fn item(i: u64) -> Record {
     let mut r = Record::new();
     // Every other item lists its arrays in reverse: the metadata keeps the first item's
     // order, the data follows each item's own.
-    let order: Vec<usize> =
-        if i % 2 == 0 { (0..=dtypes.len()).collect() } else { (0..=dtypes.len()).rev().collect() };
+    let order: Vec<usize> = if i.is_multiple_of(2) {
+        (0..=dtypes.len()).collect()
+    } else {
+        (0..=dtypes.len()).rev().collect()
+    };
     for k in order {
         if k == dtypes.len() {
             let words = [["héllo", "wörld", "🎉"], ["", "tab\t", "x"], ["", "", ""]];

@@ -384,7 +384,7 @@ pub(crate) fn array_value(out: &RecordOut<'_>, dtype: SyrahDType, span: Span) ->
         SyrahDType::Array(dt) => {
             let item = dt.item_size();
             let len = span.len as u64;
-            if len % item != 0 {
+            if !len.is_multiple_of(item) {
                 return Err(Error::corrupt(format!(
                     "{len} bytes are not a whole number of {item}-byte {} elements",
                     dtype.name()

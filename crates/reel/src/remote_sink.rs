@@ -166,13 +166,10 @@ mod owner_lock {
             }
             let dir = entry.path();
             let Ok(lock) = File::open(dir.join(LOCK)) else { continue };
-            if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_ok() {
-                if let Err(e) = std::fs::remove_dir_all(&dir) {
-                    log::warn!(
-                        "{}: cannot remove an abandoned staging directory: {e}",
-                        dir.display()
-                    );
-                }
+            if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_ok()
+                && let Err(e) = std::fs::remove_dir_all(&dir)
+            {
+                log::warn!("{}: cannot remove an abandoned staging directory: {e}", dir.display());
             }
         }
     }
@@ -420,10 +417,10 @@ impl EarlyUploads {
     /// Closes the queue, waits for the thread and returns the keys it uploaded.
     fn stop(&mut self) -> Vec<ObjectPath> {
         self.queue = None;
-        if let Some(worker) = self.worker.take() {
-            if worker.join().is_err() {
-                log::warn!("the upload thread panicked");
-            }
+        if let Some(worker) = self.worker.take()
+            && worker.join().is_err()
+        {
+            log::warn!("the upload thread panicked");
         }
         let outcome = self.outcome.lock().unwrap_or_else(PoisonError::into_inner);
         outcome.uploaded.clone()
@@ -527,10 +524,10 @@ pub(crate) fn publication_stages<'a>(
     rels: impl Iterator<Item = &'a str>,
 ) -> Vec<u8> {
     let mut stages: Vec<u8> = rels.map(|rel| upload_stage(format, rel)).collect();
-    if stages.iter().all(|&s| s == 0) {
-        if let Some(first) = stages.first_mut() {
-            *first = 1;
-        }
+    if stages.iter().all(|&s| s == 0)
+        && let Some(first) = stages.first_mut()
+    {
+        *first = 1;
     }
     stages
 }

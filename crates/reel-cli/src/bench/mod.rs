@@ -445,9 +445,9 @@ fn is_tmpfs(path: &Path) -> bool {
 }
 
 fn human(size: usize) -> String {
-    if size >= 1 << 20 && size % (1 << 20) == 0 {
+    if size >= 1 << 20 && size.is_multiple_of(1 << 20) {
         format!("{}MiB", size >> 20)
-    } else if size >= 1 << 10 && size % (1 << 10) == 0 {
+    } else if size >= 1 << 10 && size.is_multiple_of(1 << 10) {
         format!("{}KiB", size >> 10)
     } else {
         format!("{size}B")

@@ -67,7 +67,7 @@ pub trait ReadAt: Send + Sync {
     }
 
     /// Performs every request like [`read_many`](Self::read_many) and hands the bytes of
-    /// request `reqs[k]` to `arrived(k, bytes)` as soon as they are in `dest`, so that a
+    /// request `reqs[k]` to `arrived` ([`Observe`]) as soon as they are in `dest`, so that a
     /// reader checks them (checksums) while they are still in the CPU cache and while other
     /// reads are still in flight.
     ///
@@ -76,11 +76,11 @@ pub trait ReadAt: Send + Sync {
     /// checks what it was not given once this returns). An error from `arrived` stops the
     /// batch (after every read in flight has ended) and is returned.
     ///
-    /// The default copies requests out of [`bytes`](Self::bytes) in
-    /// [`OBSERVED_PIECE`]-byte pieces, each handed over right after it is copied (one pass
-    /// over the bytes instead of a copy and then a second read), when the backend holds the
-    /// files in memory; otherwise it reads the batch with `read_many` and then hands over
-    /// each request.
+    /// The default, when the backend holds the files in memory, hands requests out of
+    /// [`bytes`](Self::bytes) to [`Observe::copy_arrived`] in [`OBSERVED_PIECE`]-byte pieces,
+    /// so the observer copies and checks each piece in one pass (or checks it right after
+    /// the copy, while it is in cache); otherwise it reads the batch with `read_many` and
+    /// then hands over each request.
     fn read_many_observed(
         &self,
         reqs: &[ReadReq],
@@ -90,7 +90,7 @@ pub trait ReadAt: Send + Sync {
         if !reqs.iter().all(|r| self.bytes(r.file).is_some()) {
             self.read_many(reqs, dest)?;
             for (k, r) in reqs.iter().enumerate() {
-                arrived(k, dest_slice(dest, r)?)?;
+                arrived.arrived(k, dest_slice(dest, r)?)?;
             }
             return Ok(());
         }
@@ -105,12 +105,11 @@ pub trait ReadAt: Send + Sync {
             let Some(src) = src else {
                 // Past the end of the file: read_exact_at says so with the right context.
                 self.read_exact_at(r.file, r.offset, out)?;
-                arrived(k, out)?;
+                arrived.arrived(k, out)?;
                 continue;
             };
             for (to, from) in out.chunks_mut(OBSERVED_PIECE).zip(src.chunks(OBSERVED_PIECE)) {
-                to.copy_from_slice(from);
-                arrived(k, to)?;
+                arrived.copy_arrived(k, from, to)?;
             }
         }
         Ok(())
@@ -163,12 +162,37 @@ pub trait ReadAt: Send + Sync {
     }
 }
 
-/// What [`ReadAt::read_many_observed`] hands each request's bytes to: request number in the
-/// batch and the bytes that have just arrived.
-pub type Arrived<'a> = dyn FnMut(usize, &[u8]) -> Result<()> + 'a;
+/// What [`ReadAt::read_many_observed`] hands each request's bytes to. A closure
+/// `|k, bytes| …` is one: it sees the bytes of request `k` once they are in the buffer.
+pub trait Observe {
+    /// The bytes of request `k` (its number in the batch) that have just arrived in the
+    /// destination buffer.
+    fn arrived(&mut self, k: usize, bytes: &[u8]) -> Result<()>;
 
-/// The pieces in which [`ReadAt::read_many_observed`] copies out of memory: a piece is still
-/// in the L2 cache (with the source bytes it was copied from) when it is checked. Measured
+    /// Copies bytes of request `k` that the backend holds in memory (`from`) into the
+    /// destination buffer (`to`, of the same length), then observes them as
+    /// [`arrived`](Self::arrived) would. An observer that reads every byte (a checksum)
+    /// overrides it to do both in one pass. `to` must hold `from`'s bytes afterwards, even
+    /// when this returns an error.
+    fn copy_arrived(&mut self, k: usize, from: &[u8], to: &mut [u8]) -> Result<()> {
+        to.copy_from_slice(from);
+        self.arrived(k, to)
+    }
+}
+
+impl<F: FnMut(usize, &[u8]) -> Result<()>> Observe for F {
+    fn arrived(&mut self, k: usize, bytes: &[u8]) -> Result<()> {
+        self(k, bytes)
+    }
+}
+
+/// The observer [`ReadAt::read_many_observed`] takes.
+pub type Arrived<'a> = dyn Observe + 'a;
+
+/// The pieces in which [`ReadAt::read_many_observed`] copies out of memory: for an observer
+/// that checks each piece after the default [`Observe::copy_arrived`] copied it, a piece is
+/// still in the L2 cache (with the source bytes it was copied from). Measured, before the
+/// checksum was fused with the copy,
 /// on the development VM (`reel bench --crc-size 100k --backends mmap`, 100 KiB records):
 /// 2 KiB pieces made the checksum cost +208 % and 4 KiB +56 % (small copies fall below
 /// glibc's `rep movsb` threshold), while 16 KiB, 32 KiB, 64 KiB and whole records gave

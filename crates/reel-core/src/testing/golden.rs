@@ -68,7 +68,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// Bytes from lowercase or uppercase hex. Panics on bad input (manifests are trusted).
 pub fn unhex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0, "odd-length hex");
+    assert!(s.len().is_multiple_of(2), "odd-length hex");
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
 }
 

@@ -148,7 +148,7 @@ fn array_value(
 /// inferred (numpy's rule); other negative extents are invalid.
 fn resolve_shape(dims: &[i64], dtype: DType, byte_len: u64) -> Result<Shape> {
     let item = dtype.item_size();
-    if item > 0 && byte_len % item != 0 {
+    if item > 0 && !byte_len.is_multiple_of(item) {
         return Err(Error::corrupt(format!(
             "{byte_len} bytes are not a whole number of {dtype} elements"
         )));
@@ -167,7 +167,7 @@ fn resolve_shape(dims: &[i64], dtype: DType, byte_len: u64) -> Result<Shape> {
             dims.iter().filter(|&&d| d >= 0).try_fold(1u64, |a, &d| a.checked_mul(d as u64));
         let count = byte_len.checked_div(item).unwrap_or(0);
         let inferred = match known {
-            Some(k) if k > 0 && count % k == 0 => count / k,
+            Some(k) if k > 0 && count.is_multiple_of(k) => count / k,
             _ => {
                 return Err(Error::corrupt(format!("cannot reshape {count} elements to {dims:?}")));
             }

@@ -479,10 +479,10 @@ impl GulpChunkWriter {
         let result = meta.commit();
         // Once the new index is in place (even if syncing the directory failed after the
         // rename), the appended frames must stay.
-        if result.is_ok() || !temp.exists() {
-            if let Target::Appending { committed, .. } = &mut self.target {
-                *committed = true;
-            }
+        if (result.is_ok() || !temp.exists())
+            && let Target::Appending { committed, .. } = &mut self.target
+        {
+            *committed = true;
         }
         result.map_err(|e| e.with_format(FORMAT))?;
         Ok(self.summary(text.len() as u64))

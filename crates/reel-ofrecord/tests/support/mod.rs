@@ -96,7 +96,7 @@ pub fn sample(i: u64) -> Record {
     r.push_array("f", DType::F32, &[n], &f).unwrap();
     let l: Vec<u8> = [i as i64, -(i as i64) << 33].iter().flat_map(|x| x.to_le_bytes()).collect();
     r.push_array("id", DType::I64, &[2], &l).unwrap();
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         r.push_null("no_kind");
     }
     if i % 4 == 1 {

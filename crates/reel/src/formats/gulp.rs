@@ -73,13 +73,13 @@ fn sniff(store: &dyn Store, path: &Path) -> bool {
                 }
                 data.insert(n);
             }
-        } else if is_meta_name(&name) {
-            if let Some(n) = chunk_number(&name) {
-                if data.contains(&n) {
-                    return true;
-                }
-                meta.insert(n);
+        } else if is_meta_name(&name)
+            && let Some(n) = chunk_number(&name)
+        {
+            if data.contains(&n) {
+                return true;
             }
+            meta.insert(n);
         }
     }
     false

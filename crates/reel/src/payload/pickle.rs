@@ -384,7 +384,7 @@ impl<'a> Parser<'a> {
     }
 
     fn set_items(&mut self, at: usize, dict: usize, items: Vec<usize>) -> Result<()> {
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return Err(self.corrupt(at, "an odd number of items for a dict"));
         }
         let keys: Vec<Option<KeyId<'a>>> =

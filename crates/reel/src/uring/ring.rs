@@ -194,7 +194,7 @@ impl Ring {
                                 let bytes = unsafe {
                                     std::slice::from_raw_parts(base.add(req.dest), req.len)
                                 };
-                                if let Err(e) = arrived(order[j], bytes) {
+                                if let Err(e) = arrived.arrived(order[j], bytes) {
                                     first_error = Some(e);
                                     break;
                                 }
@@ -325,7 +325,9 @@ impl Ring {
                             p.done += n as usize;
                             // O_DIRECT only returns short at the end of the file, where the
                             // aligned tail does not exist; anything before `needed` is retried.
-                            if p.done < p.needed && (p.offset + p.done as u64) % align as u64 == 0 {
+                            if p.done < p.needed
+                                && (p.offset + p.done as u64).is_multiple_of(align as u64)
+                            {
                                 queue.push(k);
                             } else if p.done < p.needed {
                                 first_error.get_or_insert_with(|| {
@@ -378,7 +380,8 @@ impl Ring {
                             continue;
                         }
                         if let Some(arrived) = arrived.as_deref_mut()
-                            && let Err(e) = arrived(order[j], &dest[ops[j].dest..][..ops[j].len])
+                            && let Err(e) =
+                                arrived.arrived(order[j], &dest[ops[j].dest..][..ops[j].len])
                         {
                             first_error = Some(e);
                             break;
@@ -403,7 +406,7 @@ fn hand_over(
     arrived: &mut Arrived<'_>,
 ) -> Result<()> {
     for (r, &k) in ops.iter().zip(order) {
-        arrived(k, &dest[r.dest..][..r.len])?;
+        arrived.arrived(k, &dest[r.dest..][..r.len])?;
     }
     Ok(())
 }
