@@ -68,6 +68,7 @@ impl RecordBatch {
     }
 
     /// Record `k` of the batch (the `k`-th index asked for).
+    #[inline]
     pub fn get(&self, k: usize) -> Option<RecordRef<'_>> {
         let s = self.slots.get(k)?;
         let buf = match s.buffer {
@@ -159,6 +160,7 @@ pub struct BatchIter<'a> {
 impl<'a> Iterator for BatchIter<'a> {
     type Item = RecordRef<'a>;
 
+    #[inline]
     fn next(&mut self) -> Option<RecordRef<'a>> {
         let record = self.batch.get(self.next)?;
         self.next += 1;

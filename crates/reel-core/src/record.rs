@@ -40,6 +40,7 @@ impl Arena {
         self.bytes.len()
     }
 
+    #[inline]
     pub(crate) fn as_slice(&self) -> &[u8] {
         &self.bytes[..self.used]
     }
@@ -217,11 +218,13 @@ pub struct RecordRef<'a> {
 }
 
 impl<'a> RecordRef<'a> {
+    #[inline]
     pub(crate) fn new(index: u64, buf: &'a [u8], fields: &'a [Field]) -> Self {
         RecordRef { index, buf, fields }
     }
 
     /// The record's index in its source (0 for a record built by hand).
+    #[inline]
     pub fn index(&self) -> u64 {
         self.index
     }
@@ -263,11 +266,13 @@ impl<'a> RecordRef<'a> {
     }
 
     /// The stored fields, for code that re-encodes records without resolving every value.
+    #[inline]
     pub fn raw_fields(&self) -> &'a [Field] {
         self.fields
     }
 
     /// The buffer the stored fields point into.
+    #[inline]
     pub fn raw_buffer(&self) -> &'a [u8] {
         self.buf
     }

@@ -34,6 +34,7 @@ impl Span {
     }
 
     /// Resolves the span in `buf`; an empty slice if it lies outside (never panics).
+    #[inline]
     pub fn get(self, buf: &[u8]) -> &[u8] {
         buf.get(self.start..self.end()).unwrap_or_default()
     }
