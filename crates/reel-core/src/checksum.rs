@@ -7,7 +7,10 @@
 //! time. `reel bench --crc` measures it against `crc-fast`, which has the same AVX-512 path:
 //! on the development VM (AMD EPYC with AVX-512) both checksum cached data at about 60 GB/s
 //! at 100 KiB and 1 MiB (within ±4 % of each other), and crc32fast is about 8 % faster at
-//! 1 KiB; see the README's Performance section.
+//! 1 KiB; see the README's Performance section. The one addition is
+//! [`Crc32::copy_update`], which copies bytes and checksums them in one loop (the `copy`
+//! module: crc32fast's AVX-512 fold with a store per block, for readers copying records out
+//! of memory), and leaves the rest to crc32fast.
 
 mod copy;
 
@@ -26,7 +29,7 @@ pub fn crc32_combine(crc_a: u32, crc_b: u32, len_b: u64) -> u32 {
 }
 
 /// A CRC-32 computed over bytes that come in pieces.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Crc32 {
     /// The CRC-32 of the bytes seen so far (0 for none); crc32fast continues from it.
     crc: u32,

@@ -36,7 +36,7 @@
 //! ```
 
 #![forbid(unsafe_op_in_unsafe_fn)]
-#![deny(unsafe_code)] // allowed only in io::mmap, with a SAFETY comment per block
+#![deny(unsafe_code)] // allowed only in io::mmap and checksum::copy, with a SAFETY comment per block
 
 mod batch;
 pub mod checksum;

@@ -20,6 +20,7 @@
 
 /// Below this many bytes the fused loop's set-up and final fold cost more than they save;
 /// the same crossover crc32fast uses for its own AVX-512 loop.
+#[cfg(target_arch = "x86_64")]
 const MIN_FUSED_BYTES: usize = 2048;
 
 /// Copies `from` into `to` (of the same length) and returns the CRC-32 of `from` continued
@@ -38,7 +39,9 @@ pub(super) fn copy_and_crc32(crc: u32, from: &[u8], to: &mut [u8]) -> u32 {
         return unsafe { x86::copy_and_crc32(crc, from, to) };
     }
     to.copy_from_slice(from);
-    continue_crc32(crc, from)
+    // The copy's bytes, not the source's: they are what the reader decodes (a mapped file
+    // may change between two reads of it), and they are in the cache.
+    continue_crc32(crc, to)
 }
 
 /// The CRC-32 of `bytes` continued from `crc`.
@@ -90,11 +93,18 @@ mod x86 {
         // Every `load` and `store` below passes an `at` with `at + 64 <= body <= len` of both
         // slices: `at` steps by STEP up to `body`, and a block's four offsets end at
         // `at + STEP`.
-        // SAFETY: those 64 bytes are inside `from` (readable) and `to` (writable), and the
-        // CPU has AVX-512F (this function's contract).
-        let load = |at: usize| unsafe { load64(src, at) };
-        // SAFETY: as for `load`.
-        let store = |at: usize, v: arch::__m512i| unsafe { store64(dst, at, v) };
+        // So those 64 bytes are inside `from` (readable) and `to` (writable), and the CPU
+        // has AVX-512F (this function's contract).
+        let load = |at: usize| {
+            debug_assert!(at + 64 <= body);
+            // SAFETY: as above.
+            unsafe { load64(src, at) }
+        };
+        let store = |at: usize, v: arch::__m512i| {
+            debug_assert!(at + 64 <= body);
+            // SAFETY: as above.
+            unsafe { store64(dst, at, v) }
+        };
         let mut v = [load(0), load(64), load(128), load(192)];
         for (i, &x) in v.iter().enumerate() {
             store(i * 64, x);
@@ -153,7 +163,7 @@ mod x86 {
         unsafe { arch::_mm_storeu_si128(remainder.as_mut_ptr().cast(), x) };
         let crc = super::continue_crc32(!0, &remainder);
         to[body..].copy_from_slice(&from[body..]);
-        super::continue_crc32(crc, &from[body..])
+        super::continue_crc32(crc, &to[body..])
     }
 
     /// The 64 bytes at `src + at`.
@@ -236,6 +246,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The AVX-512 kernel itself, called directly, where the CPU has it. Where it does not,
+    /// the test above covered the copy-then-crc32fast path that runs instead, and this one
+    /// says so; `REEL_EXPECT_FUSED_CRC=1` makes it fail there instead.
+    #[test]
+    fn the_fused_kernel_matches_crc32fast_where_the_cpu_runs_it() {
+        #[cfg(target_arch = "x86_64")]
+        if x86::supported() {
+            let data: Vec<u8> = (0..9000u32).map(|i| (i.wrapping_mul(40_503) >> 3) as u8).collect();
+            for len in [512, 513, 767, 768, 2048, 4096 + 255, 8999] {
+                let from = &data[1..1 + len];
+                let mut to = vec![0u8; len];
+                // SAFETY: `supported` said the CPU has the kernel's features.
+                let got = unsafe { x86::copy_and_crc32(0x89AB_CDEF, from, &mut to) };
+                assert_eq!(got, continue_crc32(0x89AB_CDEF, from), "crc at {len}");
+                assert_eq!(to, from, "bytes at {len}");
+            }
+            return;
+        }
+        let expected = std::env::var_os("REEL_EXPECT_FUSED_CRC").is_some();
+        assert!(!expected, "REEL_EXPECT_FUSED_CRC is set but this CPU cannot run the kernel");
+        eprintln!(
+            "this CPU lacks AVX-512 VPCLMULQDQ: only the copy-then-crc32fast path was tested"
+        );
     }
 
     #[test]

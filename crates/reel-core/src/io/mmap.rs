@@ -109,7 +109,7 @@ pub(crate) fn prefetch_lines(bytes: &[u8]) {
 
 /// Asks the CPU to bring `value`'s cache line into its cache, without waiting (see
 /// [`prefetch_read`](crate::prefetch_read)). Here because prefetching needs `unsafe`, which
-/// core allows in this module only.
+/// core allows here and in `checksum::copy` only.
 #[inline(always)]
 pub(crate) fn prefetch_line<T: Copy>(value: &T) {
     #[cfg(target_arch = "x86_64")]

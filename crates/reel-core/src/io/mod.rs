@@ -163,7 +163,8 @@ pub trait ReadAt: Send + Sync {
 }
 
 /// What [`ReadAt::read_many_observed`] hands each request's bytes to. A closure
-/// `|k, bytes| …` is one: it sees the bytes of request `k` once they are in the buffer.
+/// `|k: usize, bytes: &[u8]| …` (parameter types written out) is one: it sees the bytes of
+/// request `k` once they are in the buffer.
 pub trait Observe {
     /// The bytes of request `k` (its number in the batch) that have just arrived in the
     /// destination buffer.
