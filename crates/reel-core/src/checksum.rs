@@ -28,6 +28,13 @@ pub fn crc32_combine(crc_a: u32, crc_b: u32, len_b: u64) -> u32 {
     a.finalize()
 }
 
+/// The CRC-32 of `bytes` continued from `crc` (the CRC-32 of the bytes before them).
+fn continue_crc32(crc: u32, bytes: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new_with_initial(crc);
+    hasher.update(bytes);
+    hasher.finalize()
+}
+
 /// A CRC-32 computed over bytes that come in pieces.
 #[derive(Clone, Debug, Default)]
 pub struct Crc32 {
@@ -44,9 +51,7 @@ impl Crc32 {
     /// Adds `bytes` after those seen so far.
     #[inline]
     pub fn update(&mut self, bytes: &[u8]) {
-        let mut hasher = crc32fast::Hasher::new_with_initial(self.crc);
-        hasher.update(bytes);
-        self.crc = hasher.finalize();
+        self.crc = continue_crc32(self.crc, bytes);
     }
 
     /// Copies `from` into `to` and adds `from` after the bytes seen so far, in one pass over

@@ -683,15 +683,17 @@ struct CrcObserver<'a> {
 
 impl CrcObserver<'_> {
     /// Adds `len` more bytes of request `j`, fed to its CRC by `feed`, and checks its record
-    /// once all of the record's parts are complete.
-    fn take(&mut self, j: usize, len: usize, feed: impl FnOnce(&mut Crc32)) -> Result<()> {
+    /// once all of the record's parts are complete. `feed` gets no CRC when `j` is not a
+    /// request of this chunk: the sweep after the read checks its record.
+    fn take(&mut self, j: usize, len: usize, feed: impl FnOnce(Option<&mut Crc32>)) -> Result<()> {
         let p = self.base + j;
         let crc = &mut *self.crc;
         let (Some(state), Some(span)) = (crc.parts.get_mut(p), self.parts.get(p)) else {
-            return Ok(()); // not a request of this chunk: the sweep checks its record
+            feed(None);
+            return Ok(());
         };
         let before = state.seen;
-        feed(&mut state.hasher);
+        feed(Some(&mut state.hasher));
         state.seen += len;
         if before < span.len && state.seen >= span.len {
             state.crc = std::mem::take(&mut state.hasher).finalize();
@@ -714,21 +716,16 @@ impl CrcObserver<'_> {
 
 impl Observe for CrcObserver<'_> {
     fn arrived(&mut self, j: usize, bytes: &[u8]) -> Result<()> {
-        self.take(j, bytes.len(), |hasher| hasher.update(bytes))
+        self.take(j, bytes.len(), |hasher| hasher.map_or((), |h| h.update(bytes)))
     }
 
     /// Copies and checksums in one pass ([`Crc32::copy_update`]), copying all the same when
     /// the bytes are not a request of this chunk.
     fn copy_arrived(&mut self, j: usize, from: &[u8], to: &mut [u8]) -> Result<()> {
-        let mut copied = false;
-        let result = self.take(j, from.len(), |hasher| {
-            hasher.copy_update(from, to);
-            copied = true;
-        });
-        if !copied {
-            to.copy_from_slice(from);
-        }
-        result
+        self.take(j, from.len(), |hasher| match hasher {
+            Some(hasher) => hasher.copy_update(from, to),
+            None => to.copy_from_slice(from),
+        })
     }
 }
 

@@ -22,6 +22,8 @@
 //! why it is sound. The crate allows `unsafe` in this module and in `io::mmap` only.
 #![allow(unsafe_code)]
 
+use super::continue_crc32;
+
 /// The fused loop needs one whole 256-byte block; below that crc32fast's 128-bit folds are
 /// as quick.
 #[cfg(target_arch = "x86_64")]
@@ -46,13 +48,6 @@ pub(super) fn copy_and_crc32(crc: u32, from: &[u8], to: &mut [u8]) -> u32 {
     // The copy's bytes, not the source's: they are what the reader decodes (a mapped file
     // may change between two reads of it), and they are in the cache.
     continue_crc32(crc, to)
-}
-
-/// The CRC-32 of `bytes` continued from `crc`.
-fn continue_crc32(crc: u32, bytes: &[u8]) -> u32 {
-    let mut hasher = crc32fast::Hasher::new_with_initial(crc);
-    hasher.update(bytes);
-    hasher.finalize()
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -128,16 +123,7 @@ mod x86 {
             v[0],
             arch::_mm512_castsi128_si512(arch::_mm_cvtsi32_si128(!crc as i32)),
         );
-        let k = arch::_mm512_set_epi64(
-            K_2048_HIGH,
-            K_2048_LOW,
-            K_2048_HIGH,
-            K_2048_LOW,
-            K_2048_HIGH,
-            K_2048_LOW,
-            K_2048_HIGH,
-            K_2048_LOW,
-        );
+        let k = keys(K_2048_LOW, K_2048_HIGH);
         let mut at = STEP;
         while at < body {
             if at + PREFETCH_AHEAD + STEP <= body {
@@ -162,9 +148,7 @@ mod x86 {
         // Collapse the 16 streams in 4 dependent steps rather than crc32fast's 15: each
         // register into the next, whose lanes lie 64 bytes further on, then the last
         // register's first three lanes into its fourth at once.
-        let k_512 = arch::_mm512_set_epi64(
-            K_512_HI, K_512_LO, K_512_HI, K_512_LO, K_512_HI, K_512_LO, K_512_HI, K_512_LO,
-        );
+        let k_512 = keys(K_512_LO, K_512_HI);
         let mut last = v[0];
         for &next in &v[1..] {
             last = fold512(last, next, k_512);
@@ -187,6 +171,14 @@ mod x86 {
         let crc = super::continue_crc32(!0, &remainder);
         to[body..].copy_from_slice(&from[body..]);
         super::continue_crc32(crc, &to[body..])
+    }
+
+    /// A fold's key pair (`low` for each lane's low half, `high` for its high half) in all
+    /// four lanes.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn keys(low: i64, high: i64) -> arch::__m512i {
+        arch::_mm512_broadcast_i32x4(arch::_mm_set_epi64x(high, low))
     }
 
     /// The 64 bytes at `src + at`.
