@@ -6,9 +6,11 @@
 //! run with `--ignored` never skips them silently. `.ci/run` sets it to a Python that has
 //! `moto[server]` installed.
 
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use reel_core::{Error, ErrorKind, Result};
@@ -60,19 +62,45 @@ impl MotoServer {
         Err(last.unwrap_or_else(|| Error::new(ErrorKind::Io, "moto did not start")))
     }
 
+    /// Waits until this server's own child answers an HTTP request. A bare TCP connect is
+    /// not proof: while moto imports, a connect to a port in the ephemeral range can be
+    /// answered by the connecting socket itself (TCP self-connect), and a port another
+    /// server took would answer for that server. So the answer must be an HTTP status line
+    /// and the child must still be running after it.
     fn wait_until_up(&mut self) -> Result<()> {
         let started = Instant::now();
-        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
         while started.elapsed() < START_DEADLINE {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(Error::new(ErrorKind::Io, format!("moto exited at start: {status}")));
             }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            if self.answers_http() {
+                // A child that lost the port to another server exits once moto has
+                // imported; by the time this one answers HTTP, such a loser is gone.
+                if let Ok(Some(status)) = self.child.try_wait() {
+                    return Err(Error::new(
+                        ErrorKind::Io,
+                        format!("moto exited at start: {status}"),
+                    ));
+                }
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(100));
         }
         Err(Error::new(ErrorKind::Io, format!("moto did not answer within {START_DEADLINE:?}")))
+    }
+
+    /// Whether a `GET /` on the port gets an HTTP status line back from another socket.
+    fn answers_http(&self) -> bool {
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        let Ok(conn) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+            return false;
+        };
+        if conn.local_addr().ok() == Some(addr) {
+            return false; // connected to itself: nothing listens there yet
+        }
+        drop(conn);
+        matches!(self.unsigned("GET", "/"), Ok((status, answer))
+            if answer.starts_with("HTTP/1.") && status.parse::<u16>().is_ok())
     }
 
     /// The server's endpoint, `http://127.0.0.1:PORT`.
@@ -171,9 +199,53 @@ impl Drop for MotoServer {
     }
 }
 
+/// A loopback port that was free a moment ago and that this process has not handed out
+/// before: two tests starting servers at once must not both be given the port the kernel
+/// returned to one of them and then released.
 fn free_port() -> Result<u16> {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| Error::io(e, "cannot find a free loopback port"))?;
-    let port = listener.local_addr().map_err(|e| Error::io(e, "no local address"))?.port();
-    Ok(port)
+    static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Hold every candidate until one is new, so the kernel cannot return the same one again.
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| Error::io(e, "cannot find a free loopback port"))?;
+        let port = listener.local_addr().map_err(|e| Error::io(e, "no local address"))?.port();
+        if given.insert(port) {
+            return Ok(port);
+        }
+        held.push(listener);
+    }
+    Err(Error::new(ErrorKind::Io, "every free loopback port offered was handed out before"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_ports_are_never_handed_out_twice() {
+        let mut seen = BTreeSet::new();
+        for _ in 0..200 {
+            let port = free_port().unwrap();
+            assert!(seen.insert(port), "port {port} was handed out twice");
+        }
+    }
+
+    /// A listener that accepts and closes without a word is not a server that is up.
+    #[test]
+    fn a_port_that_does_not_answer_http_is_not_up() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mute = std::thread::spawn(move || {
+            for conn in listener.incoming().take(2) {
+                drop(conn);
+            }
+        });
+        let child = Command::new("sleep").arg("30").spawn().unwrap();
+        let server = MotoServer { child, port };
+        assert!(!server.answers_http());
+        drop(server);
+        mute.join().unwrap();
+    }
 }
