@@ -6,7 +6,6 @@ import contextlib
 import hashlib
 import json
 import os
-import socket
 import struct
 from pathlib import Path
 
@@ -229,10 +228,10 @@ def moto_s3(bucket: str):
     import boto3
     from moto.server import ThreadedMotoServer
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    # Port 0: the server binds a free port itself, and get_host_and_port says which. A port
+    # chosen here and bound later could be taken in between, and ThreadedMotoServer.start
+    # then waits forever for a thread that died on the bind.
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
