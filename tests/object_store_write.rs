@@ -286,6 +286,26 @@ fn parts_written_by_workers_are_published_in_one_step() {
     // Only staging locations are discarded.
     assert!(discard_staging(Path::new("s3://parts/out/gulp"), &options).is_err());
     assert_eq!(keys("out/gulp").len(), 2 * 3);
+
+    // A worker still writing when its job is discarded (Ray does not wait for the tasks it
+    // cancels): its part goes up after the discard, finds the job's marker gone, removes
+    // itself and fails; a part started after the discard uploads nothing either.
+    let dst = Path::new("s3://parts/out/late");
+    let staging = parts_staging(dst, &options).unwrap();
+    assert!(keys("out").iter().any(|k| k.contains(".late.reel-staging-")), "no marker");
+    let location = staged_part(&staging, 3);
+    let (mut sink, _) = reel::create_part(&location, Format::Gulp, 0, 1, &options).unwrap();
+    sink.append(src.read(0).unwrap().view()).unwrap();
+    discard_staging(&staging, &options).unwrap();
+    let e = sink.finish().unwrap_err();
+    assert_eq!(e.kind(), reel::ErrorKind::Closed, "{e}");
+    drop(sink);
+    let (mut sink, _) = reel::create_part(&location, Format::Gulp, 0, 1, &options).unwrap();
+    sink.append(src.read(0).unwrap().view()).unwrap();
+    assert_eq!(sink.finish().unwrap_err().kind(), reel::ErrorKind::Closed);
+    drop(sink);
+    let left: Vec<_> = keys("out").into_iter().filter(|k| k.contains(".late.")).collect();
+    assert_eq!(left, Vec::<String>::new(), "a late part outlived its job's discard");
 }
 
 /// Keys under `prefix`, in name order.

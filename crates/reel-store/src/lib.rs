@@ -29,6 +29,8 @@ pub mod testing;
 mod upload;
 
 pub use address::{Address, ObjectUrl, StoreKind, is_remote};
+/// The byte buffer [`Store::put`] and [`Store::read_all`] take and give.
+pub use bytes::Bytes;
 pub use cache::{CACHE_DIR_ENV, CACHE_SIZE_ENV, CacheSettings, parse_size};
 pub use ends::END_BYTES;
 pub use error::store_error;

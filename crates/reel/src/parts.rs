@@ -17,6 +17,15 @@
 //!
 //! Until then nothing exists at the destination. A job that fails calls
 //! [`discard_staging`], which removes everything its workers wrote.
+//!
+//! A worker may still be writing when its job is called off (Ray, for one, does not wait
+//! for the tasks it cancels), so a part cannot be allowed to appear under a staging location
+//! that was already discarded. On a file system a part's directory is created only inside
+//! the job's existing `tasks` directory, which the discard removes. In an object store, where
+//! a PUT needs no directory, the staging prefix holds a marker object while the job runs:
+//! [`discard_staging`] deletes it before it lists the prefix, and a part checks it after its
+//! last upload, deleting what it uploaded when the marker is gone. Either the discard's
+//! listing sees the part, or the part's check sees the marker gone.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,6 +73,46 @@ pub fn parts_staging(dst: &Path, options: &CreateOptions) -> Result<PathBuf> {
 
 /// The directory of a staging location holding the workers' parts.
 const TASKS_DIR: &str = "tasks";
+
+/// The object under a staging prefix in an object store that exists while its job runs
+/// (see the module documentation).
+#[cfg(feature = "object-store")]
+const JOB_OPEN_MARKER: &str = "job-open";
+
+#[cfg(feature = "object-store")]
+pub(crate) use remote::job_marker;
+
+/// The staging location that `location` (an answer of [`staged_part`]) lies under; `None`
+/// for a location that is not a part of a job.
+pub(crate) fn staging_of(location: &Path) -> Option<&Path> {
+    let tasks = location.parent()?;
+    if tasks.file_name()? != TASKS_DIR {
+        return None;
+    }
+    let staging = tasks.parent()?;
+    check_staging(staging).ok().map(|()| staging)
+}
+
+/// The error of a part whose job was called off while it was written.
+pub(crate) fn called_off(location: &Path) -> Error {
+    Error::new(
+        reel_core::ErrorKind::Closed,
+        "the job writing this dataset in parts was called off (its staging location was \
+         discarded): the part is not kept",
+    )
+    .with_path(location)
+}
+
+/// Creates the directory of a part of a job on a file system: only the part's own
+/// directory, inside the job's `tasks` directory, which must still be there.
+pub(crate) fn create_local_part_dir(location: &Path) -> Result<()> {
+    match std::fs::create_dir(location) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(called_off(location)),
+        Err(e) => Err(Error::io(e, "cannot create the part's directory").with_path(location)),
+    }
+}
 
 /// Where worker `task` of a job writes its part, under the job's `staging` location.
 pub fn staged_part(staging: &Path, task: u64) -> PathBuf {
@@ -117,14 +166,26 @@ pub fn discard_staging(staging: &Path, options: &CreateOptions) -> Result<()> {
     #[cfg(feature = "object-store")]
     if let Some(reel_store::Address::Remote(url)) = crate::create::remote_address(staging)? {
         let store = reel_store::Store::new(&url, &options.store)?;
+        // The marker first: a part finishing from here on sees the job called off.
+        store.delete(&remote::job_marker(staging)?)?;
         return store.delete_prefix(url.path()).map(|_| ());
     }
     let _ = options;
-    match std::fs::remove_dir_all(staging) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(Error::io(e, "cannot remove the staging directory").with_path(staging))
+    // A worker still writing can add a file between the removal's listing of a directory
+    // and its removal of it ("directory not empty"); once a directory is gone nothing can be
+    // added to it, so a few attempts finish the job.
+    let mut attempts = 0;
+    loop {
+        match std::fs::remove_dir_all(staging) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty && attempts < 8 => {
+                attempts += 1;
+            }
+            Err(e) => {
+                return Err(Error::io(e, "cannot remove the staging directory").with_path(staging));
+            }
         }
-        _ => Ok(()),
     }
 }
 
@@ -193,7 +254,14 @@ mod remote {
             })?
             .pop()
             .push(&staging_name(name));
-        Ok(PathBuf::from(staged.to_string()))
+        let staging = PathBuf::from(staged.to_string());
+        store.put(&job_marker(&staging)?, reel_store::Bytes::new())?;
+        Ok(staging)
+    }
+
+    /// The key of the marker that exists while the job staging at `staging` runs.
+    pub(crate) fn job_marker(staging: &Path) -> Result<ObjectPath> {
+        Ok(object_url(staging)?.path().clone().join(super::JOB_OPEN_MARKER))
     }
 
     /// Copies the parts into place under `dst` (data first, what makes the dataset openable
@@ -350,5 +418,38 @@ mod tests {
         );
         assert!(!dir.path().join("again").exists());
         discard_staging(&staging, &options).unwrap();
+    }
+
+    /// A worker still writing when its job is discarded leaves nothing behind: its part
+    /// cannot re-create the staging location, and a part started after the discard is
+    /// refused as called off.
+    #[test]
+    fn a_part_written_after_its_job_was_discarded_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let dst = dir.path().join("out");
+        let options = CreateOptions::default();
+        for format in [Format::Ffrecord, Format::Granular] {
+            let staging = parts_staging(&dst, &options).unwrap();
+            let location = staged_part(&staging, 4);
+            assert_eq!(staging_of(&location), Some(staging.as_path()));
+            let (mut sink, _) = crate::create_part(&location, format, 0, 1, &options).unwrap();
+            let mut record = reel_core::Record::new();
+            record.push_bytes("data", &[1u8; 4]);
+            let appended = sink.append(record.view());
+            discard_staging(&staging, &options).unwrap();
+            let finished = appended.and_then(|_| sink.finish().map(|_| ()));
+            drop(sink);
+            assert!(finished.is_err(), "{format:?}: a part finished in a discarded staging");
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{format:?}");
+            let e = crate::create_part(&location, format, 0, 1, &options).err().unwrap();
+            assert_eq!(e.kind(), reel_core::ErrorKind::Closed, "{format:?}: {e}");
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{format:?}");
+        }
+        // Locations that are not parts of a job are not mistaken for one.
+        assert_eq!(staging_of(&dir.path().join("tasks").join("000001")), None);
+        assert_eq!(
+            staging_of(Path::new("s3://b/.x.reel-staging-1/tasks/000002")).unwrap(),
+            Path::new("s3://b/.x.reel-staging-1")
+        );
     }
 }

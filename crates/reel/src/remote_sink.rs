@@ -45,6 +45,7 @@ pub(crate) fn create_remote(
         format,
         old,
         early: Some(EarlyUploads::default()),
+        job_marker: None,
         published: false,
         _staging: staging,
     }))
@@ -71,6 +72,11 @@ pub(crate) fn create_remote_part(
             options.overwrite,
         )?);
     }
+    // The marker of the job this part belongs to, checked when the part is up.
+    let job_marker = match crate::parts::staging_of(Path::new(&dir.to_string())) {
+        Some(staging) => Some(crate::parts::job_marker(staging)?),
+        None => None,
+    };
     let staging = local_staging()?;
     let local = staging.path().join("part");
     let (inner, _) = crate::create_part(&local, format, k, count, options)?;
@@ -89,6 +95,7 @@ pub(crate) fn create_remote_part(
         old,
         // A part's files are renamed when the part is published: they go up on finish.
         early: None,
+        job_marker,
         published: false,
         _staging: staging,
     };
@@ -235,6 +242,9 @@ struct RemoteSink {
     old: Vec<ObjectPath>,
     /// Sealed data files uploaded while the dataset is written (`None` for a part).
     early: Option<EarlyUploads>,
+    /// For a part of a job in parts, the object that exists while the job runs: a part that
+    /// finds it gone once it is up removes itself (see `reel::parts`).
+    job_marker: Option<ObjectPath>,
     /// Set once everything is uploaded: until then, dropping removes what went up early.
     published: bool,
     _staging: LocalStaging,
@@ -299,6 +309,22 @@ impl RecordSink for RemoteSink {
             remove_dataset(&self.store, std::mem::take(&mut self.old))?;
         }
         self.store.upload_staged(&items)?;
+        if let Some(marker) = &self.job_marker
+            && let Err(e) = self.store.size(marker)
+        {
+            // Called off (or the marker cannot be seen): what went up must not outlive the
+            // job's discard, which may have listed the prefix before it arrived.
+            for item in &items {
+                if let Err(e) = self.store.delete(&item.key) {
+                    log::warn!("cannot remove a part of a called-off job: {e}");
+                }
+            }
+            return Err(if e.kind() == reel_core::ErrorKind::NotFound {
+                crate::parts::called_off(Path::new(&self.shown))
+            } else {
+                e
+            });
+        }
         self.published = true;
         summary.paths = vec![PathBuf::from(&self.shown)];
         Ok(summary)

@@ -721,8 +721,14 @@ pub fn create_part(
     if let Some(reel_store::Address::Remote(url)) = crate::create::remote_address(dir)? {
         return crate::remote_sink::create_remote_part(&url, to, k, count, create);
     }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::io(e, "cannot create the output directory").with_path(dir))?;
+    if crate::parts::staging_of(dir).is_some() {
+        // A part of a job in parts (`reel::parts`): never re-create a discarded staging
+        // location.
+        crate::parts::create_local_part_dir(dir)?;
+    } else {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(e, "cannot create the output directory").with_path(dir))?;
+    }
     if to == Format::Gulp {
         let n = gulp_chunk_number(k, count);
         return crate::formats::gulp_chunk_sink(dir, n).map(|s| (s, dir.to_path_buf()));
