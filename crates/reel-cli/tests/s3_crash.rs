@@ -20,12 +20,14 @@ fn records(format: &str) -> u64 {
 }
 const MAX_RECORD: usize = 4096;
 
-fn generate(server: &MotoServer, format: &str, out: &str) -> Command {
+/// `reel generate` of `format` to `out`, staging in `staging` (the test's own directory: a
+/// killed run leaves its staged records there, tens of MB each).
+fn generate(server: &MotoServer, format: &str, out: &str, staging: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_reel"));
     c.args(["generate", "--quiet", "--format", format, "--records", &records(format).to_string()])
         .args(["--max-record", &MAX_RECORD.to_string(), out])
         .envs(server.env())
-        .env("REEL_STAGING_DIR", std::env::temp_dir())
+        .env("REEL_STAGING_DIR", staging)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     c
@@ -88,14 +90,19 @@ fn crash_while_uploading(format: &str, suffix: &str) {
     let server = MotoServer::start().unwrap();
     server.create_bucket("crash").unwrap();
     let dir = tempfile::tempdir().unwrap();
+    let staging = tempfile::tempdir().unwrap();
     let store = Store::new(&ObjectUrl::parse("s3://crash/x").unwrap(), &server.options()).unwrap();
     let from_s3 = reel::OpenOptions::default().store_options(server.options());
 
     // An uninterrupted run: how long its upload takes, and what it reads back as.
     let complete = format!("s3://crash/complete-{format}{suffix}");
     let url = ObjectUrl::parse(&complete).unwrap();
-    let (mut child, started) =
-        until_upload(&server, &store, &url, &mut generate(&server, format, &complete));
+    let (mut child, started) = until_upload(
+        &server,
+        &store,
+        &url,
+        &mut generate(&server, format, &complete, staging.path()),
+    );
     let status = child.wait().unwrap();
     if !status.success() {
         let mut why = String::new();
@@ -114,8 +121,12 @@ fn crash_while_uploading(format: &str, suffix: &str) {
     for step in 0..KILLS {
         let out = format!("s3://crash/killed-{step}-{format}{suffix}");
         let url = ObjectUrl::parse(&out).unwrap();
-        let (mut child, started) =
-            until_upload(&server, &store, &url, &mut generate(&server, format, &out));
+        let (mut child, started) = until_upload(
+            &server,
+            &store,
+            &url,
+            &mut generate(&server, format, &out, staging.path()),
+        );
         if started.is_some() {
             // Spread over the first 80% of the run: the end varies from run to run.
             std::thread::sleep(upload_time * 4 * step / (5 * KILLS));

@@ -204,7 +204,9 @@ fn wait_for(done: impl Fn() -> bool) {
 
 #[test]
 fn read_ahead_is_bounded_in_batches() {
-    let probe = Arc::new(Probe::new(Duration::from_millis(2)));
+    // Each read takes long enough (100 ms) that the reads ahead overlap even when a loaded
+    // machine starts the helper threads milliseconds apart.
+    let probe = Arc::new(Probe::new(Duration::from_millis(100)));
     let options = StreamOptions::default().threads(4).read_ahead(3);
     let mut stream =
         BatchStream::new(probe.clone(), BatchPlan::sequential(0..1000, 4), &options).unwrap();

@@ -323,6 +323,13 @@ impl Loader {
         LoaderBuilder::new(Arc::new(source))
     }
 
+    /// Batches the workers have read ahead and that wait for the consumer right now (at most
+    /// the prefetch window; always 0 without workers). A snapshot, for monitoring how far
+    /// ahead the workers are.
+    pub fn ready(&self) -> usize {
+        self.engine.ready()
+    }
+
     /// The state after the last batch delivered: save it to resume from here.
     pub fn state(&self) -> LoaderState {
         self.engine.work().sequencer.state(self.cursor)

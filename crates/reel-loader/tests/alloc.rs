@@ -13,6 +13,9 @@ mod tracking_alloc;
 #[global_allocator]
 static GLOBAL: tracking_alloc::TrackingAllocator = tracking_alloc::TrackingAllocator;
 
+/// Batches the workers read ahead.
+const PREFETCH: usize = 4;
+
 #[test]
 fn steady_state_steps_do_not_allocate() {
     let dir = tempfile::tempdir().unwrap();
@@ -29,7 +32,7 @@ fn steady_state_steps_do_not_allocate() {
             .batch_size(32)
             .shuffle(shuffle)
             .workers(workers)
-            .prefetch(4)
+            .prefetch(PREFETCH)
             .consumer_helps(consumer_helps)
             .endless()
             .map(|record, out, _| {
@@ -45,7 +48,13 @@ fn steady_state_steps_do_not_allocate() {
         // 0 (375 steps): a new epoch in Granular mode computes its permutation table.
         for _ in 0..10 {
             let held = loader.next().unwrap().unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            // Wait (bounded) for the window to fill rather than sleep: a loaded machine may
+            // not run the workers for a while.
+            let start = std::time::Instant::now();
+            while workers > 0 && loader.ready() < PREFETCH {
+                assert!(start.elapsed() < std::time::Duration::from_secs(60), "never filled");
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
             assert_eq!(held.len(), 32);
         }
         for _ in 0..200 {
