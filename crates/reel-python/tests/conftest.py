@@ -242,7 +242,11 @@ def moto_s3(bucket: str):
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_ALLOW_HTTP": "true",
     }
-    saved = {k: os.environ.get(k) for k in env}
+    # A developer's own AWS settings must not reach the test server's clients.
+    cleared = ["AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN"]
+    saved = {k: os.environ.get(k) for k in [*env, *cleared]}
+    for k in cleared:
+        os.environ.pop(k, None)
     os.environ.update(env)
     try:
         client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")

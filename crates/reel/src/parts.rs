@@ -20,12 +20,16 @@
 //!
 //! A worker may still be writing when its job is called off (Ray, for one, does not wait
 //! for the tasks it cancels), so a part cannot be allowed to appear under a staging location
-//! that was already discarded. On a file system a part's directory is created only inside
-//! the job's existing `tasks` directory, which the discard removes. In an object store, where
-//! a PUT needs no directory, the staging prefix holds a marker object while the job runs:
-//! [`discard_staging`] deletes it before it lists the prefix, and a part checks it after its
-//! last upload, deleting what it uploaded when the marker is gone. Either the discard's
-//! listing sees the part, or the part's check sees the marker gone.
+//! that was already discarded. A staging location holds a `job-open` marker (a file, or an
+//! object in a store) while its job runs, and [`discard_staging`] deletes it before anything
+//! else. On a file system a part's directory is created only inside the job's existing
+//! `tasks` directory while the marker is there, and the marker is looked at again once the
+//! part's writer exists (a writer may create its directories, with their parents, as it
+//! starts; see `LocalFence`); after that a writer only adds to directories that a discard
+//! removes. In an object store, where a PUT needs no directory, a part checks the marker
+//! after its last upload and deletes what it uploaded when the marker is gone: either the
+//! discard's listing, which follows the marker's deletion, sees the part, or the part sees
+//! the marker gone.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,15 +72,17 @@ pub fn parts_staging(dst: &Path, options: &CreateOptions) -> Result<PathBuf> {
     let tasks = staging.join(TASKS_DIR);
     std::fs::create_dir_all(&tasks)
         .map_err(|e| Error::io(e, "cannot create the staging directory").with_path(&tasks))?;
+    let marker = staging.join(JOB_OPEN_MARKER);
+    std::fs::File::create(&marker)
+        .map_err(|e| Error::io(e, "cannot create the staging directory").with_path(&marker))?;
     Ok(staging)
 }
 
 /// The directory of a staging location holding the workers' parts.
 const TASKS_DIR: &str = "tasks";
 
-/// The object under a staging prefix in an object store that exists while its job runs
-/// (see the module documentation).
-#[cfg(feature = "object-store")]
+/// The file (or object, in an object store) in a staging location that exists while its job
+/// runs (see the module documentation).
 const JOB_OPEN_MARKER: &str = "job-open";
 
 #[cfg(feature = "object-store")]
@@ -103,14 +109,73 @@ pub(crate) fn called_off(location: &Path) -> Error {
     .with_path(location)
 }
 
-/// Creates the directory of a part of a job on a file system: only the part's own
-/// directory, inside the job's `tasks` directory, which must still be there.
-pub(crate) fn create_local_part_dir(location: &Path) -> Result<()> {
-    match std::fs::create_dir(location) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(called_off(location)),
-        Err(e) => Err(Error::io(e, "cannot create the part's directory").with_path(location)),
+/// Refuses, as called off, a part `location` on a file system whose job's staging location
+/// was discarded; anything else passes.
+pub(crate) fn refuse_called_off(location: &Path) -> Result<()> {
+    match staging_of(location) {
+        Some(staging) if !job_open(staging) => Err(called_off(location)),
+        _ => Ok(()),
+    }
+}
+
+/// Whether the job staging at `staging` on a file system still runs: its marker is there.
+fn job_open(staging: &Path) -> bool {
+    staging.join(JOB_OPEN_MARKER).is_file()
+}
+
+/// The guard of a part being created under a job's staging location on a file system.
+///
+/// Only the part's own directory is created, inside the job's `tasks` directory, and only
+/// while the job's marker is there. A format writer may create its directories (with their
+/// parents) as it starts, and a discard between [`enter`](Self::enter) and that would let it
+/// re-create the staging location, so [`check`](Self::check) looks at the marker again once
+/// the writer exists. A discard deletes the marker before anything else, so a marker seen
+/// then means that the discard, if it comes, removes what the writer created too.
+pub(crate) struct LocalFence {
+    staging: PathBuf,
+    location: PathBuf,
+}
+
+impl LocalFence {
+    /// Creates the part's directory `location` inside the job's `tasks` directory, if the
+    /// job still runs.
+    pub(crate) fn enter(staging: &Path, location: &Path) -> Result<Self> {
+        if !job_open(staging) {
+            return Err(called_off(location));
+        }
+        match std::fs::create_dir(location) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(called_off(location));
+            }
+            Err(e) => {
+                return Err(Error::io(e, "cannot create the part's directory").with_path(location));
+            }
+        }
+        Ok(LocalFence { staging: staging.to_path_buf(), location: location.to_path_buf() })
+    }
+
+    /// Returns `sink` if the job still runs; else drops it, removes what its creation may
+    /// have re-created and reports the part called off. From here on the writer only adds
+    /// to directories that exist, and those a discard removes.
+    pub(crate) fn check(
+        self,
+        sink: Box<dyn reel_core::RecordSink>,
+    ) -> Result<Box<dyn reel_core::RecordSink>> {
+        if job_open(&self.staging) {
+            return Ok(sink);
+        }
+        drop(sink);
+        if let Err(e) = std::fs::remove_dir_all(&self.staging)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            log::warn!(
+                "cannot remove a re-created staging location {}: {e}",
+                self.staging.display()
+            );
+        }
+        Err(called_off(&self.location))
     }
 }
 
@@ -171,6 +236,13 @@ pub fn discard_staging(staging: &Path, options: &CreateOptions) -> Result<()> {
         return store.delete_prefix(url.path()).map(|_| ());
     }
     let _ = options;
+    // The marker first: a part created from here on sees the job called off.
+    match std::fs::remove_file(staging.join(JOB_OPEN_MARKER)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(Error::io(e, "cannot remove the staging directory").with_path(staging));
+        }
+        _ => {}
+    }
     // A worker still writing can add a file between the removal's listing of a directory
     // and its removal of it ("directory not empty"); once a directory is gone nothing can be
     // added to it, so a few attempts finish the job.
@@ -181,6 +253,9 @@ pub fn discard_staging(staging: &Path, options: &CreateOptions) -> Result<()> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty && attempts < 8 => {
                 attempts += 1;
+                // Give the writer a moment to see its directory gone (and a network file
+                // system to drop the names of files still open).
+                std::thread::sleep(std::time::Duration::from_millis(5 * attempts));
             }
             Err(e) => {
                 return Err(Error::io(e, "cannot remove the staging directory").with_path(staging));
@@ -333,8 +408,12 @@ mod remote {
         }
         store.copy_staged(&items)?;
         // The dataset is complete: a staging object left by a failed delete costs storage
-        // but cannot make anything open wrong.
-        if let Err(e) = store.delete_prefix(staging_url.path()) {
+        // but cannot make anything open wrong. The marker first, as a discard does, so that
+        // a straggling part (an attempt not among `parts`) cannot land after the listing.
+        let cleared = store
+            .delete(&job_marker(staging)?)
+            .and_then(|()| store.delete_prefix(staging_url.path()));
+        if let Err(e) = cleared {
             log::warn!("the dataset is published, but its staging objects remain: {e}");
         }
         Ok(())
@@ -443,6 +522,25 @@ mod tests {
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{format:?}");
             let e = crate::create_part(&location, format, 0, 1, &options).err().unwrap();
             assert_eq!(e.kind(), reel_core::ErrorKind::Closed, "{format:?}: {e}");
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{format:?}");
+        }
+        // A discard between the part's directory and its writer: writers that create their
+        // directories (with parents) as they start re-create the staging location, and the
+        // fence's second look removes it again.
+        for format in [Format::Ffrecord, Format::Granular, Format::Gulp] {
+            let staging = parts_staging(&dst, &options).unwrap();
+            let location = staged_part(&staging, 5);
+            let fence = LocalFence::enter(&staging, &location).unwrap();
+            discard_staging(&staging, &options).unwrap();
+            let created = crate::convert::create_local_part(&location, format, 0, 1, &options);
+            // Gulp's chunk writer creates its directory itself (what the fence is for); the
+            // others check their destination's directory first and fail.
+            let recreates = format == Format::Gulp;
+            assert!(!recreates || created.is_ok(), "{format:?}: the scenario did not happen");
+            if let Ok((sink, _)) = created {
+                let e = fence.check(sink).err().unwrap();
+                assert_eq!(e.kind(), reel_core::ErrorKind::Closed, "{format:?}: {e}");
+            }
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{format:?}");
         }
         // Locations that are not parts of a job are not mistaken for one.

@@ -77,14 +77,17 @@ pub(crate) fn create_remote_part(
         Some(staging) => Some(crate::parts::job_marker(staging)?),
         None => None,
     };
-    let staging = local_staging()?;
-    let local = staging.path().join("part");
-    let (inner, _) = crate::create_part(&local, format, k, count, options)?;
     let shown = format!(
         "{}/{}",
         dir.to_string().trim_end_matches('/'),
         crate::part_names(format, k, count)[0]
     );
+    if let Some(marker) = &job_marker {
+        job_still_open(&store, marker, &shown)?; // nothing to write for a called-off job
+    }
+    let staging = local_staging()?;
+    let local = staging.path().join("part");
+    let (inner, _) = crate::create_part(&local, format, k, count, options)?;
     let sink = RemoteSink {
         inner,
         local,
@@ -100,6 +103,18 @@ pub(crate) fn create_remote_part(
         _staging: staging,
     };
     Ok((Box::new(sink), PathBuf::from(shown)))
+}
+
+/// Whether the job that the part `shown` belongs to still runs: its marker is there (see
+/// [`crate::parts`]); a missing marker is the job called off.
+fn job_still_open(store: &Store, marker: &ObjectPath, shown: &str) -> Result<()> {
+    match store.size(marker) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == reel_core::ErrorKind::NotFound => {
+            Err(crate::parts::called_off(Path::new(shown)))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// A fresh local directory to stage a dataset bound for object storage in, under
@@ -310,7 +325,7 @@ impl RecordSink for RemoteSink {
         }
         self.store.upload_staged(&items)?;
         if let Some(marker) = &self.job_marker
-            && let Err(e) = self.store.size(marker)
+            && let Err(e) = job_still_open(&self.store, marker, &self.shown)
         {
             // Called off (or the marker cannot be seen): what went up must not outlive the
             // job's discard, which may have listed the prefix before it arrived.
@@ -319,11 +334,7 @@ impl RecordSink for RemoteSink {
                     log::warn!("cannot remove a part of a called-off job: {e}");
                 }
             }
-            return Err(if e.kind() == reel_core::ErrorKind::NotFound {
-                crate::parts::called_off(Path::new(&self.shown))
-            } else {
-                e
-            });
+            return Err(e);
         }
         self.published = true;
         summary.paths = vec![PathBuf::from(&self.shown)];

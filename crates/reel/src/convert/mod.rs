@@ -210,6 +210,7 @@ pub fn convert_with_progress(
         Existing::Refuse
     };
     if !is_remote(dst)? {
+        crate::parts::refuse_called_off(dst)?;
         check_destination(dst, &[src], existing)?;
     }
     // A conversion reads its source once, front to back. Under the default backend it reads
@@ -694,7 +695,8 @@ fn gulp_chunk_number(k: u64, count: u64) -> u64 {
 }
 
 /// A sink writing part `k` of `count` of a multi-part dataset in the directory `dir` (created
-/// if needed), under the names [`part_names`] gives: what `reel convert --shard k/count`
+/// if needed, except under a job's staging location: see [`crate::parts`]), under the names
+/// [`part_names`] gives: what `reel convert --shard k/count`
 /// writes, and what a distributed writer (Ray) writes per task. Returns the sink and the path
 /// it writes (the part, or `dir` for a gulp chunk, which is two files).
 ///
@@ -721,14 +723,30 @@ pub fn create_part(
     if let Some(reel_store::Address::Remote(url)) = crate::create::remote_address(dir)? {
         return crate::remote_sink::create_remote_part(&url, to, k, count, create);
     }
-    if crate::parts::staging_of(dir).is_some() {
-        // A part of a job in parts (`reel::parts`): never re-create a discarded staging
-        // location.
-        crate::parts::create_local_part_dir(dir)?;
-    } else {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::io(e, "cannot create the output directory").with_path(dir))?;
+    match crate::parts::staging_of(dir) {
+        // A part of a job in parts (`reel::parts`): a discarded staging location is never
+        // re-created, not even by the format writer's own directory creation.
+        Some(staging) => {
+            let fence = crate::parts::LocalFence::enter(staging, dir)?;
+            let (sink, path) = create_local_part(dir, to, k, count, create)?;
+            fence.check(sink).map(|sink| (sink, path))
+        }
+        None => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::io(e, "cannot create the output directory").with_path(dir))?;
+            create_local_part(dir, to, k, count, create)
+        }
     }
+}
+
+/// [`create_part`] in the existing local directory `dir`.
+pub(crate) fn create_local_part(
+    dir: &Path,
+    to: Format,
+    k: u64,
+    count: u64,
+    create: &CreateOptions,
+) -> Result<(Box<dyn RecordSink>, PathBuf)> {
     if to == Format::Gulp {
         let n = gulp_chunk_number(k, count);
         return crate::formats::gulp_chunk_sink(dir, n).map(|s| (s, dir.to_path_buf()));
