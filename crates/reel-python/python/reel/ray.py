@@ -146,7 +146,9 @@ class ReelDatasink(Datasink):
     hidden staging location beside ``path`` and the driver puts the parts into place in
     ``on_write_complete`` (renames in a directory; server-side copies in a bucket, the
     objects that make the dataset openable last); ``on_write_failed`` removes the staging
-    location. A local ``path`` must be on a file system every node sees (a shared volume);
+    location. A task Ray cancelled but did not wait for cannot leave its part behind: it
+    finds the job's ``job-open`` marker gone, removes what it wrote and fails with
+    ``reel.ClosedError``. A local ``path`` must be on a file system every node sees (a shared volume);
     an object URL (``s3://bucket/key``, ``gs://…``, ``az://…``) needs only the store's
     settings on every node (the environment: ``AWS_REGION``, ``AWS_ENDPOINT_URL`` …), and
     each task stages its part under its node's ``REEL_STAGING_DIR`` (default the temporary
