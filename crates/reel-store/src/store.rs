@@ -108,6 +108,15 @@ impl Store {
         Ok(meta.size)
     }
 
+    /// Whether the object `key` exists (one HEAD).
+    pub fn exists(&self, key: &ObjectPath) -> Result<bool> {
+        match self.size(key) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == reel_core::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The whole object `key` (one GET).
     pub fn read_all(&self, key: &ObjectPath) -> Result<Bytes> {
         let client = self.client()?;

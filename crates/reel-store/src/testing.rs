@@ -82,24 +82,10 @@ impl MotoServer {
         Err(Error::new(ErrorKind::Io, format!("moto did not answer within {START_DEADLINE:?}")))
     }
 
-    /// Whether a `GET /` on the port, on one connection with short timeouts, gets an HTTP
-    /// status line back from a socket other than itself.
+    /// Whether a `GET /` on the port gets an HTTP status line back, within short timeouts.
     fn answers_http(&self) -> bool {
-        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
-        let Ok(mut conn) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
-            return false;
-        };
-        if conn.local_addr().ok() == Some(addr) {
-            return false; // connected to itself: nothing listens there yet
-        }
-        let request =
-            format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n", self.port);
-        let mut head = [0u8; 12];
-        conn.set_read_timeout(Some(Duration::from_secs(2))).is_ok()
-            && conn.write_all(request.as_bytes()).is_ok()
-            && conn.read_exact(&mut head).is_ok()
-            && head.starts_with(b"HTTP/1.")
-            && head[9..12].iter().all(u8::is_ascii_digit)
+        matches!(self.request("GET", "/", Duration::from_secs(2)), Ok((status, answer))
+            if answer.starts_with("HTTP/1.") && status.parse::<u16>().is_ok())
     }
 
     /// The server's endpoint, `http://127.0.0.1:PORT`.
@@ -173,10 +159,20 @@ impl MotoServer {
     /// One unsigned HTTP/1.1 request to the server (moto accepts them): the status code and
     /// the whole answer.
     fn unsigned(&self, method: &str, target: &str) -> Result<(String, String)> {
+        self.request(method, target, Duration::from_secs(30))
+    }
+
+    /// [`unsigned`](Self::unsigned), waiting at most `timeout` for each read. A connection
+    /// the socket made to itself (TCP self-connect: nothing listens on the port yet) is
+    /// refused rather than read back.
+    fn request(&self, method: &str, target: &str, timeout: Duration) -> Result<(String, String)> {
         let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
         let io = |e| Error::io(e, format!("{method} {target} on moto"));
         let mut conn = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(io)?;
-        conn.set_read_timeout(Some(Duration::from_secs(30))).map_err(io)?;
+        if conn.local_addr().ok() == Some(addr) {
+            return Err(Error::new(ErrorKind::Io, "connected to itself: nothing listens there"));
+        }
+        conn.set_read_timeout(Some(timeout)).map_err(io)?;
         write!(
             conn,
             "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\n\

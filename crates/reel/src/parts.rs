@@ -112,15 +112,13 @@ pub(crate) fn called_off(location: &Path) -> Error {
 /// Refuses, as called off, a part `location` on a file system whose job's staging location
 /// was discarded; anything else passes.
 pub(crate) fn refuse_called_off(location: &Path) -> Result<()> {
-    match staging_of(location) {
-        Some(staging) if !job_open(staging) => Err(called_off(location)),
-        _ => Ok(()),
-    }
+    staging_of(location).map_or(Ok(()), |staging| require_open(staging, location))
 }
 
-/// Whether the job staging at `staging` on a file system still runs: its marker is there.
-fn job_open(staging: &Path) -> bool {
-    staging.join(JOB_OPEN_MARKER).is_file()
+/// Fails, as called off, unless the job staging at `staging` on a file system still runs
+/// (its marker is there); `location` is the part the error names.
+fn require_open(staging: &Path, location: &Path) -> Result<()> {
+    if staging.join(JOB_OPEN_MARKER).is_file() { Ok(()) } else { Err(called_off(location)) }
 }
 
 /// The guard of a part being created under a job's staging location on a file system.
@@ -140,9 +138,7 @@ impl LocalFence {
     /// Creates the part's directory `location` inside the job's `tasks` directory, if the
     /// job still runs.
     pub(crate) fn enter(staging: &Path, location: &Path) -> Result<Self> {
-        if !job_open(staging) {
-            return Err(called_off(location));
-        }
+        require_open(staging, location)?;
         match std::fs::create_dir(location) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -163,19 +159,17 @@ impl LocalFence {
         self,
         sink: Box<dyn reel_core::RecordSink>,
     ) -> Result<Box<dyn reel_core::RecordSink>> {
-        if job_open(&self.staging) {
+        let Err(called_off) = require_open(&self.staging, &self.location) else {
             return Ok(sink);
-        }
+        };
         drop(sink);
-        if let Err(e) = std::fs::remove_dir_all(&self.staging)
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
+        if let Err(e) = remove_local_staging(&self.staging) {
             log::warn!(
                 "cannot remove a re-created staging location {}: {e}",
                 self.staging.display()
             );
         }
-        Err(called_off(&self.location))
+        Err(called_off)
     }
 }
 
@@ -231,9 +225,7 @@ pub fn discard_staging(staging: &Path, options: &CreateOptions) -> Result<()> {
     #[cfg(feature = "object-store")]
     if let Some(reel_store::Address::Remote(url)) = crate::create::remote_address(staging)? {
         let store = reel_store::Store::new(&url, &options.store)?;
-        // The marker first: a part finishing from here on sees the job called off.
-        store.delete(&remote::job_marker(staging)?)?;
-        return store.delete_prefix(url.path()).map(|_| ());
+        return remote::clear(&store, url.path());
     }
     let _ = options;
     // The marker first: a part created from here on sees the job called off.
@@ -243,13 +235,18 @@ pub fn discard_staging(staging: &Path, options: &CreateOptions) -> Result<()> {
         }
         _ => {}
     }
-    // A worker still writing can add a file between the removal's listing of a directory
-    // and its removal of it ("directory not empty"); once a directory is gone nothing can be
-    // added to it, so a few attempts finish the job.
+    remove_local_staging(staging)
+        .map_err(|e| Error::io(e, "cannot remove the staging directory").with_path(staging))
+}
+
+/// Removes the local staging directory `staging` and everything in it; one already gone
+/// is no error. A worker still writing can add a file between the removal's listing of a
+/// directory and its removal of it ("directory not empty"); once a directory is gone
+/// nothing can be added to it, so a few attempts finish the job.
+fn remove_local_staging(staging: &Path) -> std::io::Result<()> {
     let mut attempts = 0;
     loop {
         match std::fs::remove_dir_all(staging) {
-            Ok(()) => return Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty && attempts < 8 => {
                 attempts += 1;
@@ -257,9 +254,7 @@ pub fn discard_staging(staging: &Path, options: &CreateOptions) -> Result<()> {
                 // system to drop the names of files still open).
                 std::thread::sleep(std::time::Duration::from_millis(5 * attempts));
             }
-            Err(e) => {
-                return Err(Error::io(e, "cannot remove the staging directory").with_path(staging));
-            }
+            done => return done,
         }
     }
 }
@@ -329,14 +324,22 @@ mod remote {
             })?
             .pop()
             .push(&staging_name(name));
-        let staging = PathBuf::from(staged.to_string());
-        store.put(&job_marker(&staging)?, reel_store::Bytes::new())?;
-        Ok(staging)
+        let staging = staged.to_string();
+        store.put(&job_marker(ObjectUrl::parse(&staging)?.path()), reel_store::Bytes::new())?;
+        Ok(PathBuf::from(staging))
     }
 
-    /// The key of the marker that exists while the job staging at `staging` runs.
-    pub(crate) fn job_marker(staging: &Path) -> Result<ObjectPath> {
-        Ok(object_url(staging)?.path().clone().join(super::JOB_OPEN_MARKER))
+    /// The key of the marker that exists while the job staging under the key prefix
+    /// `staging` runs.
+    pub(crate) fn job_marker(staging: &ObjectPath) -> ObjectPath {
+        staging.clone().join(super::JOB_OPEN_MARKER)
+    }
+
+    /// Removes a job's staging objects under `staging`: the marker first, so that a part
+    /// finishing from then on sees the job called off and removes itself, then the rest.
+    pub(super) fn clear(store: &Store, staging: &ObjectPath) -> Result<()> {
+        store.delete(&job_marker(staging))?;
+        store.delete_prefix(staging).map(|_| ())
     }
 
     /// Copies the parts into place under `dst` (data first, what makes the dataset openable
@@ -408,12 +411,9 @@ mod remote {
         }
         store.copy_staged(&items)?;
         // The dataset is complete: a staging object left by a failed delete costs storage
-        // but cannot make anything open wrong. The marker first, as a discard does, so that
-        // a straggling part (an attempt not among `parts`) cannot land after the listing.
-        let cleared = store
-            .delete(&job_marker(staging)?)
-            .and_then(|()| store.delete_prefix(staging_url.path()));
-        if let Err(e) = cleared {
+        // but cannot make anything open wrong. Cleared as a discard clears, so that a
+        // straggling part (an attempt not among `parts`) cannot land after the listing.
+        if let Err(e) = clear(&store, staging_url.path()) {
             log::warn!("the dataset is published, but its staging objects remain: {e}");
         }
         Ok(())

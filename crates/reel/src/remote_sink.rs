@@ -73,15 +73,15 @@ pub(crate) fn create_remote_part(
         )?);
     }
     // The marker of the job this part belongs to, checked when the part is up.
-    let job_marker = match crate::parts::staging_of(Path::new(&dir.to_string())) {
-        Some(staging) => Some(crate::parts::job_marker(staging)?),
+    let dir_text = dir.to_string();
+    let job_marker = match crate::parts::staging_of(Path::new(&dir_text)) {
+        Some(staging) => {
+            Some(crate::parts::job_marker(ObjectUrl::parse(&staging.to_string_lossy())?.path()))
+        }
         None => None,
     };
-    let shown = format!(
-        "{}/{}",
-        dir.to_string().trim_end_matches('/'),
-        crate::part_names(format, k, count)[0]
-    );
+    let shown =
+        format!("{}/{}", dir_text.trim_end_matches('/'), crate::part_names(format, k, count)[0]);
     if let Some(marker) = &job_marker {
         job_still_open(&store, marker, &shown)?; // nothing to write for a called-off job
     }
@@ -108,12 +108,15 @@ pub(crate) fn create_remote_part(
 /// Whether the job that the part `shown` belongs to still runs: its marker is there (see
 /// [`crate::parts`]); a missing marker is the job called off.
 fn job_still_open(store: &Store, marker: &ObjectPath, shown: &str) -> Result<()> {
-    match store.size(marker) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == reel_core::ErrorKind::NotFound => {
-            Err(crate::parts::called_off(Path::new(shown)))
+    if store.exists(marker)? { Ok(()) } else { Err(crate::parts::called_off(Path::new(shown))) }
+}
+
+/// Deletes `keys`, best effort: a failure is logged as `what`, and the rest are still tried.
+fn delete_quietly<'a>(store: &Store, keys: impl IntoIterator<Item = &'a ObjectPath>, what: &str) {
+    for key in keys {
+        if let Err(e) = store.delete(key) {
+            log::warn!("cannot remove {what}: {e}");
         }
-        Err(e) => Err(e),
     }
 }
 
@@ -233,10 +236,8 @@ pub(crate) fn refuse_existing(
 /// The objects at `key` (one object) or under it (a directory dataset).
 fn existing_objects(store: &Store, key: &ObjectPath) -> Result<Vec<ObjectPath>> {
     let mut found: Vec<ObjectPath> = store.list(key)?.into_iter().map(|(k, _)| k).collect();
-    match store.size(key) {
-        Ok(_) => found.insert(0, key.clone()),
-        Err(e) if e.kind() == reel_core::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
+    if store.exists(key)? {
+        found.insert(0, key.clone());
     }
     Ok(found)
 }
@@ -329,11 +330,7 @@ impl RecordSink for RemoteSink {
         {
             // Called off (or the marker cannot be seen): what went up must not outlive the
             // job's discard, which may have listed the prefix before it arrived.
-            for item in &items {
-                if let Err(e) = self.store.delete(&item.key) {
-                    log::warn!("cannot remove a part of a called-off job: {e}");
-                }
-            }
+            delete_quietly(&self.store, items.iter().map(|i| &i.key), "a part of a called-off job");
             return Err(e);
         }
         self.published = true;
@@ -352,11 +349,7 @@ impl Drop for RemoteSink {
         }
         // The early uploads are data files that open nothing by themselves; they are
         // removed so that an unfinished or failed dataset leaves no objects behind.
-        for key in &uploaded {
-            if let Err(e) = self.store.delete(key) {
-                log::warn!("cannot remove an object of an unfinished dataset: {e}");
-            }
-        }
+        delete_quietly(&self.store, &uploaded, "an object of an unfinished dataset");
     }
 }
 

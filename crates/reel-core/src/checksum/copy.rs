@@ -27,7 +27,7 @@ use super::continue_crc32;
 /// The fused loop needs one whole 256-byte block; below that crc32fast's 128-bit folds are
 /// as quick.
 #[cfg(target_arch = "x86_64")]
-const MIN_FUSED_BYTES: usize = 256;
+const MIN_FUSED_BYTES: usize = x86::STEP;
 
 /// Copies `from` into `to` (of the same length) and returns the CRC-32 of `from` continued
 /// from `crc` (the CRC-32 of the bytes before it, 0 for none), as
@@ -77,7 +77,7 @@ mod x86 {
     const PREFETCH_AHEAD: usize = 4096;
 
     /// Bytes per step of the loop: four 512-bit registers.
-    const STEP: usize = 256;
+    pub(super) const STEP: usize = 256;
 
     /// Whether the CPU runs the fused kernel. `is_x86_feature_detected!` caches its answer.
     pub(super) fn supported() -> bool {
@@ -168,9 +168,11 @@ mod x86 {
         let mut remainder = [0u8; 16];
         // SAFETY: `remainder` is 16 writable bytes; the store needs no alignment.
         unsafe { arch::_mm_storeu_si128(remainder.as_mut_ptr().cast(), x) };
-        let crc = super::continue_crc32(!0, &remainder);
         to[body..].copy_from_slice(&from[body..]);
-        super::continue_crc32(crc, &to[body..])
+        let mut hasher = crc32fast::Hasher::new_with_initial(!0);
+        hasher.update(&remainder);
+        hasher.update(&to[body..]);
+        hasher.finalize()
     }
 
     /// A fold's key pair (`low` for each lane's low half, `high` for its high half) in all

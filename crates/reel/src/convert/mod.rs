@@ -723,20 +723,22 @@ pub fn create_part(
     if let Some(reel_store::Address::Remote(url)) = crate::create::remote_address(dir)? {
         return crate::remote_sink::create_remote_part(&url, to, k, count, create);
     }
-    match crate::parts::staging_of(dir) {
+    let fence = match crate::parts::staging_of(dir) {
         // A part of a job in parts (`reel::parts`): a discarded staging location is never
         // re-created, not even by the format writer's own directory creation.
-        Some(staging) => {
-            let fence = crate::parts::LocalFence::enter(staging, dir)?;
-            let (sink, path) = create_local_part(dir, to, k, count, create)?;
-            fence.check(sink).map(|sink| (sink, path))
-        }
+        Some(staging) => Some(crate::parts::LocalFence::enter(staging, dir)?),
         None => {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::io(e, "cannot create the output directory").with_path(dir))?;
-            create_local_part(dir, to, k, count, create)
+            None
         }
-    }
+    };
+    let (sink, path) = create_local_part(dir, to, k, count, create)?;
+    let sink = match fence {
+        Some(fence) => fence.check(sink)?,
+        None => sink,
+    };
+    Ok((sink, path))
 }
 
 /// [`create_part`] in the existing local directory `dir`.
