@@ -191,6 +191,74 @@ def test_granular_bag_reader_matches_reference():
     assert ours[0 : len(ref)] == ref[0 : len(ref)]
 
 
+def sharded_copy(tmp_path):
+    """The golden sharded root's shard folders alone (the reference takes every entry of the
+    root for a shard, expected.json included)."""
+    root = golden_root() / "granular/granular-0.24.2/sharded"
+    for shard in root.iterdir():
+        if shard.is_dir():
+            shutil.copytree(shard, tmp_path / shard.name)
+    return tmp_path
+
+
+@pytest.mark.parametrize("shardstart, shardstep", [(0, 1), (1, 2), (0, 2), (2, 1), (1, 1)])
+def test_granular_sharded_reader_selects_shards_as_reference(shardstart, shardstep, tmp_path):
+    root = sharded_copy(tmp_path)
+    select = dict(shardstart=shardstart, shardstep=shardstep)
+    ref = granular.ShardedDatasetReader(root, granular.decoders, **select)
+    ours = cgranular.ShardedDatasetReader(root, cgranular.decoders, **select)
+    assert (len(ours), ours.shards, ours.size) == (len(ref), ref.shards, ref.size)
+    assert ours.spec == ref.spec
+    for i in range(len(ref)):
+        assert same_values(ours[i], ref[i]), i
+    keys = list(ref.spec)[:1]
+    n = len(ref)
+    assert same_values(ours[n - 1, keys], ref[n - 1, keys])
+    for a, b in [(0, n), (1, n - 1), (n // 2, n // 2), (0, 0)]:
+        assert same_values(ours[a:b], ref[a:b]), (a, b)
+    copied = ours.copy()
+    assert same_values(copied[0:n], ref[0:n])
+    raw_ref = granular.ShardedDatasetReader(str(root), None, **select)
+    raw_ours = cgranular.ShardedDatasetReader(str(root), None, **select)
+    assert same(raw_ours[n - 1], raw_ref[n - 1])
+    with cgranular.ShardedDatasetReader(root, None, False, (), False, shardstart, shardstep) as positional:
+        assert len(positional) == n
+    with pytest.raises(AssertionError):
+        cgranular.ShardedDatasetReader(root, None, shardstart=3)
+
+
+def test_granular_sizes_match_reference(tmp_path):
+    for case in ["normal", "one_record", "empty", "empty_values"]:
+        path = golden_root() / "granular/granular-0.24.2" / case
+        assert cgranular.DatasetReader(path, None).size == granular.DatasetReader(path, None).size, case
+    bag = golden_root() / "granular/granular-0.24.2/raw_bag/data.bag"
+    assert cgranular.BagReader(bag).size == granular.BagReader(bag).size
+
+
+def test_granular_bag_reader_takes_idx_source_as_reference(tmp_path):
+    golden_bag = golden_root() / "granular/granular-0.24.2/raw_bag/data.bag"
+    bag = tmp_path / "records.bag"
+    shutil.copyfile(golden_bag, bag)
+    index = tmp_path / "elsewhere" / "the.index"
+    index.parent.mkdir()
+    shutil.copyfile(golden_bag.with_suffix(".idx"), index)
+    idx_bytes = index.read_bytes()
+    # The index of the first 5 records only: a reader that looked beside the bag instead of
+    # at idx_source would see all of them.
+    short = idx_bytes[: 5 * 8]
+    for idx_source in [index, str(index), idx_bytes, short]:
+        ref = granular.BagReader(str(bag), idx_source=idx_source)
+        ours = cgranular.BagReader(str(bag), idx_source=idx_source)
+        assert (len(ours), ours.size) == (len(ref), ref.size)
+        assert [ours[i] for i in range(len(ref))] == [ref[i] for i in range(len(ref))]
+        assert ours[0 : len(ref) + 3] == ref[0 : len(ref) + 3]
+        assert ours.copy()[len(ref) - 1] == ref[len(ref) - 1]
+        ours.close()
+        ref.close()
+    with pytest.raises(Exception):  # noqa: B017 - no index beside the bag, none given
+        cgranular.BagReader(str(bag))
+
+
 # ---- gulpio2 (the reference installed by name) -------------------------------------------
 
 import gulpio2  # noqa: E402  (in tests/requirements.txt: missing, this fails)
@@ -231,3 +299,26 @@ def test_gulp_directory_matches_reference(case):
         got = [(m, [bytes(f) for f in fr]) for fr, m in chunk_ours.iter_all()]
         want = [(m, [bytes(f) for f in fr]) for fr, m in chunk_ref.iter_all()]
         assert got == want
+
+
+def test_gulp_ids_are_converted_with_str_as_reference():
+    path = str(golden_root() / "gulpio2" / "normal")
+    raw = lambda b: b  # noqa: E731
+    ref = gulpio2.GulpDirectory(path, jpeg_decoder=raw)
+    ours = cgulpio2.GulpDirectory(path, jpeg_decoder=raw)
+    ref_chunk = next(c for c in ref.chunks() if "0" in c.meta_dict)
+    our_chunk = ours.chunk_objs_lookup[ours.chunk_lookup["0"]]
+    for id_ in [0, "0", "video_001", 1, "nope"]:
+        assert (id_ in our_chunk) == (id_ in ref_chunk), id_
+    assert 0 in our_chunk
+    with ref_chunk.open():
+        for element in [0, (0, slice(0, 1)), (0, [0])]:
+            got, want = our_chunk[element], ref_chunk[element]
+            assert got[1] == want[1] and [bytes(f) for f in got[0]] == [bytes(f) for f in want[0]]
+        got, want = our_chunk.read_frames(0, [0]), ref_chunk.read_frames(0, [0])
+        assert got[1] == want[1] and [bytes(f) for f in got[0]] == [bytes(f) for f in want[0]]
+    for element in [0, (0, slice(None, None, -1))]:
+        got, want = ours[element], ref[element]
+        assert got[1] == want[1] and [bytes(f) for f in got[0]] == [bytes(f) for f in want[0]]
+    with pytest.raises(TypeError):
+        ours[1.5]
