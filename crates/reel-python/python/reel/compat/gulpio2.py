@@ -52,8 +52,8 @@ class GulpChunk:
         self.chunk_id = chunk_id
         self.meta_dict: OrderedDict[str, dict] = OrderedDict()
 
-    def __contains__(self, id_: str) -> bool:
-        return id_ in self.meta_dict
+    def __contains__(self, id_) -> bool:
+        return str(id_) in self.meta_dict
 
     def __getitem__(self, element):
         return self.read_frames(*_split(element))
@@ -65,8 +65,10 @@ class GulpChunk:
         """Nothing to open: reel reads on demand (kept so ``with chunk.open():`` works)."""
         return _Nothing()
 
-    def read_frames(self, id_: str, slice_=None) -> tuple[list, dict]:
-        """The frames (selected by ``slice_``) and the first meta dict of ``id_``."""
+    def read_frames(self, id_, slice_=None) -> tuple[list, dict]:
+        """The frames (selected by ``slice_``) and the first meta dict of ``id_`` (an id or
+        anything whose ``str()`` is one, as in gulpio2)."""
+        id_ = str(id_)
         if id_ not in self.meta_dict:
             raise KeyError(id_)
         return self._directory._read(id_, slice_)
