@@ -112,7 +112,8 @@ impl Col {
             Kind::Null => Col::Null(0),
             Kind::Bool => Col::Bool(BooleanBufferBuilder::new(0), valid()),
             Kind::Int { negative: false, huge: true } => Col::UInt(Vec::new(), valid()),
-            Kind::Int { negative: true, huge: true } => Col::var(false, true, large),
+            // Integers beyond both int64 and uint64's ranges: tagged JSON text, as `to_field` says.
+            Kind::Int { negative: true, huge: true } => Col::var(true, true, large),
             Kind::Int { .. } => Col::Int(Vec::new(), valid()),
             Kind::Float => Col::Float(Vec::new(), valid()),
             Kind::Bytes => Col::var(false, false, large),

@@ -508,3 +508,23 @@ fn mixed_values_are_tagged_json_and_big_endian_arrays_read_back() {
     }
     assert_eq!(src.read(2).unwrap().get("v").unwrap().as_bytes(), Some(&[0u8, 255, 7][..]));
 }
+
+/// Integers beyond int64 beside negative ones have no Arrow integer type: they are tagged
+/// JSON text, which Parquet and IPC write and read back as the same integers.
+#[test]
+fn integers_beyond_int64_beside_negative_ones_round_trip() {
+    let big = (1u64 << 63) + 5;
+    let mut a = Record::new();
+    a.push_value("v", reel_core::ValueRef::UInt(big));
+    let b = Record::new().with_int("v", -1);
+    let tmp = tempfile::tempdir().unwrap();
+    for kind in [FileKind::Parquet, FileKind::ArrowIpc] {
+        let path = tmp.path().join("ints");
+        let source = VecSource::new(vec![a.clone(), b.clone()]);
+        reel_arrow::write_file(&source, &path, kind, &WriteOptions::default(), &mut |_, _| {})
+            .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        let back = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+        assert_eq!(back.read(0).unwrap().get("v").unwrap().as_u64(), Some(big), "{kind:?}");
+        assert_eq!(back.read(1).unwrap().get("v").unwrap().as_i64(), Some(-1), "{kind:?}");
+    }
+}
