@@ -646,7 +646,8 @@ impl Encoder {
     ) -> Result<()> {
         let index = record.index();
         let fail = |field: &str, why: String| {
-            Error::schema(format!("record {index}, field {field:?}: {why}")).with_record(index)
+            // The record index is context, which the error's display puts first.
+            Error::schema(format!("field {field:?}: {why}")).with_record(index)
         };
         for (name, _) in record.iter() {
             if !self.skip_unknown && !self.names.iter().any(|n| n == name) {

@@ -133,6 +133,8 @@ fn a_record_that_does_not_fit_is_named_with_its_field() {
     let source = VecSource::new(records.clone());
     let err = SourceBatchReader::new(&source, &options).unwrap().next_batch().unwrap_err();
     assert!(err.to_string().contains("record 7") && err.to_string().contains("\"extra\""), "{err}");
+    // The record is said once, as the error's context.
+    assert_eq!(err.to_string().matches("record 7").count(), 1, "{err}");
 
     // Nested: the path into the value is named.
     let nested = |v: i64| {
