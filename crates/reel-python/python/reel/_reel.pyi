@@ -1,6 +1,7 @@
 """Type stubs of reel's compiled extension (``reel._reel``); import ``reel``, not this."""
 
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
@@ -102,59 +103,96 @@ def gulp_index(
     """Chunk numbers and (id, chunk, frame_info, meta_data JSON) of every video."""
 
 class Info:
-    """What a dataset is."""
+    """What a dataset is: format, version, schema, files, warnings and format-specific facts."""
 
     @property
-    def format(self) -> str: ...
+    def format(self) -> str:
+        """The format's name ("ffrecord", "syrah", ...)."""
     @property
-    def version(self) -> str | None: ...
+    def version(self) -> str | None:
+        """The format version or generation, when it can be told."""
     @property
-    def schema(self) -> list[tuple[str, str]] | None: ...
+    def schema(self) -> list[tuple[str, str]] | None:
+        """(field name, the format's type name) for every field, when the format declares
+        them."""
     @property
-    def files(self) -> list[os.PathLike[str]]: ...
+    def files(self) -> list[os.PathLike[str]]:
+        """The files the dataset reads."""
     @property
-    def warnings(self) -> list[tuple[str, os.PathLike[str] | None, str]]: ...
+    def warnings(self) -> list[tuple[str, os.PathLike[str] | None, str]]:
+        """What the reader noticed while opening: (kind, file or None, message)."""
     @property
-    def facts(self) -> list[tuple[str, str]]: ...
+    def facts(self) -> list[tuple[str, str]]:
+        """Format-specific facts as (name, value) pairs in display order."""
 
 class BatchBuffer:
-    """The bytes of one batch read, shared without a copy (buffer protocol, read-only)."""
+    """The bytes of one batch read, shared without a copy (buffer protocol, read-only).
 
-    def __len__(self) -> int: ...
-    def __buffer__(self, flags: int, /) -> memoryview: ...
+    Byte fields read with ``copy=False`` are ``memoryview`` slices of this object (and
+    tensors made from them share it too); each keeps the whole batch alive until the last of
+    them is released, whatever happens to the dataset."""
+
+    def __len__(self) -> int:
+        """Number of bytes."""
+    if sys.version_info >= (3, 12):
+        def __buffer__(self, flags: int, /) -> memoryview:
+            """The batch's bytes as a read-only, one-dimensional buffer of unsigned bytes
+            (PEP 688; before Python 3.12 the buffer protocol is there without this name)."""
 
 class DatasetIter:
-    """Iterator over every record of a dataset, reading a batch at a time."""
+    """Iterator over every record of a dataset, reading ahead one batch at a time."""
 
     def __iter__(self) -> DatasetIter: ...
     def __next__(self) -> Record: ...
 
 class IndexPlan:
-    """The index batches of one rank, from reel-loader."""
+    """The index batches of one rank, from reel-loader, computed without reading anything.
+
+    Iterating yields ``(indices, resume_state)`` per batch: the record indices of the batch
+    and the loader state (JSON) after it, which resumes exactly after that batch."""
 
     def __iter__(self) -> Iterator[tuple[list[int], str]]: ...
     def __next__(self) -> tuple[list[int], str]: ...
-    def state(self) -> str: ...
+    def state(self) -> str:
+        """The loader state (JSON) before the next batch."""
 
 class BatchStream:
-    """The batches of a plan, read ahead on Rust threads (``Dataset.stream``)."""
+    """The batches of a plan (``Dataset.stream``), read ahead by reel-loader's threads while
+    Python works on the current one. Iterating yields each batch as a list of records
+    (dicts); waiting for a batch releases the GIL. Dropping the stream stops its threads."""
 
     def __iter__(self) -> BatchStream: ...
     def __next__(self) -> list[Record]: ...
-    def state(self) -> str: ...
+    def state(self) -> str:
+        """The loader state (JSON) after the last batch delivered."""
     @property
-    def threads(self) -> int: ...
+    def threads(self) -> int:
+        """The number of Rust threads reading ahead."""
 
 class Dataset:
-    """A dataset opened with ``reel.open``: a sequence of records (dicts)."""
+    """A dataset opened with ``reel.open``: a sequence of records, each a dict of field name
+    to value.
 
-    def __len__(self) -> int: ...
+    Safe to share between threads (every read releases the GIL) and picklable: a pickled
+    dataset is opened again by path in the process that unpickles it."""
+
+    def __len__(self) -> int:
+        """Number of records."""
     @overload
-    def __getitem__(self, key: int) -> Record: ...
+    def __getitem__(self, key: int | np.integer[Any]) -> Record:
+        """``ds[i]`` is record ``i`` (a dict); ``ds[a:b:c]`` and ``ds[[i, j, ...]]`` (or a
+        NumPy integer array) are lists of records read in one batched read."""
     @overload
-    def __getitem__(self, key: slice | Sequence[int]) -> list[Record]: ...
-    def read(self, index: int, *, copy: bool = True) -> Record: ...
-    def read_batch(self, indices: Iterable[int], *, copy: bool = True) -> list[Record]: ...
+    def __getitem__(
+        self, key: slice | Sequence[int] | npt.NDArray[np.integer[Any]]
+    ) -> list[Record]: ...
+    def read(self, index: int, *, copy: bool = True) -> Record:
+        """Record ``index`` as a dict of field name to value. With ``copy=False``, byte
+        fields are read-only ``memoryview``s over reel's buffer instead of ``bytes`` (no copy;
+        ``numpy.frombuffer`` and ``torch.frombuffer`` accept them)."""
+    def read_batch(self, indices: Iterable[int], *, copy: bool = True) -> list[Record]:
+        """The records at ``indices`` (any order, repeats allowed) in one batched read, as a
+        list of dicts in the order asked. ``copy=False`` as for ``read``."""
     def read_batch_packed(
         self, indices: Iterable[int], *, field: str | None = None
     ) -> tuple[memoryview, npt.NDArray[np.int64]]:
@@ -164,22 +202,28 @@ class Dataset:
         field. No Python object per record. The records are read into reel's batch buffer:
         a records' only field is a view of it (kept alive by the view); one field of records
         that have several is copied once into an immutable ``bytes``."""
-    def __iter__(self) -> DatasetIter: ...
+    def __iter__(self) -> DatasetIter:
+        """Every record in order (read in batches)."""
     @property
-    def info(self) -> Info: ...
+    def info(self) -> Info:
+        """Format, version, schema, files, warnings and facts."""
     @property
-    def path(self) -> os.PathLike[str]: ...
+    def path(self) -> os.PathLike[str]:
+        """The path the dataset was opened from."""
     @property
-    def format(self) -> str: ...
+    def format(self) -> str:
+        """The format's name."""
     @property
     def stored_bytes(self) -> int:
-        """The total size of the dataset's files (one stat, or request, per file)."""
+        """The total size of the dataset's files in bytes (one stat, or request, per file).
+        For sizing work, e.g. Ray read tasks."""
     @property
     def fingerprint(self) -> str:
         """A short text that changes when any of the dataset's files is replaced or
         rewritten (one stat, or request, per file)."""
     @property
-    def backend(self) -> str: ...
+    def backend(self) -> str:
+        """The I/O backend reads go through."""
     def plan(
         self,
         *,
@@ -192,7 +236,13 @@ class Dataset:
         epoch: int = 0,
         epochs: int | None = None,
         state: str | None = None,
-    ) -> IndexPlan: ...
+    ) -> IndexPlan:
+        """The batches rank ``rank`` of ``world_size`` reads, from reel-loader, computed
+        without reading: iterate for ``(indices, resume_state)``. ``shuffle`` is "none",
+        "feistel" (O(1) memory, any position free) or "granular" (numpy's permutation, like
+        Granular's loader); an epoch's order depends only on (shuffle, seed, epoch, len), not
+        on the world size. Starts at ``state`` (JSON from a previous plan) or at the start of
+        ``epoch``; stops after epoch ``epochs - 1`` (None: never)."""
     def stream(
         self,
         *,
@@ -209,8 +259,16 @@ class Dataset:
         prefetch: int | None = None,
         interleave: tuple[int, int] = (1, 0),
         copy: bool = True,
-    ) -> BatchStream: ...
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]: ...
+    ) -> BatchStream:
+        """The batches of the same plan (same keywords as ``plan``), read ahead on
+        ``threads`` Rust threads while Python works on the current batch: iterate for lists
+        of records. ``prefetch`` bounds the batches read ahead (default twice ``threads``);
+        ``threads=0`` reads each batch when it is asked for. ``interleave=(n, k)`` takes
+        batch ``k`` of every ``n`` (worker ``k`` of ``n`` DataLoader workers of this rank),
+        reading only those. ``copy=False`` as for ``read``. Waiting for a batch releases the
+        GIL; the batches and their order do not depend on ``threads`` or ``prefetch``."""
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickles as "open this path again with the same options"."""
     def arrow_stream(
         self,
         *,
@@ -245,13 +303,19 @@ class ArrowStream:
     or by iterating it (``pyarrow.RecordBatch`` objects; a failed read raises reel's error)."""
 
     def __iter__(self) -> ArrowStream: ...
-    def __next__(self) -> Any: ...
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
-    def __arrow_c_schema__(self) -> object: ...
+    def __next__(self) -> Any:
+        """The next batch as a ``pyarrow.RecordBatch`` (pyarrow imported on call); a failed
+        read raises reel's own exception (kind, path, record, offset)."""
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """The Arrow PyCapsule stream protocol. A ``requested_schema`` is ignored; give a
+        schema to ``Dataset.arrow_stream`` instead."""
+    def __arrow_c_schema__(self) -> object:
+        """The schema of the batches, as a capsule "arrow_schema" (``pyarrow.schema(stream)``)."""
 
 class Sink:
     """A dataset being written (wrapped by ``reel.Writer``); ``path`` may be an object URL,
-    uploaded on ``finish``."""
+    uploaded on ``finish``. Nothing appears at the path until ``finish()``; ``abort()`` (or
+    dropping the sink unfinished) removes everything written so far."""
 
     def __init__(
         self,
@@ -263,13 +327,26 @@ class Sink:
         overwrite: bool = False,
         part: tuple[int, int] | None = None,
         part_size: int | None = None,
-    ) -> None: ...
-    def append(self, record: Mapping[str, Any]) -> int: ...
-    def finish(self) -> dict[str, Any]: ...
-    def abort(self) -> None: ...
+    ) -> None:
+        """A writer of ``format`` at ``path``. ``schema`` maps field names to the format's
+        type names (Granular ``spec.json`` types, Syrah dtypes ...) where the format declares
+        them; ``records`` is the number of records that will come, when known. With
+        ``part=(k, n)``, ``path`` is the directory of a multi-part dataset and the writer
+        writes its part ``k`` of ``n`` there. ``part_size``: files of about that many bytes,
+        OFRecord parts or Granular shards."""
+    def append(self, record: Mapping[str, Any]) -> int:
+        """Adds a record (a dict of field name to value) and returns its index."""
+    def finish(self) -> dict[str, Any]:
+        """Makes the dataset durable and visible at its path; returns what was written
+        (``records``, ``bytes``, ``paths``)."""
+    def abort(self) -> None:
+        """Drops everything written so far; the path is left as it was. Idempotent."""
     @property
-    def closed(self) -> bool: ...
+    def closed(self) -> bool:
+        """Whether ``finish`` or ``abort`` was called."""
     @property
-    def path(self) -> os.PathLike[str]: ...
+    def path(self) -> os.PathLike[str]:
+        """The path the dataset appears at."""
     @property
-    def format(self) -> str: ...
+    def format(self) -> str:
+        """The format's name."""
