@@ -35,7 +35,9 @@ use arrow_array::{Array, ArrowPrimitiveType, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use reel_core::{DType, Error, FieldName, FieldSpec, RecordOut, Result, Shape, Value};
 
-use crate::kind::{EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, REEL_TYPE_KEY, dtype_of, tensor_shape};
+use crate::kind::{
+    EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, REEL_TYPE_KEY, dtype_of, tensor_shape, type_name,
+};
 
 /// How one column (or nested child) is read.
 #[derive(Debug)]
@@ -149,7 +151,7 @@ pub(crate) fn columns_of(
     for &i in order {
         let field = schema.field(i);
         columns.push((FieldName::from(field.name().as_str()), i, Plan::for_field(field)?));
-        specs.push(FieldSpec { name: field.name().clone(), kind: field.data_type().to_string() });
+        specs.push(FieldSpec { name: field.name().clone(), kind: type_name(field) });
     }
     Ok((columns, specs))
 }

@@ -243,6 +243,129 @@ impl Kind {
     }
 }
 
+impl Kind {
+    /// The kind of the values a column of Arrow type `field` reads as (see
+    /// [`crate::decode`]), whatever its rows hold: what a Parquet or Arrow IPC file
+    /// declares, so that a column whose sampled rows are all null, or whose larger values
+    /// come after the sample, still gets its type. `Kind::Null` for a type reel has no value
+    /// for (the file source refuses those at open).
+    ///
+    /// Two choices differ from the narrowest Arrow type: an Arrow `map` reads as
+    /// [`Kind::Json`], since its rows have keys of their own, which a struct (one child per
+    /// key, the same keys in every row) cannot hold; and a list of a primitive type reads
+    /// as [`Kind::Vector`] even where its items are nullable (pyarrow's default), since
+    /// nulls there are rare — a row that has one reads as a list and is refused, naming it.
+    pub(crate) fn read_of(field: &Field) -> Kind {
+        let tag = field.metadata().get(REEL_TYPE_KEY).map(String::as_str);
+        let ext = field.metadata().get(EXTENSION_NAME_KEY).map(String::as_str);
+        let signed = Kind::Int { negative: true, huge: false };
+        match field.data_type() {
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View if tag == Some("json") => {
+                Kind::Json
+            }
+            DataType::Null => Kind::Null,
+            DataType::Boolean => Kind::Bool,
+            DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::Date32
+            | DataType::Date64
+            | DataType::Time32(_)
+            | DataType::Time64(_)
+            | DataType::Timestamp(..)
+            | DataType::Duration(_) => signed,
+            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 => {
+                Kind::Int { negative: false, huge: false }
+            }
+            DataType::UInt64 => Kind::Int { negative: false, huge: true },
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => Kind::Float,
+            DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::FixedSizeBinary(_) => Kind::Bytes,
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Kind::Str,
+            DataType::FixedSizeList(item, _) if ext == Some(FIXED_SHAPE_TENSOR) => {
+                match (dtype_of(item.data_type()), tensor_shape(field)) {
+                    (Some(dtype), Ok(shape)) => match shape.len() {
+                        1 => Kind::Vector(dtype),
+                        n if n >= 2 => Kind::Tensor(dtype, shape),
+                        _ => Kind::NdArray,
+                    },
+                    _ => Kind::Null,
+                }
+            }
+            DataType::List(item) | DataType::LargeList(item) | DataType::FixedSizeList(item, _) => {
+                match dtype_of(item.data_type()) {
+                    Some(dtype) if tag != Some("list") => Kind::Vector(dtype),
+                    _ => Kind::List(Box::new(Kind::read_of(item))),
+                }
+            }
+            DataType::Struct(_) if tag == Some("ndarray") => Kind::NdArray,
+            DataType::Struct(children) => Kind::Struct(
+                children.iter().map(|c| (c.name().clone(), Kind::read_of(c))).collect(),
+            ),
+            DataType::Map(..) => Kind::Json,
+            DataType::Dictionary(_, value) => Kind::read_of(
+                &Field::new(field.name(), (**value).clone(), true)
+                    .with_metadata(field.metadata().clone()),
+            ),
+            _ => Kind::Null,
+        }
+    }
+}
+
+/// The type name a Parquet or Arrow IPC column declares ([`reel_core::FieldSpec::kind`]):
+/// Arrow's name of its type, followed by the field metadata that changes how it reads (a
+/// `reel.type` tag, the fixed-shape tensor extension), in brackets. Arrow's type names
+/// parse back ([`DataType::from_str`](std::str::FromStr)) but carry no metadata of the
+/// field itself, hence the brackets; [`kind_of_type_name`] reads both.
+pub(crate) fn type_name(field: &Field) -> String {
+    let mut name = field.data_type().to_string();
+    if let Some(tag) = field.metadata().get(REEL_TYPE_KEY) {
+        name.push_str(&format!(" [{REEL_TYPE_KEY}={tag}]"));
+    }
+    if field.metadata().get(EXTENSION_NAME_KEY).map(String::as_str) == Some(FIXED_SHAPE_TENSOR) {
+        let meta = field.metadata().get(EXTENSION_METADATA_KEY).map_or("", String::as_str);
+        name.push_str(&format!(" [{FIXED_SHAPE_TENSOR}={meta}]"));
+    }
+    name
+}
+
+/// The kind a [`type_name`] stands for ([`Kind::read_of`] its type), or `None` when `name`
+/// is not one: another format's type name, or an Arrow type whose name does not parse back
+/// (one with metadata on a nested field, which Arrow's parser does not read yet).
+pub(crate) fn kind_of_type_name(name: &str) -> Option<Kind> {
+    let (type_part, mut rest) = match name.find(" [") {
+        Some(at) => (&name[..at], &name[at..]),
+        None => (name, ""),
+    };
+    let data_type: DataType = type_part.parse().ok()?;
+    let mut metadata = HashMap::new();
+    while let Some(annotation) = rest.strip_prefix(" [") {
+        // The tensor metadata is JSON, so it may hold brackets: it ends at the last "]".
+        let (body, after) = match annotation.strip_prefix(FIXED_SHAPE_TENSOR) {
+            Some(_) => (annotation.strip_suffix(']')?, ""),
+            None => {
+                let end = annotation.find(']')?;
+                (&annotation[..end], &annotation[end + 1..])
+            }
+        };
+        let (key, value) = body.split_once('=')?;
+        if key == FIXED_SHAPE_TENSOR {
+            metadata.insert(EXTENSION_NAME_KEY.to_string(), FIXED_SHAPE_TENSOR.to_string());
+            metadata.insert(EXTENSION_METADATA_KEY.to_string(), value.to_string());
+        } else {
+            metadata.insert(key.to_string(), value.to_string());
+        }
+        rest = after;
+    }
+    if !rest.is_empty() {
+        return None;
+    }
+    Some(Kind::read_of(&Field::new("", data_type, true).with_metadata(metadata)))
+}
+
 /// The item field of an array column.
 pub(crate) fn element_field(dtype: DType) -> FieldRef {
     let dt = primitive(dtype).unwrap_or(DataType::UInt8);
@@ -326,5 +449,84 @@ mod tests {
         }
         let err = Kind::from_field(&Field::new("d", DataType::Date32, true)).unwrap_err();
         assert!(err.message().contains("\"d\""), "{err}");
+    }
+
+    /// What reel writes reads back as its kind, through the type name a file declares.
+    #[test]
+    fn type_names_read_back_as_the_kind_written() {
+        for kind in [
+            Kind::Bool,
+            Kind::Int { negative: true, huge: false },
+            Kind::Int { negative: false, huge: true },
+            Kind::Float,
+            Kind::Bytes,
+            Kind::Str,
+            Kind::Vector(DType::U16),
+            Kind::Tensor(DType::F32, vec![2, 3]),
+            Kind::NdArray,
+            Kind::List(Box::new(Kind::Str)),
+            Kind::List(Box::new(Kind::Vector(DType::F64))),
+            Kind::Struct(vec![("a".into(), Kind::Float), ("b".into(), Kind::Bytes)]),
+            Kind::Json,
+        ] {
+            for large in [false, true] {
+                let field = kind.to_field("f", large);
+                assert_eq!(Kind::read_of(&field), kind, "{field:?}");
+                let name = type_name(&field);
+                // A nested field's metadata is not in Arrow's name (a list of lists of
+                // values): such names give no kind, and the sample decides alone.
+                match kind_of_type_name(&name) {
+                    Some(k) => assert_eq!(k, kind, "{name}"),
+                    None => assert!(name.contains("{\""), "{name} does not parse"),
+                }
+            }
+        }
+    }
+
+    /// Other tools' types read as the kind of their values.
+    #[test]
+    fn other_types_read_as_their_values() {
+        use arrow_schema::TimeUnit;
+        let signed = Kind::Int { negative: true, huge: false };
+        for (dt, kind) in [
+            (DataType::Int8, signed.clone()),
+            (DataType::UInt32, Kind::Int { negative: false, huge: false }),
+            (DataType::UInt64, Kind::Int { negative: false, huge: true }),
+            (DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), signed.clone()),
+            (DataType::Date32, signed.clone()),
+            (DataType::Float16, Kind::Float),
+            (DataType::FixedSizeBinary(4), Kind::Bytes),
+            (DataType::LargeUtf8, Kind::Str),
+            (
+                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+                Kind::Str,
+            ),
+            (
+                DataType::List(Arc::new(Field::new("item", DataType::Float32, true))),
+                Kind::Vector(DType::F32),
+            ),
+            (
+                DataType::Map(
+                    Arc::new(Field::new(
+                        "entries",
+                        DataType::Struct(Fields::from(vec![
+                            Field::new("key", DataType::Utf8, false),
+                            Field::new("value", DataType::Int64, true),
+                        ])),
+                        false,
+                    )),
+                    false,
+                ),
+                Kind::Json,
+            ),
+            (DataType::Decimal128(10, 2), Kind::Null),
+        ] {
+            let field = Field::new("c", dt, true);
+            assert_eq!(Kind::read_of(&field), kind, "{field:?}");
+            assert_eq!(kind_of_type_name(&type_name(&field)), Some(kind), "{field:?}");
+        }
+        for other in ["bytes", "int", "float32", "msgpack", "json", "array", ""] {
+            assert_eq!(kind_of_type_name(other), None, "{other}");
+        }
     }
 }

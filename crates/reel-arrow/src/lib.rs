@@ -15,8 +15,9 @@
 //! # One schema mapping
 //!
 //! A column's Arrow type comes from its values (sampled from the first
-//! [`ArrowOptions::sample_records`] records, after the fields the format declares), or from a
-//! schema given in [`ArrowOptions::schema`]:
+//! [`ArrowOptions::sample_records`] records, after the fields the format declares; a Parquet
+//! or Arrow IPC source's columns start from the types the file declares, so rows beyond the
+//! sample fit them too), or from a schema given in [`ArrowOptions::schema`]:
 //!
 //! | reel value | Arrow type |
 //! | --- | --- |

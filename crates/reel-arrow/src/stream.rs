@@ -10,7 +10,7 @@ use reel_core::{Error, FieldSpec, Located, RecordRef, RecordSource, Result};
 use crate::encode::{
     Encoder, ExtraColumns, FILE_COLUMN, INDEX_COLUMN, LENGTH_COLUMN, OFFSET_COLUMN,
 };
-use crate::kind::Kind;
+use crate::kind::{Kind, kind_of_type_name};
 
 /// How records become Arrow batches: the schema (given or inferred), extra columns and
 /// batch sizes.
@@ -64,9 +64,20 @@ fn infer_kinds<'a>(
     declared: Option<&[FieldSpec]>,
     sample: impl IntoIterator<Item = RecordRef<'a>>,
 ) -> Vec<(String, Kind)> {
-    let mut kinds: Vec<(String, Kind)> =
-        declared.unwrap_or_default().iter().map(|f| (f.name.clone(), Kind::Null)).collect();
-    let mut seen = vec![false; kinds.len()];
+    // A column a Parquet or Arrow IPC file declares starts from the kind its type reads
+    // as, which the sample can only widen: its values may all be null in the sample, or
+    // the large ones come later. Other formats' type names are weaker hints (a Granular
+    // `int` may hold any integer), used only for fields no sampled record has.
+    let mut kinds: Vec<(String, Kind)> = declared
+        .unwrap_or_default()
+        .iter()
+        .map(|f| (f.name.clone(), kind_of_type_name(&f.kind).unwrap_or(Kind::Null)))
+        .collect();
+    let mut seen: Vec<bool> = declared
+        .unwrap_or_default()
+        .iter()
+        .map(|f| kind_of_type_name(&f.kind).is_some())
+        .collect();
     for record in sample {
         // A new field goes right after the record's previous field, so that records whose
         // fields come in one order (OFRecord and Granular sort them) read back in it.

@@ -88,3 +88,49 @@ fn every_codec_reads() {
         check_sample(&src, &format!("ipc {name}"));
     }
 }
+
+/// Writes `batch` as Parquet, converts that file to Parquet again with reel (inferring the
+/// schema from the first 1000 records, the default) and returns the new file's schema and
+/// its reader.
+fn reconvert(dir: &Path, batch: &RecordBatch) -> (arrow_schema::SchemaRef, ArrowFileSource) {
+    let src = dir.join("in.parquet");
+    parquet_file(&src, batch, Compression::SNAPPY);
+    let source = ArrowFileSource::open(&src, &ReadOptions::default()).unwrap();
+    let out = dir.join("out.parquet");
+    reel_arrow::write_parquet(&source, &out, &reel_arrow::WriteOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let schema = reel_arrow::schema_of_file(&out).unwrap();
+    (schema, ArrowFileSource::open(&out, &ReadOptions::default()).unwrap())
+}
+
+/// The types a file declares hold although the sampled rows do not show them: a column
+/// null in its first rows, a uint64 column whose large values come late, a file without
+/// rows.
+#[test]
+fn declared_types_are_kept_beyond_the_sample() {
+    use arrow_array::{Float32Array, UInt64Array};
+    use arrow_schema::DataType;
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 3000usize;
+    let late: Vec<Option<i64>> = (0..n).map(|i| (i >= 1500).then_some(i as i64)).collect();
+    let big: Vec<u64> = (0..n as u64).map(|i| if i < 2000 { i } else { u64::MAX - i }).collect();
+    let batch = RecordBatch::try_from_iter(vec![
+        ("x", Arc::new(Int64Array::from(late)) as ArrayRef),
+        ("u", Arc::new(UInt64Array::from(big)) as ArrayRef),
+        ("never", Arc::new(Float32Array::from(vec![None::<f32>; n])) as ArrayRef),
+    ])
+    .unwrap();
+    let (schema, back) = reconvert(tmp.path(), &batch);
+    assert_eq!(schema.field(0).data_type(), &DataType::Int64);
+    assert_eq!(schema.field(1).data_type(), &DataType::UInt64);
+    assert_eq!(schema.field(2).data_type(), &DataType::Float64);
+    assert_eq!(back.read(2999).unwrap().get("x").unwrap().as_i64(), Some(2999));
+    assert_eq!(back.read(2999).unwrap().get("u").unwrap().as_u64(), Some(u64::MAX - 2999));
+    assert!(back.read(0).unwrap().get("x").is_none());
+
+    // No rows at all: the columns keep their types.
+    let (schema, back) = reconvert(tmp.path(), &batch.slice(0, 0));
+    assert_eq!(back.len(), 0);
+    let types: Vec<&DataType> = schema.fields().iter().map(|f| f.data_type()).collect();
+    assert_eq!(types, [&DataType::Int64, &DataType::UInt64, &DataType::Float64]);
+}
