@@ -298,7 +298,8 @@ pub fn check_destination(dest: &Path, inputs: &[&Path], existing: Existing) -> R
         "already exists".to_string()
     };
     Err(Error::invalid_input(format!(
-        "{what}; pass --force (or Existing::Overwrite) to replace it"
+        "{what}; ask to overwrite it to replace it (`--force` on the command line, \
+         `overwrite=True` in Python, `Existing::Overwrite` in Rust)"
     ))
     .with_path(dest))
 }

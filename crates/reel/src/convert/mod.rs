@@ -712,6 +712,13 @@ pub fn create_part(
     count: u64,
     create: &CreateOptions,
 ) -> Result<(Box<dyn RecordSink>, PathBuf)> {
+    if k >= count {
+        // Part 5 of 2 would be named as no reader of the dataset expects.
+        return Err(Error::invalid_input(format!(
+            "part {k} of {count} does not exist (parts are numbered 0 to count - 1)"
+        ))
+        .with_path(dir));
+    }
     if create.part_bytes.is_some() {
         return Err(Error::invalid_input(
             "a part size does not apply to one part of a multi-part dataset (each part is \
@@ -776,6 +783,22 @@ mod tests {
         let path = dir.join(format!("{n}x{size}.ffr"));
         crate::ffrecord::dump((0..n).map(|_| vec![7u8; size]), &path, 1).unwrap();
         crate::open(&path).unwrap()
+    }
+
+    /// A part that does not exist (`k >= count`, or no parts at all) is refused before
+    /// anything is created, as a shard of a conversion is.
+    #[test]
+    fn parts_outside_their_count_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("parts");
+        for (k, count) in [(5, 2), (2, 2), (0, 0), (u64::MAX, 1)] {
+            let refused = create_part(&out, Format::Ffrecord, k, count, &CreateOptions::default());
+            let e = refused.err().unwrap();
+            assert_eq!(e.kind(), reel_core::ErrorKind::InvalidInput, "{k} of {count}");
+            assert!(e.message().contains(&format!("part {k} of {count} does not exist")), "{e}");
+        }
+        assert!(!out.exists());
+        assert!(create_part(&out, Format::Ffrecord, 1, 2, &CreateOptions::default()).is_ok());
     }
 
     /// Batches aim at about 1 MiB: small records many to a batch (fewer hand-overs between
