@@ -31,7 +31,9 @@ impl BatchPool {
     /// A pool for `readers` readers (numbered `0..readers`; at least one list is kept) that
     /// keeps up to `capacity` spare buffers in all.
     pub fn new(readers: usize, capacity: usize) -> Self {
-        let lists = (0..readers.max(1)).map(|_| Vec::with_capacity(capacity)).collect();
+        // The lists grow as buffers come back; reserving `capacity` each up front would
+        // allocate for a window nobody may ever fill (a caller's huge prefetch).
+        let lists = (0..readers.max(1)).map(|_| Vec::new()).collect();
         BatchPool { lists: Mutex::new(lists), capacity, max_buffer_bytes: usize::MAX }
     }
 

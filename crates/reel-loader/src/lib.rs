@@ -107,7 +107,7 @@ mod state;
 
 pub use batch::Batch;
 pub use feistel::FeistelPermutation;
-pub use loader::{EpochBatches, Loader, LoaderBuilder};
+pub use loader::{EpochBatches, Loader, LoaderBuilder, MAX_WORKERS};
 pub use map::{MapContext, MapFn, copy_fields};
 pub use numpy_rng::{NumpyRng, SeedSequence, pairwise_sum_f32};
 pub use order::{EpochOrder, PermutationTable, Shuffle};

@@ -270,6 +270,12 @@ impl LoaderBuilder {
     pub fn build(self) -> Result<Loader> {
         let (sequencer, start) = self.prepare()?;
         let workers = self.workers.unwrap_or_else(default_workers);
+        if workers > MAX_WORKERS {
+            return Err(Error::invalid_input(format!(
+                "{workers} worker threads asked for; at most {MAX_WORKERS} are allowed (a few \
+                 per core keep the device busy)"
+            )));
+        }
         let window = match self.prefetch {
             Some(0) => return Err(Error::invalid_input("prefetch must be at least 1")),
             Some(p) => p,
@@ -291,6 +297,11 @@ impl LoaderBuilder {
         Ok(Loader { engine, cursor: start, skip, workers })
     }
 }
+
+/// The most worker threads a loader starts. Each is an OS thread with its own stack and
+/// batch buffer, started when the loader is built: a number far beyond the cores (a typo, an
+/// unchecked argument) would exhaust the process's threads or memory before reading anything.
+pub const MAX_WORKERS: usize = 1024;
 
 fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).min(8)

@@ -45,7 +45,10 @@ impl StreamWork for StepWork {
     type Tag = Step;
 
     fn reader(&self, _number: usize) -> Scratch {
-        let batch = self.sequencer.planner.batch as usize;
+        // Room for a whole batch, but never more than the dataset has records: a batch size
+        // far beyond them (a caller's "everything in one batch") allocates what is read.
+        let records = self.source.len();
+        let batch = usize::try_from(self.sequencer.planner.batch.min(records)).unwrap_or(0);
         Scratch {
             step: None,
             indices: Vec::with_capacity(batch),

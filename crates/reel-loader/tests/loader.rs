@@ -203,6 +203,31 @@ fn bad_configurations_are_refused() {
         kind(shared(&source).batch_size(usize::MAX).shard(0, 3)),
         Some(ErrorKind::InvalidInput)
     );
+    assert_eq!(
+        kind(shared(&source).workers(reel_loader::MAX_WORKERS + 1)),
+        Some(ErrorKind::InvalidInput)
+    );
+}
+
+/// Sizes far beyond the data (a batch of "everything", a window of billions) allocate for
+/// what is read, not for the number asked: each of these would abort the process if it
+/// reserved memory for it up front.
+#[test]
+fn sizes_beyond_the_data_allocate_for_the_data() {
+    let source = Arc::new(TestSource::new(10));
+    for workers in [0, 2] {
+        let loader =
+            shared(&source).batch_size(usize::MAX).shuffle(Shuffle::None).workers(workers).epochs(1);
+        let mut loader = loader.build().unwrap();
+        let batch = loader.next_batch().unwrap().unwrap();
+        assert_eq!(indices(&batch), (0..10).collect::<Vec<_>>(), "{workers} workers");
+        drop(batch);
+        assert!(loader.next_batch().is_none());
+        let mut loader =
+            shared(&source).batch_size(3).workers(workers).prefetch(1 << 40).epochs(1).build();
+        let batches = loader.as_mut().unwrap().map(|b| b.unwrap().into_records().len());
+        assert_eq!(batches.collect::<Vec<_>>(), [3, 3, 3, 1], "{workers} workers");
+    }
 }
 
 #[test]

@@ -287,7 +287,7 @@ impl<W: StreamWork> ReadAhead<W> {
         let window = options.window.max(1);
         // Buffers in use at once: every job of the window, one per helper being filled,
         // and the one the consumer holds.
-        let capacity = window + threads + 1;
+        let capacity = window.saturating_add(threads).saturating_add(1);
         let number = threads;
         let reader = work.reader(number);
         let shared = Arc::new(Shared {
@@ -296,7 +296,9 @@ impl<W: StreamWork> ReadAhead<W> {
                 plan,
                 assigned: 0,
                 delivered: 0,
-                results: VecDeque::with_capacity(window + 1),
+                // Grows with what is actually read ahead: a window far beyond the jobs
+                // the plan has must not be reserved up front.
+                results: VecDeque::new(),
                 ready_bytes: 0,
                 end: None,
                 stop: false,
