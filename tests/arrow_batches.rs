@@ -164,3 +164,58 @@ fn null_cells_to_granular_are_nulls_in_msgpack_columns() {
     let err = convert_batches(batches(), tmp.path().join("s.syr"), &options).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 }
+
+/// What reading Arrow columns loses of their types (a timestamp's unit and zone, an int32's
+/// width, a list's array type where a row holds a null item) is stated, under the written
+/// name, and `lossless_only` refuses it before anything is written; a dropped column states
+/// nothing.
+#[test]
+fn arrow_types_lost_on_reading_are_stated_and_refused_when_lossless() {
+    use reel::arrow::arrow_array::builder::{Float32Builder, ListBuilder};
+    use reel::arrow::arrow_array::{Int32Array, TimestampMicrosecondArray};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut lists = ListBuilder::new(Float32Builder::new());
+    // Every row has a null item (a column of arrays and lists would need two types).
+    lists.values().append_value(1.0);
+    lists.values().append_null();
+    lists.append(true);
+    lists.values().append_value(2.0);
+    lists.values().append_null();
+    lists.append(true);
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("at", Arc::new(TimestampMicrosecondArray::from(vec![1, 2]).with_timezone("UTC"))),
+        ("n", Arc::new(Int32Array::from(vec![1, 2]))),
+        ("v", Arc::new(lists.finish())),
+        ("id", Arc::new(Int64Array::from(vec![1, 2]))),
+    ];
+    let table = RecordBatch::try_from_iter(columns).unwrap();
+    let reader = || {
+        let schema = table.schema();
+        RecordBatchIterator::new(vec![Ok(table.clone())], schema)
+    };
+
+    let mut options = ConvertOptions::new(Format::Granular);
+    options.fields.rename = vec![("at".into(), "when".into())];
+    let report = convert_batches(reader(), tmp.path().join("g"), &options).unwrap();
+    let said: Vec<String> = report.losses.iter().map(|l| l.to_string()).collect();
+    let has = |field: &str, words: &str| {
+        said.iter().any(|l| l.starts_with(&format!("{field}: ")) && l.contains(words))
+    };
+    assert!(has("when", "timestamp") && has("when", "UTC"), "{said:?}");
+    assert!(has("n", "int32 values"), "{said:?}");
+    assert!(has("v", "null item"), "{said:?}");
+    assert!(!said.iter().any(|l| l.starts_with("id:")), "{said:?}");
+
+    options.lossless_only = true;
+    let dst = tmp.path().join("refused");
+    let err = convert_batches(reader(), &dst, &options).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Schema);
+    assert!(err.to_string().contains("\"when\"") || err.to_string().contains("when:"), "{err}");
+    assert!(!dst.exists());
+
+    // Only the lossless column left: nothing to state.
+    options.fields.rename.clear();
+    options.fields.keep = Some(vec!["id".into()]);
+    let report = convert_batches(reader(), tmp.path().join("ok"), &options).unwrap();
+    assert!(report.losses.is_empty(), "{:?}", report.losses);
+}

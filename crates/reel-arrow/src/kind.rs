@@ -336,6 +336,12 @@ pub(crate) fn type_name(field: &Field) -> String {
 /// is not one: another format's type name, or an Arrow type whose name does not parse back
 /// (one with metadata on a nested field, which Arrow's parser does not read yet).
 pub(crate) fn kind_of_type_name(name: &str) -> Option<Kind> {
+    parse_type_name(name).map(|field| Kind::read_of(&field))
+}
+
+/// The (unnamed) Arrow field a [`type_name`] stands for, or `None` (see
+/// [`kind_of_type_name`]).
+pub(crate) fn parse_type_name(name: &str) -> Option<Field> {
     let (type_part, mut rest) = match name.find(" [") {
         Some(at) => (&name[..at], &name[at..]),
         None => (name, ""),
@@ -363,7 +369,7 @@ pub(crate) fn kind_of_type_name(name: &str) -> Option<Kind> {
     if !rest.is_empty() {
         return None;
     }
-    Some(Kind::read_of(&Field::new("", data_type, true).with_metadata(metadata)))
+    Some(Field::new("", data_type, true).with_metadata(metadata))
 }
 
 /// The item field of an array column.

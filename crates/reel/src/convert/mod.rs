@@ -366,6 +366,7 @@ fn write_batches<B: Deref<Target = RecordBatch>>(
         declared: target.schema.cloned().unwrap_or_default(),
         ..Stages::default()
     };
+    let array_columns = table_read_losses(target, options, &mut losses);
     // Check the mapping on the first record before anything is created.
     let mut held = Vec::new();
     for batch in &mut *batches {
@@ -377,14 +378,12 @@ fn write_batches<B: Deref<Target = RecordBatch>>(
         }
     }
     if let Some(first) = held.last().and_then(|b| b.iter().next()) {
+        lists_read_as_lists(&array_columns, &first, &mut losses);
         stages.prepare(options, &first, &mut losses).map_err(|e| e.with_record(first.index()))?;
-        if options.lossless_only && !losses.is_empty() {
-            let list: Vec<String> = losses.iter().map(|l| l.to_string()).collect();
-            return Err(Error::schema(format!(
-                "converting to {to} would lose: {}",
-                list.join("; ")
-            )));
-        }
+    }
+    if options.lossless_only && !losses.is_empty() {
+        let list: Vec<String> = losses.iter().map(|l| l.to_string()).collect();
+        return Err(Error::schema(format!("converting to {to} would lose: {}", list.join("; "))));
     }
 
     let mut schema = match target.schema {
@@ -428,6 +427,7 @@ fn write_batches<B: Deref<Target = RecordBatch>>(
         };
         for (k, r) in batch.iter().enumerate() {
             let index = r.index();
+            lists_read_as_lists(&array_columns, &r, &mut losses);
             let ready =
                 stages.prepare(options, &r, &mut losses).map_err(|e| e.with_record(index))?;
             if options.lossless_only && !losses.is_empty() {
@@ -495,6 +495,72 @@ pub fn convert_batches(
         }
     });
     write_batches(&target, options, &mut feed, &mut drop)
+}
+
+/// States what reading a Parquet or Arrow IPC source loses of its columns' Arrow types
+/// ([`reel_arrow::read_losses`]: timestamps and dates as plain integers, narrower numbers
+/// widened, …), for the fields written and under their written names, so that
+/// `--lossless-only` refuses them before anything is written. Returns the columns whose rows
+/// read as 1-D arrays except where a row holds a null item ([`lists_read_as_lists`]), as
+/// (source name, written name).
+fn table_read_losses(
+    target: &Target<'_>,
+    options: &ConvertOptions,
+    losses: &mut rules::Losses,
+) -> Vec<(String, String)> {
+    let (true, Some(schema)) =
+        (matches!(target.from, Format::Parquet | Format::ArrowIpc), target.schema)
+    else {
+        return Vec::new();
+    };
+    #[cfg(feature = "arrow")]
+    {
+        let map = &options.fields;
+        let written = |name: &str| -> Option<String> {
+            let kept = map.keep.as_ref().is_none_or(|k| k.iter().any(|n| n == name))
+                && !map.drop.iter().any(|n| n == name);
+            kept.then(|| {
+                map.rename.iter().find(|(o, _)| o == name).map_or(name, |(_, n)| n).to_string()
+            })
+        };
+        let mut arrays = Vec::new();
+        for spec in schema {
+            let Some(name) = written(&spec.name) else { continue };
+            for loss in reel_arrow::read_losses(spec) {
+                // The path below the column keeps its own names; the column is renamed.
+                let field = format!("{name}{}", &loss.field[spec.name.len().min(loss.field.len())..]);
+                rules::lose(losses, &field, &loss.what);
+            }
+            if reel_arrow::reads_as_arrays(spec) {
+                arrays.push((spec.name.clone(), name));
+            }
+        }
+        arrays
+    }
+    #[cfg(not(feature = "arrow"))]
+    {
+        let _ = (schema, options, losses);
+        Vec::new()
+    }
+}
+
+/// States the loss of a row of an array column ([`table_read_losses`]) that read as a list
+/// because it holds a null item: the column's other rows are arrays.
+fn lists_read_as_lists(
+    array_columns: &[(String, String)],
+    record: &RecordRef<'_>,
+    losses: &mut rules::Losses,
+) {
+    for (source, written) in array_columns {
+        if let Some(reel_core::ValueRef::List(_)) = record.get(source) {
+            rules::lose(
+                losses,
+                written,
+                "a list holding a null item is read as a list of values, not as a 1-D array \
+                 like the column's other rows",
+            );
+        }
+    }
 }
 
 /// The declared fields a record gets as null where it lacks them: a null cell of a Parquet
