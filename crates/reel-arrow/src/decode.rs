@@ -64,12 +64,20 @@ pub(crate) enum Plan {
 }
 
 impl Plan {
-    /// The plan for `field`, or an error naming it when reel has no value for its type.
+    /// The plan for the column `field`, or an error naming it when reel has no value for
+    /// its type (or a type nested in it, which is named by its path in the column).
     pub(crate) fn for_field(field: &Field) -> Result<Plan> {
+        Plan::at(field, field.name(), field.name())
+    }
+
+    /// The plan for `field`, at `path` (`prices[]`, `meta.when`) in the column `column`.
+    fn at(field: &Field, column: &str, path: &str) -> Result<Plan> {
+        let unsupported = |field: &Field| unsupported(field, column, path);
         let tag = field.metadata().get(REEL_TYPE_KEY).map(String::as_str);
         let ext = field.metadata().get(EXTENSION_NAME_KEY).map(String::as_str);
+        let items = format!("{path}[]");
         let list_item = |item: &Field| -> Result<Plan> {
-            let item_plan = Box::new(Plan::for_field(item)?);
+            let item_plan = Box::new(Plan::at(item, column, &items)?);
             match dtype_of(item.data_type()) {
                 Some(dtype) if tag != Some("list") => {
                     Ok(Plan::Array { dtype, shape: None, item: item_plan })
@@ -108,7 +116,7 @@ impl Plan {
                 Plan::Array {
                     dtype,
                     shape: Some(tensor_shape(field)?),
-                    item: Box::new(Plan::for_field(item)?),
+                    item: Box::new(Plan::at(item, column, &items)?),
                 }
             }
             DataType::List(item) | DataType::LargeList(item) | DataType::FixedSizeList(item, _) => {
@@ -118,19 +126,23 @@ impl Plan {
             DataType::Struct(children) => Plan::Struct(
                 children
                     .iter()
-                    .map(|c| Ok((c.name().clone(), Plan::for_field(c)?)))
+                    .map(|c| {
+                        Ok((c.name().clone(), Plan::at(c, column, &format!("{path}.{}", c.name()))?))
+                    })
                     .collect::<Result<_>>()?,
             ),
             DataType::Map(entries, _) => match entries.data_type() {
                 DataType::Struct(kv) if kv.len() == 2 => Plan::Map(
-                    Box::new(Plan::for_field(&kv[0])?),
-                    Box::new(Plan::for_field(&kv[1])?),
+                    Box::new(Plan::at(&kv[0], column, &format!("{path}.key"))?),
+                    Box::new(Plan::at(&kv[1], column, &format!("{path}.value"))?),
                 ),
                 _ => return Err(unsupported(field)),
             },
-            DataType::Dictionary(_, value) => Plan::Dictionary(Box::new(Plan::for_field(
+            DataType::Dictionary(_, value) => Plan::Dictionary(Box::new(Plan::at(
                 &Field::new(field.name(), (**value).clone(), true)
                     .with_metadata(field.metadata().clone()),
+                column,
+                path,
             )?)),
             _ => return Err(unsupported(field)),
         })
@@ -150,6 +162,15 @@ pub(crate) fn columns_of(
     let mut specs = Vec::with_capacity(order.len());
     for &i in order {
         let field = schema.field(i);
+        // Columns become fields by name: two of one name would make records with a field
+        // twice (and a selection by name ambiguous).
+        if order.iter().any(|&j| j != i && schema.field(j).name() == field.name()) {
+            return Err(Error::unsupported(format!(
+                "the table has more than one column named {:?}, which records cannot hold \
+                 (field names are unique)",
+                field.name()
+            )));
+        }
         columns.push((FieldName::from(field.name().as_str()), i, Plan::for_field(field)?));
         specs.push(FieldSpec { name: field.name().clone(), kind: type_name(field) });
     }
@@ -186,10 +207,13 @@ pub(crate) fn catch_panics<T>(step: impl FnOnce() -> Result<T>) -> Result<T> {
     }
 }
 
-fn unsupported(field: &Field) -> Error {
+/// Reel has no value for `field`'s type, at `path` in `column`: the column is named, and
+/// the path when the type is nested in it (`list<decimal>` names the list column, not its
+/// item field).
+fn unsupported(field: &Field, column: &str, path: &str) -> Error {
+    let at = if path == column { String::new() } else { format!(" (at {path})") };
     Error::unsupported(format!(
-        "column {:?} has Arrow type {}, which reel has no value for",
-        field.name(),
+        "column {column:?} has Arrow type {}{at}, which reel has no value for",
         field.data_type()
     ))
 }

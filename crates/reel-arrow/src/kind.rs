@@ -402,6 +402,22 @@ pub(crate) fn tensor_shape(field: &Field) -> Result<Vec<u64>> {
     let meta = field.metadata().get(EXTENSION_METADATA_KEY).ok_or_else(bad)?;
     let json: serde_json::Value = serde_json::from_str(meta).map_err(|_| bad())?;
     let dims = json.get("shape").and_then(|s| s.as_array()).ok_or_else(bad)?;
+    // A permutation says the stored (row-major) layout is a transpose of the logical
+    // tensor; reading it would need the elements reordered, which reel does not do, and
+    // reading it with the stored shape would give other tensors than the writer's. The
+    // identity permutation changes nothing.
+    if let Some(p) = json.get("permutation").filter(|p| !p.is_null()) {
+        let identity = p.as_array().is_some_and(|p| {
+            p.len() == dims.len() && p.iter().enumerate().all(|(k, x)| x.as_u64() == Some(k as u64))
+        });
+        if !identity {
+            return Err(Error::unsupported(format!(
+                "column {:?}: a fixed-shape tensor with a dimension permutation ({p}), which \
+                 reel does not read (it would need the elements reordered)",
+                field.name()
+            )));
+        }
+    }
     let shape: Vec<u64> = dims.iter().map(|d| d.as_u64().ok_or_else(bad)).collect::<Result<_>>()?;
     let size = match field.data_type() {
         DataType::FixedSizeList(_, n) => *n as u64,

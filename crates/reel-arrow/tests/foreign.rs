@@ -134,3 +134,69 @@ fn declared_types_are_kept_beyond_the_sample() {
     let types: Vec<&DataType> = schema.fields().iter().map(|f| f.data_type()).collect();
     assert_eq!(types, [&DataType::Int64, &DataType::UInt64, &DataType::Float64]);
 }
+
+/// Columns reel cannot read are refused at open, naming the column: a type nested in it
+/// (`list<decimal>`, named by the column and the path, not by the list's item field), two
+/// columns of one name, a tensor whose layout is permuted.
+#[test]
+fn unreadable_columns_are_refused_naming_the_column() {
+    use arrow_array::{Decimal128Array, FixedSizeListArray, Float32Array, ListArray};
+    use arrow_buffer::OffsetBuffer;
+    use arrow_schema::{DataType, Field, Schema};
+    use reel_core::ErrorKind;
+    let tmp = tempfile::tempdir().unwrap();
+    let open = |path: &Path| ArrowFileSource::open(path, &ReadOptions::default()).err().unwrap();
+
+    let dec: ArrayRef =
+        Arc::new(Decimal128Array::from(vec![1i128, 2]).with_precision_and_scale(10, 2).unwrap());
+    let item = Arc::new(Field::new("element", dec.data_type().clone(), true));
+    let prices = ListArray::new(item, OffsetBuffer::from_lengths([2]), dec, None);
+    let batch =
+        RecordBatch::try_from_iter(vec![("prices", Arc::new(prices) as ArrayRef)]).unwrap();
+    let path = tmp.path().join("nested.parquet");
+    parquet_file(&path, &batch, Compression::SNAPPY);
+    let err = open(&path);
+    assert_eq!(err.kind(), ErrorKind::Unsupported);
+    assert!(err.to_string().contains("column \"prices\"") && err.to_string().contains("prices[]"));
+    assert!(!err.to_string().contains("\"element\""), "{err}");
+
+    let ids: ArrayRef = Arc::new(Int64Array::from(vec![1]));
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Int64, true),
+        Field::new("a", DataType::Int64, true),
+    ]));
+    let batch = RecordBatch::try_new(schema, vec![ids.clone(), ids]).unwrap();
+    let path = tmp.path().join("twice.arrow");
+    ipc_file(&path, &batch, None);
+    let err = open(&path);
+    assert_eq!(err.kind(), ErrorKind::Unsupported);
+    assert!(err.to_string().contains("\"a\""), "{err}");
+
+    let values: ArrayRef = Arc::new(Float32Array::from(vec![0.0f32; 6]));
+    let item = Arc::new(Field::new("item", DataType::Float32, false));
+    let tensors = FixedSizeListArray::new(item.clone(), 6, values, None);
+    let field = |meta: &str| {
+        Field::new("t", DataType::FixedSizeList(item.clone(), 6), true).with_metadata(
+            [
+                (reel_arrow::EXTENSION_NAME_KEY.to_string(), reel_arrow::FIXED_SHAPE_TENSOR.into()),
+                (reel_arrow::EXTENSION_METADATA_KEY.to_string(), meta.to_string()),
+            ]
+            .into_iter()
+            .collect::<std::collections::HashMap<String, String>>(),
+        )
+    };
+    let tensor_file = |meta: &str| {
+        let schema = Arc::new(Schema::new(vec![field(meta)]));
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(tensors.clone())]).unwrap();
+        let path = tmp.path().join("tensor.arrow");
+        ipc_file(&path, &batch, None);
+        path
+    };
+    let err = open(&tensor_file(r#"{"shape":[2,3],"permutation":[1,0]}"#));
+    assert_eq!(err.kind(), ErrorKind::Unsupported);
+    assert!(err.to_string().contains("\"t\"") && err.to_string().contains("permutation"), "{err}");
+    // The identity permutation is no permutation.
+    let path = tensor_file(r#"{"shape":[2,3],"permutation":[0,1]}"#);
+    let src = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+    assert_eq!(src.read(0).unwrap().get("t").unwrap().as_array().unwrap().shape, &[2, 3]);
+}
