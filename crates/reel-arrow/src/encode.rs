@@ -145,6 +145,8 @@ impl Col {
                 offsets: vec![0],
                 valid: valid(),
             },
+            // As `Kind::to_field` says: no keys, no struct (Parquet cannot write one).
+            Kind::Struct(children) if children.is_empty() => Col::var(true, true, large),
             Kind::Struct(children) => Col::Struct {
                 fields: children.iter().map(|(n, k)| Arc::new(k.to_field(n, large))).collect(),
                 children: children.iter().map(|(_, k)| Col::new(k, large)).collect(),

@@ -189,6 +189,9 @@ impl Kind {
                 let item = Arc::new(item.to_field("item", large));
                 tagged(DataType::List(item), "list")
             }
+            // Parquet cannot write a struct without children: maps that are all empty are
+            // tagged JSON text (`{}`), which reads back as the same empty maps.
+            Kind::Struct(fields) if fields.is_empty() => tagged(text, "json"),
             Kind::Struct(fields) => {
                 let children: Fields =
                     fields.iter().map(|(n, k)| Arc::new(k.to_field(n, large))).collect();

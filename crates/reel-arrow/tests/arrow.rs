@@ -530,3 +530,28 @@ fn integers_beyond_int64_beside_negative_ones_round_trip() {
         assert_eq!(back.read(1).unwrap().get("v").unwrap().as_i64(), Some(-1), "{kind:?}");
     }
 }
+
+/// Maps that are all empty (which Parquet cannot write as a struct without children) are
+/// written as tagged JSON and read back as empty maps, at the top and nested.
+#[test]
+fn empty_maps_round_trip() {
+    let record = || {
+        let mut r = Record::new();
+        let mut o = r.out();
+        let inner = o.append_str("inner");
+        o.push("m".into(), Value::Map(Vec::new()));
+        o.push("n".into(), Value::Map(vec![(inner, Value::Map(Vec::new()))]));
+        r
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    for kind in [FileKind::Parquet, FileKind::ArrowIpc] {
+        let path = tmp.path().join("maps");
+        let source = VecSource::new(vec![record(), record()]);
+        reel_arrow::write_file(&source, &path, kind, &WriteOptions::default(), &mut |_, _| {})
+            .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        let back = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap().read(1).unwrap();
+        assert_eq!(back.get("m").unwrap().as_map().unwrap().len(), 0, "{kind:?}");
+        let n = back.get("n").unwrap().as_map().unwrap();
+        assert_eq!(n.get("inner").unwrap().as_map().unwrap().len(), 0, "{kind:?}");
+    }
+}
