@@ -54,7 +54,9 @@ mod write;
 
 pub use batches::BatchRecords;
 pub use encode::{Encoder, ExtraColumns, FILE_COLUMN, INDEX_COLUMN, LENGTH_COLUMN, OFFSET_COLUMN};
-pub use file_source::{ArrowFileSource, ReadOptions, schema_of_file, sniff, sniff_in};
+pub use file_source::{
+    ArrowFileSource, ReadOptions, WINDOW_BYTES, schema_of_file, sniff, sniff_in,
+};
 pub use losses::{ReadLoss, read_losses, reads_as_arrays};
 pub use kind::{EXTENSION_METADATA_KEY, EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, REEL_TYPE_KEY};
 pub use stream::{ArrowOptions, SourceBatchReader, into_ffi_stream};

@@ -57,4 +57,17 @@ fn converting_streams_in_bounded_memory() {
     let back = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
     assert_eq!(back.len(), 1536);
     assert_eq!(back.read(1000).unwrap().bytes("data").unwrap()[0], (1000 % 251) as u8);
+
+    // Reading it through: the window of decoded rows stays near WINDOW_BYTES (it was 1024
+    // rows, 64 MiB of these).
+    tracking_alloc::reset_peak();
+    let before = tracking_alloc::live_bytes();
+    let mut batch = ReelBatch::new();
+    for start in (0..1536u64).step_by(64) {
+        let indices: Vec<u64> = (start..start + 64).collect();
+        back.read_batch_into(&indices, &mut batch).unwrap();
+        assert_eq!(batch.get(63).unwrap().bytes("data").unwrap()[0], ((start + 63) % 251) as u8);
+    }
+    let peak = tracking_alloc::peak_bytes() - before;
+    assert!(peak < 40 << 20, "peak {} MiB reading 96 MiB", peak >> 20);
 }
