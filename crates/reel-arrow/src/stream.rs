@@ -25,7 +25,9 @@ pub struct ArrowOptions {
     pub sample_bytes: usize,
     /// The schema to write, instead of inferring one. Its fields must use the types reel
     /// writes (see the crate documentation); one with 64-bit offsets anywhere
-    /// (`large_binary`, `large_utf8`) turns on [`large_types`](Self::large_types).
+    /// (`large_binary`, `large_utf8`) turns on [`large_types`](Self::large_types). Like
+    /// [`columns`](Self::columns) it selects: record fields it has no column for are left
+    /// out, and a column a record lacks is null.
     pub schema: Option<SchemaRef>,
     /// Only these columns, in this order (default: every field). Other fields of the
     /// records are skipped; a name that is neither declared by the format, sampled, nor in
@@ -144,7 +146,9 @@ pub(crate) fn encoder_for<'a>(
         }
     }
     let mut encoder = Encoder::new(&kinds, large, options.extra);
-    encoder.skip_unknown(options.columns.is_some());
+    // A column selection, or a given schema with fewer columns than the records have
+    // fields, leaves the other fields out (a schema names what to write, as `columns`).
+    encoder.skip_unknown(options.columns.is_some() || options.schema.is_some());
     Ok(encoder)
 }
 

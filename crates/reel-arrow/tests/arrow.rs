@@ -555,3 +555,22 @@ fn empty_maps_round_trip() {
         assert_eq!(n.get("inner").unwrap().as_map().unwrap().len(), 0, "{kind:?}");
     }
 }
+
+/// A given schema with fewer columns than the records have fields writes those columns,
+/// leaving the other fields out, as a column selection does.
+#[test]
+fn a_given_schema_with_fewer_columns_selects_them() {
+    let records: Vec<Record> = (0..5).map(labelled).collect();
+    let schema = Arc::new(arrow_schema::Schema::new(vec![
+        Field::new("label", DataType::Int64, true),
+        Field::new("caption", DataType::Utf8, true),
+    ]));
+    let options = ArrowOptions { schema: Some(schema.clone()), ..Default::default() };
+    let source = VecSource::new(records);
+    let reader = SourceBatchReader::new(&source, &options).unwrap();
+    let batches: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+    assert_eq!(batches[0].schema().fields().len(), 2);
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 5);
+    let labels = batches[0].column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+    assert_eq!(labels.value(4), 4);
+}
