@@ -55,7 +55,10 @@
 //! `[k·N/n, (k+1)·N/n)`, as part `k` of a multi-part destination (named by [`part_names`]:
 //! `PART_0000k.ffr`, `part-0000k`, `part-0000k.syr`, a chunk of a gulp directory numbered so
 //! that the reference's name order is part order, shard `00000k/` of a Granular root), so `n` processes can convert one dataset at once into one directory
-//! that then opens as a whole.
+//! that then opens as a whole — except for Parquet and Arrow IPC targets: their parts
+//! (`part-0000k.parquet`, `part-0000k.arrow`) are separate files, each of which reel opens
+//! on its own (a directory of them does not open; `pyarrow.dataset.dataset(dir)` reads it
+//! as one table).
 
 mod fields;
 mod rules;
