@@ -127,7 +127,10 @@ impl Plan {
                 children
                     .iter()
                     .map(|c| {
-                        Ok((c.name().clone(), Plan::at(c, column, &format!("{path}.{}", c.name()))?))
+                        Ok((
+                            c.name().clone(),
+                            Plan::at(c, column, &format!("{path}.{}", c.name()))?,
+                        ))
                     })
                     .collect::<Result<_>>()?,
             ),

@@ -522,10 +522,7 @@ mod tests {
             (DataType::Float16, Kind::Float),
             (DataType::FixedSizeBinary(4), Kind::Bytes),
             (DataType::LargeUtf8, Kind::Str),
-            (
-                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
-                Kind::Str,
-            ),
+            (DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)), Kind::Str),
             (
                 DataType::List(Arc::new(Field::new("item", DataType::Float32, true))),
                 Kind::Vector(DType::F32),

@@ -57,8 +57,8 @@ pub use encode::{Encoder, ExtraColumns, FILE_COLUMN, INDEX_COLUMN, LENGTH_COLUMN
 pub use file_source::{
     ArrowFileSource, ReadOptions, WINDOW_BYTES, schema_of_file, sniff, sniff_in,
 };
-pub use losses::{ReadLoss, read_losses, reads_as_arrays};
 pub use kind::{EXTENSION_METADATA_KEY, EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, REEL_TYPE_KEY};
+pub use losses::{ReadLoss, read_losses, reads_as_arrays};
 pub use stream::{ArrowOptions, SourceBatchReader, into_ffi_stream};
 pub use write::{
     ArrowSink, Compression, FileKind, WriteOptions, write_file, write_ipc, write_parquet,

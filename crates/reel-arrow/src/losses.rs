@@ -112,12 +112,12 @@ fn losses_of(field: &Field, path: &str, out: &mut Vec<ReadLoss>) {
         DataType::Dictionary(_, value) => {
             losses_of(&Field::new(field.name(), (**value).clone(), true), path, out)
         }
-        DataType::List(item) | DataType::LargeList(item) | DataType::FixedSizeList(item, _) => {
-            // Items of a primitive type are an array of that dtype: nothing is lost (the
-            // tensor extension's shape is kept too). Other items are values like columns.
-            if crate::kind::dtype_of(item.data_type()).is_none() {
-                losses_of(item, &format!("{path}[]"), out);
-            }
+        // Items of a primitive type are an array of that dtype: nothing is lost (the tensor
+        // extension's shape is kept too). Other items are values like columns.
+        DataType::List(item) | DataType::LargeList(item) | DataType::FixedSizeList(item, _)
+            if crate::kind::dtype_of(item.data_type()).is_none() =>
+        {
+            losses_of(item, &format!("{path}[]"), out);
         }
         DataType::Struct(children) => {
             for c in children {

@@ -75,11 +75,8 @@ fn infer_kinds<'a>(
         .iter()
         .map(|f| (f.name.clone(), kind_of_type_name(&f.kind).unwrap_or(Kind::Null)))
         .collect();
-    let mut seen: Vec<bool> = declared
-        .unwrap_or_default()
-        .iter()
-        .map(|f| kind_of_type_name(&f.kind).is_some())
-        .collect();
+    let mut seen: Vec<bool> =
+        declared.unwrap_or_default().iter().map(|f| kind_of_type_name(&f.kind).is_some()).collect();
     for record in sample {
         // A new field goes right after the record's previous field, so that records whose
         // fields come in one order (OFRecord and Granular sort them) read back in it.

@@ -24,7 +24,8 @@ fn parquet_file(path: &Path, batch: &RecordBatch, codec: Compression) {
 
 /// Writes `batch` as an Arrow IPC file with its buffers compressed with `codec`.
 fn ipc_file(path: &Path, batch: &RecordBatch, codec: Option<arrow_ipc::CompressionType>) {
-    let options = arrow_ipc::writer::IpcWriteOptions::default().try_with_compression(codec).unwrap();
+    let options =
+        arrow_ipc::writer::IpcWriteOptions::default().try_with_compression(codec).unwrap();
     let mut w = arrow_ipc::writer::FileWriter::try_new_with_options(
         std::fs::File::create(path).unwrap(),
         &batch.schema(),
@@ -151,8 +152,7 @@ fn unreadable_columns_are_refused_naming_the_column() {
         Arc::new(Decimal128Array::from(vec![1i128, 2]).with_precision_and_scale(10, 2).unwrap());
     let item = Arc::new(Field::new("element", dec.data_type().clone(), true));
     let prices = ListArray::new(item, OffsetBuffer::from_lengths([2]), dec, None);
-    let batch =
-        RecordBatch::try_from_iter(vec![("prices", Arc::new(prices) as ArrayRef)]).unwrap();
+    let batch = RecordBatch::try_from_iter(vec![("prices", Arc::new(prices) as ArrayRef)]).unwrap();
     let path = tmp.path().join("nested.parquet");
     parquet_file(&path, &batch, Compression::SNAPPY);
     let err = open(&path);

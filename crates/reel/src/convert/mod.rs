@@ -531,7 +531,8 @@ fn table_read_losses(
             let Some(name) = written(&spec.name) else { continue };
             for loss in reel_arrow::read_losses(spec) {
                 // The path below the column keeps its own names; the column is renamed.
-                let field = format!("{name}{}", &loss.field[spec.name.len().min(loss.field.len())..]);
+                let field =
+                    format!("{name}{}", &loss.field[spec.name.len().min(loss.field.len())..]);
                 rules::lose(losses, &field, &loss.what);
             }
             if reel_arrow::reads_as_arrays(spec) {
