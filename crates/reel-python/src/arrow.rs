@@ -22,6 +22,7 @@ use reel::arrow::arrow_array::{Array, RecordBatch, StructArray};
 use reel::arrow::arrow_schema::{Schema, SchemaRef};
 use reel::arrow::{ArrowOptions, ExtraColumns, SourceBatchReader, into_ffi_stream};
 
+use crate::dataset::Bounds;
 use crate::errors::IntoPyResult;
 
 /// The capsule names the Arrow PyCapsule interface fixes.
@@ -71,6 +72,7 @@ pub(crate) fn schema_of(obj: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
 pub(crate) fn batch_reader(
     py: Python<'_>,
     source: Arc<dyn RecordSource>,
+    bounds: &Bounds<'_>,
     args: StreamArgs<'_, '_>,
 ) -> PyResult<SourceBatchReader<Arc<dyn RecordSource>>> {
     let options = ArrowOptions {
@@ -88,7 +90,7 @@ pub(crate) fn batch_reader(
         if args.start.is_some() || args.stop.is_some() {
             return Err(PyValueError::new_err("give indices or start/stop, not both"));
         }
-        let indices = crate::dataset::indices_of(indices, len)?;
+        let indices = crate::dataset::indices_of(indices, bounds)?;
         return py.detach(|| SourceBatchReader::with_indices(source, indices, &options)).py_err(py);
     }
     let stop = args.stop.unwrap_or(len).min(len);

@@ -6,11 +6,12 @@ use std::sync::{Arc, RwLock};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyMemoryView, PySlice, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyMemoryView, PySlice, PyTuple};
 use reel::{Error, Format, OpenOptions, RecordSource};
 use reel_granular::{GranularOptions, GranularReader};
 use reel_gulp::{FrameDecode, GulpOptions, GulpReader, JpegStrictness};
 
+use crate::args::{Count, count, count_pair, opt};
 use crate::arrow::{ArrowStream, StreamArgs};
 use crate::buffer::{BatchBuffer, HeldBatch, new_pool};
 use crate::errors::IntoPyResult;
@@ -150,8 +151,9 @@ pub(crate) fn open(
     decode_images: bool,
     decode: bool,
     cache: Option<PathBuf>,
-    cache_size: Option<u64>,
+    cache_size: Option<Count<u64>>,
 ) -> PyResult<Dataset> {
+    let cache_size = opt(cache_size);
     let backend = backend.to_string();
     let args = OpenArgs { path, format, backend, verify, decode_images, decode, cache, cache_size };
     Dataset::open(py, args)
@@ -229,62 +231,121 @@ impl Dataset {
         .py_err(py)
     }
 
-    /// Reads `indices` and converts the records to dicts.
+    /// Reads `indices` and converts the records to dicts; `mapped` lets records be lent
+    /// from the file's mapping ([`Dataset::read_raw`]'s `lend`).
     pub(crate) fn read_dicts<'py>(
         &self,
         py: Python<'py>,
         indices: Vec<u64>,
         copy: bool,
+        mapped: bool,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        let batch = self.read_raw(py, indices, true)?;
+        let batch = self.read_raw(py, indices, mapped)?;
         batch_dicts(py, HeldBatch::Read(batch), copy)
     }
 
     /// The indices a list, tuple, NumPy array or other iterable of ints names.
     fn indices_of(&self, obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
-        indices_of(obj, self.source.len())
+        indices_of(obj, &self.bounds())
+    }
+
+    /// What an index of this dataset is checked against, and the context of its errors.
+    pub(crate) fn bounds(&self) -> Bounds<'_> {
+        Bounds { len: self.source.len(), format: self.source.info().format, path: &self.args.path }
     }
 }
 
-/// Index `i` of a dataset of `len` records, counted from the end when negative.
-fn normalize_index(i: i64, len: u64) -> reel::Result<u64> {
-    normalize_wide(i128::from(i), len)
+/// The records of a dataset, for checking indices: an index out of range is an error
+/// naming the dataset's format and path (and the record, where it fits in 64 bits), like
+/// the errors of the reads themselves.
+pub(crate) struct Bounds<'a> {
+    /// The number of records.
+    pub(crate) len: u64,
+    /// The format's name.
+    pub(crate) format: &'static str,
+    /// The path (or URL) the dataset was opened from.
+    pub(crate) path: &'a std::path::Path,
+}
+
+impl Bounds<'_> {
+    /// `e` with the dataset's format and path.
+    fn context(&self, e: Error) -> Error {
+        e.with_format(self.format).with_path(self.path)
+    }
+}
+
+/// Index `i` of a dataset, counted from the end when negative.
+fn normalize_index(i: i64, b: &Bounds<'_>) -> reel::Result<u64> {
+    normalize_wide(i128::from(i), b)
 }
 
 /// [`normalize_index`] for any integer type up to `u64`.
-fn normalize_wide(i: i128, len: u64) -> reel::Result<u64> {
+fn normalize_wide(i: i128, b: &Bounds<'_>) -> reel::Result<u64> {
+    let len = b.len;
     let index = if i < 0 { i128::from(len) + i } else { i };
     u64::try_from(index).ok().filter(|&x| x < len).ok_or_else(|| {
-        Error::new(
-            reel::ErrorKind::OutOfRange,
-            format!("record index {i} is out of range (the dataset has {len} records)"),
-        )
+        let out_of_range = |what: String| Error::new(reel::ErrorKind::OutOfRange, what);
+        match u64::try_from(i) {
+            // The context names the record already.
+            Ok(record) => b
+                .context(out_of_range(format!("out of range (the dataset has {len} records)")))
+                .with_record(record),
+            Err(_) => b.context(out_of_range(format!(
+                "record index {i} is out of range (the dataset has {len} records)"
+            ))),
+        }
     })
 }
 
 /// The error of an index too large for any dataset (it does not fit in 64 bits). The
 /// number itself is not quoted: a Python `int` may have thousands of digits.
-fn index_too_large(len: u64) -> Error {
-    Error::new(
+fn index_too_large(b: &Bounds<'_>) -> Error {
+    b.context(Error::new(
         reel::ErrorKind::OutOfRange,
         format!(
-            "record index is out of range: it does not fit in 64 bits (the dataset has {len} \
-             records)"
+            "record index is out of range: it does not fit in 64 bits (the dataset has {} \
+             records)",
+            b.len
         ),
-    )
+    ))
 }
 
 /// Index `item` (an `int` or anything with `__index__`) of a dataset of `len` records,
 /// counted from the end when negative. One too large for 64 bits is out of range like any
 /// other, not an `OverflowError`.
-fn index_of(item: &Bound<'_, PyAny>, len: u64) -> PyResult<u64> {
+fn index_of(item: &Bound<'_, PyAny>, b: &Bounds<'_>) -> PyResult<u64> {
     let py = item.py();
+    if item.is_instance_of::<PyBool>() {
+        // `True` is an `int` to Python, but an index list of bools is a mask that would
+        // read records 0 and 1 over and over.
+        return Err(PyTypeError::new_err(MASK_REFUSED));
+    }
     match item.extract::<i64>() {
-        Ok(i) => normalize_index(i, len).py_err(py),
+        Ok(i) => normalize_index(i, b).py_err(py),
         Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => {
-            Err(index_too_large(len)).py_err(py)
+            Err(index_too_large(b)).py_err(py)
         }
         Err(e) => Err(e),
+    }
+}
+
+/// Whether `key` names one record: an `int`, or an object with `__index__` that is not a
+/// sequence (a NumPy integer), or a zero-dimensional array or tensor (which has `__len__`,
+/// but no length).
+fn is_scalar_index(key: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = key.py();
+    if key.is_instance_of::<PyInt>() {
+        return Ok(true);
+    }
+    if !key.hasattr(pyo3::intern!(py, "__index__"))? {
+        return Ok(false);
+    }
+    if !key.hasattr(pyo3::intern!(py, "__len__"))? {
+        return Ok(true);
+    }
+    match key.getattr(pyo3::intern!(py, "ndim")) {
+        Ok(ndim) => Ok(ndim.extract::<i64>().is_ok_and(|n| n == 0)),
+        Err(_) => Ok(false),
     }
 }
 
@@ -301,7 +362,7 @@ enum ListItem {
 /// The indices a list of ints names. Items that are exactly `int` are read in place, without
 /// the reference counting and conversion machinery around each one: at 1 KiB records a list
 /// of 256 indices cost about as much as the Python side of the rest of the batch read.
-fn list_indices(list: &Bound<'_, PyList>, len: u64) -> PyResult<Vec<u64>> {
+fn list_indices(list: &Bound<'_, PyList>, b: &Bounds<'_>) -> PyResult<Vec<u64>> {
     let py = list.py();
     let mut n = list.len();
     let mut out = Vec::with_capacity(n);
@@ -329,14 +390,14 @@ fn list_indices(list: &Bound<'_, PyList>, len: u64) -> PyResult<Vec<u64>> {
             }
         };
         let index = match item {
-            ListItem::Int(value) => normalize_index(value, len).py_err(py)?,
+            ListItem::Int(value) => normalize_index(value, b).py_err(py)?,
             // Out of range of any dataset, like an index array's too-large `uint64`.
-            ListItem::TooLarge => return Err(index_too_large(len)).py_err(py),
+            ListItem::TooLarge => return Err(index_too_large(b)).py_err(py),
             // Anything else (a NumPy integer, an object with `__index__`) goes through the
             // ordinary conversion, holding its own reference to the item. Its `__index__`
             // may change the list, so the length is read again after it.
             ListItem::Other => {
-                let index = index_of(&list.get_item(k)?, len)?;
+                let index = index_of(&list.get_item(k)?, b)?;
                 n = list.len();
                 index
             }
@@ -349,18 +410,33 @@ fn list_indices(list: &Bound<'_, PyList>, len: u64) -> PyResult<Vec<u64>> {
 
 /// The indices (of a dataset of `len` records) a list, tuple, range, NumPy array or other
 /// iterable of ints names, negative ones counted from the end.
-pub(crate) fn indices_of(obj: &Bound<'_, PyAny>, len: u64) -> PyResult<Vec<u64>> {
+pub(crate) fn indices_of(obj: &Bound<'_, PyAny>, b: &Bounds<'_>) -> PyResult<Vec<u64>> {
     // Lists (what samplers hand over) and integer arrays are read directly: at small
     // records the generic iterator protocol is a visible share of a batch read.
     if let Ok(list) = obj.cast::<PyList>() {
-        return list_indices(list, len);
+        return list_indices(list, b);
     }
-    if let Some(indices) = integer_array_indices(obj, len)? {
+    if let Some(indices) = integer_array_indices(obj, b)? {
         return Ok(indices);
+    }
+    // Iterable, but not a sequence of indices: text and bytes iterate as characters or
+    // byte values, and sets and dicts in an order of their own.
+    if obj.is_instance_of::<pyo3::types::PyString>()
+        || obj.is_instance_of::<pyo3::types::PyBytes>()
+        || obj.is_instance_of::<pyo3::types::PyByteArray>()
+        || obj.is_instance_of::<PyDict>()
+        || obj.is_instance_of::<pyo3::types::PySet>()
+        || obj.is_instance_of::<pyo3::types::PyFrozenSet>()
+    {
+        let kind = obj.get_type().name()?;
+        return Err(PyTypeError::new_err(format!(
+            "dataset indices are an int, a slice or an ordered sequence of ints (a list, \
+             tuple, range or integer array), not a {kind}"
+        )));
     }
     let mut out = Vec::new();
     for item in obj.try_iter()? {
-        out.push(index_of(&item?, len)?);
+        out.push(index_of(&item?, b)?);
     }
     Ok(out)
 }
@@ -370,7 +446,7 @@ pub(crate) fn indices_of(obj: &Bound<'_, PyAny>, len: u64) -> PyResult<Vec<u64>>
 /// then iterated. Iterated item by item, a batch of 256 indices cost more than reading the
 /// records: a torch tensor yields a tensor per item (129 µs a batch against 21 µs for an
 /// `int64` array, 1 KiB FFRecord records), other dtypes a NumPy scalar each (+35 %).
-fn integer_array_indices(obj: &Bound<'_, PyAny>, len: u64) -> PyResult<Option<Vec<u64>>> {
+fn integer_array_indices(obj: &Bound<'_, PyAny>, b: &Bounds<'_>) -> PyResult<Option<Vec<u64>>> {
     let py = obj.py();
     let array = if obj.cast::<numpy::PyUntypedArray>().is_ok() {
         obj.clone()
@@ -389,14 +465,26 @@ fn integer_array_indices(obj: &Bound<'_, PyAny>, len: u64) -> PyResult<Option<Ve
                 && let Ok(view) = numpy::PyArrayMethods::try_readonly(typed)
             {
                 let values = view.as_array();
-                let indices = values.iter().map(|&i| normalize_wide(i128::from(i), len));
+                let indices = values.iter().map(|&i| normalize_wide(i128::from(i), b));
                 return indices.collect::<reel::Result<Vec<u64>>>().py_err(py).map(Some);
             }
         )*};
     }
     read_as!(i64, i32, i16, i8, u64, u32, u16, u8);
+    if let Ok(untyped) = array.cast::<numpy::PyUntypedArray>()
+        && numpy::PyArrayDescrMethods::is_equiv_to(
+            &numpy::PyUntypedArrayMethods::dtype(untyped),
+            &numpy::dtype::<bool>(py),
+        )
+    {
+        return Err(PyTypeError::new_err(MASK_REFUSED));
+    }
     Ok(None)
 }
+
+/// Why a boolean mask is not taken as indices.
+const MASK_REFUSED: &str = "booleans are not record indices: for a boolean mask pass \
+                            numpy.flatnonzero(mask) (or mask.nonzero() of a tensor)";
 
 #[pymethods]
 impl Dataset {
@@ -409,49 +497,54 @@ impl Dataset {
     /// read in one batched read.
     fn __getitem__<'py>(&self, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let py = key.py();
-        if key.is_instance_of::<PyInt>() || key.hasattr("__index__")? && !key.hasattr("__len__")? {
-            let index = index_of(key, self.source.len())?;
-            return self.read(py, index, true);
+        if is_scalar_index(key)? {
+            return self.read(key, true, true);
         }
         if let Ok(slice) = key.cast::<PySlice>() {
             let len = isize::try_from(self.source.len()).unwrap_or(isize::MAX);
             let s = slice.indices(len)?;
             let indices: Vec<u64> =
                 (0..s.slicelength).map(|k| (s.start + k as isize * s.step) as u64).collect();
-            return Ok(PyList::new(py, self.read_dicts(py, indices, true)?)?.into_any());
-        }
-        if key.is_instance_of::<pyo3::types::PyString>()
-            || key.is_instance_of::<pyo3::types::PyBytes>()
-        {
-            return Err(PyTypeError::new_err(
-                "dataset indices are ints, slices or sequences of ints",
-            ));
+            return Ok(PyList::new(py, self.read_dicts(py, indices, true, true)?)?.into_any());
         }
         let indices = self.indices_of(key)?;
-        Ok(PyList::new(py, self.read_dicts(py, indices, true)?)?.into_any())
+        Ok(PyList::new(py, self.read_dicts(py, indices, true, true)?)?.into_any())
     }
 
-    /// Record `index` as a dict of field name to value.
+    /// Record `index` (negative counts from the end) as a dict of field name to value.
     ///
-    /// With `copy=False`, byte fields are read-only `memoryview`s over reel's buffer instead
-    /// of `bytes` (no copy; `numpy.frombuffer` and `torch.frombuffer` accept them).
-    #[pyo3(signature = (index, *, copy=true))]
-    fn read<'py>(&self, py: Python<'py>, index: u64, copy: bool) -> PyResult<Bound<'py, PyAny>> {
-        let mut records = self.read_dicts(py, vec![index], copy)?;
+    /// With `copy=False`, byte fields are read-only `memoryview`s over reel's memory instead
+    /// of `bytes` (no copy; `numpy.frombuffer` and `torch.frombuffer` accept them). That
+    /// memory is the file's own mapping where the backend maps the file (`mmap`, `auto`)
+    /// and the format stores values as they are, unless `mapped=False`, which reads the
+    /// records into reel's batch buffer instead: writing through a view of a mapping (a
+    /// tensor made with `torch.frombuffer`, which ignores the read-only flag) would crash
+    /// the process, while writing into the batch buffer changes only that read's copy.
+    #[pyo3(signature = (index, *, copy=true, mapped=true))]
+    fn read<'py>(
+        &self,
+        index: &Bound<'py, PyAny>,
+        copy: bool,
+        mapped: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = index.py();
+        let index = index_of(index, &self.bounds())?;
+        let mut records = self.read_dicts(py, vec![index], copy, mapped)?;
         Ok(records.pop().map(Bound::into_any).unwrap_or_else(|| py.None().into_bound(py)))
     }
 
     /// The records at `indices` (any order, repeats allowed) in one batched read, as a list
-    /// of dicts in the order asked. `copy=False` as for `read`.
-    #[pyo3(signature = (indices, *, copy=true))]
+    /// of dicts in the order asked. `copy=False` and `mapped` as for `read`.
+    #[pyo3(signature = (indices, *, copy=true, mapped=true))]
     fn read_batch<'py>(
         &self,
         indices: &Bound<'py, PyAny>,
         copy: bool,
+        mapped: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let py = indices.py();
         let indices = self.indices_of(indices)?;
-        PyList::new(py, self.read_dicts(py, indices, copy)?)
+        PyList::new(py, self.read_dicts(py, indices, copy, mapped)?)
     }
 
     /// One bytes field of the records at `indices`, read as one batch, packed: a read-only
@@ -603,25 +696,25 @@ impl Dataset {
     fn plan(
         &self,
         py: Python<'_>,
-        batch_size: usize,
+        batch_size: Count<usize>,
         shuffle: &str,
-        seed: u64,
-        rank: u64,
-        world_size: u64,
+        #[pyo3(from_py_with = count::<u64>)] seed: u64,
+        #[pyo3(from_py_with = count::<u64>)] rank: u64,
+        #[pyo3(from_py_with = count::<u64>)] world_size: u64,
         drop_last: bool,
-        epoch: u64,
-        epochs: Option<u64>,
+        #[pyo3(from_py_with = count::<u64>)] epoch: u64,
+        epochs: Option<Count<u64>>,
         state: Option<&str>,
     ) -> PyResult<IndexPlan> {
         let args = PlanArgs {
-            batch_size,
+            batch_size: batch_size.0,
             shuffle,
             seed,
             rank,
             world_size,
             drop_last,
             epoch,
-            epochs,
+            epochs: opt(epochs),
             state,
         };
         crate::loader::plan(self, args).py_err(py)
@@ -632,41 +725,42 @@ impl Dataset {
     /// `prefetch` bounds the batches read ahead (default twice `threads`); `threads=0`
     /// reads each batch when it is asked for. `interleave=(n, k)` takes batch `k` of every
     /// `n` (worker `k` of `n` DataLoader workers of this rank), reading only those.
-    /// `copy=False` as for `read`. Waiting for a batch releases the GIL; the batches and
-    /// their order do not depend on `threads` or `prefetch`.
+    /// `copy=False` and `mapped` as for `read`. Waiting for a batch releases the GIL; the
+    /// batches and their order do not depend on `threads` or `prefetch`.
     #[pyo3(signature = (*, batch_size, shuffle="feistel", seed=0, rank=0, world_size=1,
                         drop_last=false, epoch=0, epochs=None, state=None, threads=2,
-                        prefetch=None, interleave=(1, 0), copy=true))]
+                        prefetch=None, interleave=(1, 0), copy=true, mapped=true))]
     #[allow(clippy::too_many_arguments)]
     fn stream(
         &self,
         py: Python<'_>,
-        batch_size: usize,
+        batch_size: Count<usize>,
         shuffle: &str,
-        seed: u64,
-        rank: u64,
-        world_size: u64,
+        #[pyo3(from_py_with = count::<u64>)] seed: u64,
+        #[pyo3(from_py_with = count::<u64>)] rank: u64,
+        #[pyo3(from_py_with = count::<u64>)] world_size: u64,
         drop_last: bool,
-        epoch: u64,
-        epochs: Option<u64>,
+        #[pyo3(from_py_with = count::<u64>)] epoch: u64,
+        epochs: Option<Count<u64>>,
         state: Option<&str>,
-        threads: usize,
-        prefetch: Option<usize>,
-        interleave: (u64, u64),
+        #[pyo3(from_py_with = count::<usize>)] threads: usize,
+        prefetch: Option<Count<usize>>,
+        #[pyo3(from_py_with = count_pair)] interleave: (u64, u64),
         copy: bool,
+        mapped: bool,
     ) -> PyResult<BatchStream> {
         let args = PlanArgs {
-            batch_size,
+            batch_size: batch_size.0,
             shuffle,
             seed,
             rank,
             world_size,
             drop_last,
             epoch,
-            epochs,
+            epochs: opt(epochs),
             state,
         };
-        let read_ahead = ReadAhead { threads, prefetch, interleave, copy };
+        let read_ahead = ReadAhead { threads, prefetch: opt(prefetch), interleave, copy, mapped };
         crate::loader::stream(py, self, args, read_ahead)
     }
 
@@ -686,21 +780,21 @@ impl Dataset {
     fn arrow_stream(
         &self,
         py: Python<'_>,
-        start: Option<u64>,
-        stop: Option<u64>,
+        start: Option<Count<u64>>,
+        stop: Option<Count<u64>>,
         indices: Option<&Bound<'_, PyAny>>,
         columns: Option<Vec<String>>,
-        batch_rows: usize,
-        batch_bytes: usize,
+        #[pyo3(from_py_with = count::<usize>)] batch_rows: usize,
+        #[pyo3(from_py_with = count::<usize>)] batch_bytes: usize,
         large_types: bool,
         schema: Option<&Bound<'_, PyAny>>,
         with_index: bool,
         with_location: bool,
-        sample_records: usize,
+        #[pyo3(from_py_with = count::<usize>)] sample_records: usize,
     ) -> PyResult<ArrowStream> {
         let args = StreamArgs {
-            start,
-            stop,
+            start: opt(start),
+            stop: opt(stop),
             indices,
             columns,
             batch_rows,
@@ -712,7 +806,7 @@ impl Dataset {
             sample_records,
         };
         let source = self.reader().py_err(py)?;
-        Ok(ArrowStream::new(crate::arrow::batch_reader(py, source, args)?))
+        Ok(ArrowStream::new(crate::arrow::batch_reader(py, source, &self.bounds(), args)?))
     }
 
     /// The records as a `pyarrow.Table` (pyarrow imported on call); takes the keyword
@@ -751,6 +845,7 @@ impl Dataset {
         requested_schema: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, pyo3::types::PyCapsule>> {
         let source = self.reader().py_err(py)?;
+        let bounds = self.bounds();
         let args = |schema| StreamArgs {
             start: None,
             stop: None,
@@ -766,12 +861,17 @@ impl Dataset {
         };
         let reader = match requested_schema {
             Some(requested) => {
-                match crate::arrow::batch_reader(py, Arc::clone(&source), args(Some(requested))) {
+                match crate::arrow::batch_reader(
+                    py,
+                    Arc::clone(&source),
+                    &bounds,
+                    args(Some(requested)),
+                ) {
                     Ok(reader) => reader,
-                    Err(_) => crate::arrow::batch_reader(py, source, args(None))?,
+                    Err(_) => crate::arrow::batch_reader(py, source, &bounds, args(None))?,
                 }
             }
-            None => crate::arrow::batch_reader(py, source, args(None))?,
+            None => crate::arrow::batch_reader(py, source, &bounds, args(None))?,
         };
         crate::arrow::stream_capsule(py, reader)
     }
@@ -858,7 +958,7 @@ impl DatasetIter {
                 return Ok(None);
             }
             let end = len.min(self.next + ITER_BATCH);
-            let records = ds.read_dicts(py, (self.next..end).collect(), true)?;
+            let records = ds.read_dicts(py, (self.next..end).collect(), true, true)?;
             self.next = end;
             self.pending.extend(records.into_iter().map(Bound::unbind));
         }

@@ -4,6 +4,7 @@
 //! errors and releases the GIL around every read. Formats, shuffling, sharding and resume
 //! all come from the Rust side; nothing here re-implements them.
 
+mod args;
 mod arrow;
 mod buffer;
 mod dataset;

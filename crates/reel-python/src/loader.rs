@@ -71,6 +71,9 @@ pub(crate) struct ReadAhead {
     pub(crate) interleave: (u64, u64),
     /// Copy byte fields into `bytes` (else memoryviews over the batch buffer).
     pub(crate) copy: bool,
+    /// Let records be lent from the file's mapping (else always read into the batch
+    /// buffer; see `Dataset.read`).
+    pub(crate) mapped: bool,
 }
 
 /// The batches of `ds`'s plan, read ahead on Rust threads (see `Dataset.stream`).
@@ -86,6 +89,7 @@ pub(crate) fn stream(
             // threads here, in the process that iterates.
             let mut b = builder(ds, ds.reader()?, &a)?
                 .workers(r.threads)
+                .zero_copy(r.mapped)
                 .interleave(r.interleave.0, r.interleave.1);
             if let Some(p) = r.prefetch {
                 b = b.prefetch(p);

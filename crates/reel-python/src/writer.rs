@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use reel::{ConvertOptions, CreateOptions, Error, ErrorKind, FieldSpec, Format, RecordSink};
 
+use crate::args::{Count, count, opt};
 use crate::dataset::OpenArgs;
 use crate::errors::IntoPyResult;
 use crate::records::record_from;
@@ -56,11 +57,13 @@ impl Sink {
         path: PathBuf,
         format: &str,
         schema: Option<Vec<(String, String)>>,
-        records: Option<u64>,
+        records: Option<Count<u64>>,
         overwrite: bool,
-        part: Option<(u64, u64)>,
-        part_size: Option<u64>,
+        part: Option<(Count<u64>, Count<u64>)>,
+        part_size: Option<Count<u64>>,
     ) -> PyResult<Self> {
+        let (records, part_size) = (opt(records), opt(part_size));
+        let part = part.map(|(k, n)| (k.0, n.0));
         let format = format_named(format).py_err(py)?;
         let mut options = CreateOptions::default().overwrite(overwrite).schema(
             schema.map(|s| s.into_iter().map(|(name, kind)| FieldSpec { name, kind }).collect()),
@@ -155,9 +158,10 @@ pub(crate) fn convert<'py>(
     to: &str,
     verify: bool,
     overwrite: bool,
-    shard: Option<(u64, u64)>,
-    part_size: Option<u64>,
+    shard: Option<(Count<u64>, Count<u64>)>,
+    part_size: Option<Count<u64>>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let (shard, part_size) = (shard.map(|(k, n)| (k.0, n.0)), opt(part_size));
     let format = format_named(to).py_err(py)?;
     let mut options = ConvertOptions::new(format);
     options.open = options.open.verify(verify);
@@ -243,8 +247,8 @@ pub(crate) fn generate<'py>(
     py: Python<'py>,
     path: PathBuf,
     format: &str,
-    records: u64,
-    max_record: usize,
+    #[pyo3(from_py_with = count::<u64>)] records: u64,
+    #[pyo3(from_py_with = count::<usize>)] max_record: usize,
     overwrite: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = format_named(format).py_err(py)?;
@@ -267,7 +271,13 @@ fn summary_dict(py: Python<'_>, summary: reel::SinkSummary) -> PyResult<Bound<'_
 /// The names of the files (or shard directory) making up part `k` of an `n`-part dataset of
 /// `format`, in its directory: `reel::part_names`.
 #[pyfunction]
-pub fn part_names(py: Python<'_>, format: &str, k: u64, n: u64) -> PyResult<Vec<String>> {
+pub fn part_names(
+    py: Python<'_>,
+    format: &str,
+    k: Count<u64>,
+    n: Count<u64>,
+) -> PyResult<Vec<String>> {
+    let (k, n) = (k.0, n.0);
     let format = format_named(format).py_err(py)?;
     Ok(reel::part_names(format, k, n))
 }

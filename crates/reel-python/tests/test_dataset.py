@@ -91,11 +91,11 @@ def test_indices_may_be_lists_arrays_of_any_int_dtype_or_iterables(ds):
 
 def test_list_items_other_than_ints_go_through_index(ds):
     """A list is read in place while its items are plain ints; any other item (a NumPy
-    integer, a bool, an object with `__index__`) is converted the ordinary way, and an
+    integer, an object with `__index__`) is converted the ordinary way, and an
     `__index__` that shortens the list while it is read ends the read at the new length
     instead of reading past it."""
     want = [ds[i]["data"] for i in (298, 0, 4, 1)]
-    mixed = [298, np.int64(0), np.uint16(4), True]
+    mixed = [298, np.int64(0), np.uint16(4), 1]
     assert [r["data"] for r in ds.read_batch(mixed)] == want
 
     class Shrinks:
@@ -109,7 +109,7 @@ def test_list_items_other_than_ints_go_through_index(ds):
     shrinking = [298, 0, 4, 1, 7, 8]
     shrinking[1] = Shrinks(shrinking, 0)
     assert [r["data"] for r in ds.read_batch(shrinking)] == want[:2]
-    packed, offsets = ds.read_batch_packed([298, np.int32(0), 4, True])
+    packed, offsets = ds.read_batch_packed([298, np.int32(0), 4, np.int8(1)])
     assert bytes(packed) == b"".join(want)
     assert offsets.tolist()[-1] == sum(map(len, want))
 
@@ -219,6 +219,106 @@ def test_reused_buffers_leave_held_views_alone(ds):
         del batch
     assert len(addresses) < 50  # released buffers are read into again
     assert [bytes(v["data"]) for v in held] == [c["data"] for c in copied]
+
+
+def test_masks_and_unordered_collections_are_not_indices(ds):
+    """Booleans are a mask, not indices 0 and 1; text, bytes, sets and dicts iterate as
+    something else than an ordered list of indices. All are refused in every reading call,
+    while a zero-dimensional integer array names one record like an int."""
+    mask = np.zeros(len(ds), dtype=bool)
+    mask[[3, 7]] = True
+    refused = [mask, [True, False], [0, True], True, "01", b"\x01\x02", bytearray(b"\x01"),
+               {1, 2}, frozenset([1]), {1: 2}]
+    for key in refused:
+        for call in (lambda: ds[key], lambda: ds.read_batch(key), lambda: ds.read_batch_packed(key)):
+            with pytest.raises(TypeError):
+                call()
+    with pytest.raises(TypeError, match="flatnonzero"):
+        ds.read_batch(mask)
+    assert same(ds[np.flatnonzero(mask)], [ds[3], ds[7]])
+    assert same(ds[np.array(7)], ds[7])
+    assert same(ds[np.array(-1, dtype=np.int16)], ds[len(ds) - 1])
+
+
+def test_counts_and_indices_are_checked_as_python_checks_them(ds, tmp_path):
+    """A negative or too large count (batch size, seed, threads, records ...) is a
+    ValueError, not an OverflowError; `read(i)` takes negative and huge indices as `ds[i]`
+    does; sizes far beyond the dataset read it without reserving memory for them."""
+    n = len(ds)
+    assert same(ds.read(-1), ds[n - 1])
+    with pytest.raises(IndexError, match="does not fit in 64 bits"):
+        ds.read(2**64)
+    for call in (
+        lambda: ds.plan(batch_size=-1),
+        lambda: ds.plan(batch_size=4, seed=-1),
+        lambda: ds.plan(batch_size=4, epochs=-1),
+        lambda: ds.stream(batch_size=4, threads=-1),
+        lambda: ds.stream(batch_size=4, prefetch=-1),
+        lambda: ds.stream(batch_size=4, interleave=(2, -1)),
+        lambda: ds.plan(batch_size=4, seed=2**64),
+        lambda: ds.arrow_stream(batch_rows=-5),
+        lambda: reel.generate(tmp_path / "x.ffr", records=-1),
+        lambda: reel.ffrecord.Writer(tmp_path / "y.ffr", records=-1),
+        lambda: reel.open(golden_root() / FFR, cache_size=-1),
+    ):
+        with pytest.raises(ValueError):
+            call()
+    for part in ((5, 2), (2, 2), (0, 0)):
+        with pytest.raises(ValueError, match="does not exist"):
+            reel.ffrecord.Writer(tmp_path / "parts", part=part)
+    assert not (tmp_path / "parts").exists()
+    with pytest.raises(ValueError, match="at most 1024"):
+        ds.stream(batch_size=4, threads=1025)
+    for batch_size in (2**34, sys.maxsize, 2**64 - 1):
+        batches = list(ds.stream(batch_size=batch_size, shuffle="none", epochs=1, threads=0))
+        assert [len(b) for b in batches] == [n]
+    sizes = [len(b) for b in ds.stream(batch_size=128, epochs=1, threads=1, prefetch=2**40)]
+    assert sizes == [128, 128, n - 256]
+
+
+def test_out_of_range_errors_name_the_dataset_and_record(ds):
+    """Every way of reading an index out of range says which dataset and record."""
+    path = str(golden_root() / FFR)
+    n = len(ds)
+    for call in (
+        lambda: ds[n],
+        lambda: ds.read(n),
+        lambda: ds.read_batch([0, n]),
+        lambda: ds.read_batch_packed(np.array([n])),
+        lambda: ds[[n]],
+    ):
+        with pytest.raises(reel.OutOfRangeError) as e:
+            call()
+        assert (e.value.format, e.value.path, e.value.record) == ("ffrecord", path, n)
+        assert str(e.value).count(str(n)) == 2  # the record and the dataset's length, once each
+    with pytest.raises(reel.OutOfRangeError) as e:
+        ds[-n - 1]
+    assert (e.value.format, e.value.path, e.value.record) == ("ffrecord", path, None)
+
+
+def test_mapped_false_reads_into_the_batch_buffer(tmp_path):
+    """`mapped=False` never lends the file's mapping: views are over reel's batch buffer
+    (smaller than the file), with the same bytes as the mapped views."""
+    path = tmp_path / "big.ffr"
+    records = [bytes([k]) * (40 << 10) for k in range(6)]
+    with reel.ffrecord.Writer(path) as w:
+        for r in records:
+            w.write({"data": r})
+    size = os.path.getsize(path)
+    ds = reel.open(path, backend="mmap")
+    lent = ds.read_batch([4, 1], copy=False)
+    assert all(len(r["data"].obj) == size for r in lent)
+    for got in (
+        ds.read_batch([4, 1], copy=False, mapped=False),
+        ds.read(4, copy=False, mapped=False),
+        next(iter(ds.stream(batch_size=2, shuffle="none", epochs=1, copy=False, mapped=False))),
+    ):
+        got = got if isinstance(got, list) else [got]
+        assert all(len(r["data"].obj) < size for r in got)
+    assert [bytes(r["data"]) for r in ds.read_batch([4, 1], copy=False, mapped=False)] == [
+        records[4],
+        records[1],
+    ]
 
 
 def test_errors_map_kinds_and_keep_context(tmp_path):

@@ -287,3 +287,75 @@ def test_tensors_stay_valid_after_the_dataset_is_gone():
     for r in kept:
         assert bytes(r["data"].numpy()) in lookup
     assert [bytes(r["data"].numpy()) for r in held] == [e["data"] for e in expected[:40]]
+
+
+WRITE_TO_TENSORS = r"""
+import sys
+import reel, reel.torch
+path, backend = sys.argv[1], sys.argv[2]
+want = [bytes(r["data"]) for r in reel.open(path)[:]]
+for ds in (
+    reel.torch.RecordDataset(path, tensors=True, backend=backend),
+    reel.torch.StreamingDataset(
+        path, batch_size=4, shuffle="none", tensors=True, collate=None, backend=backend
+    ),
+):
+    got = ds.__getitems__([0, 5, 1]) if isinstance(ds, reel.torch.RecordDataset) else next(iter(ds))
+    for r in got:
+        r["data"].add_(1)  # in place
+# The file, and fresh reads, are untouched.
+assert [bytes(r["data"]) for r in reel.open(path, backend=backend)[:]] == want
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("backend", ["auto", "mmap", "pread"])
+def test_writing_to_tensors_changes_only_the_batch(tmp_path, backend):
+    """tensors=True reads into reel's batch buffer, never lending the file's mapping: torch
+    ignores a buffer's read-only flag, and an in-place write to a tensor over a read-only
+    mapping killed the process (SIGSEGV) with mmap and auto on records of 32 KiB and more.
+    Run in a child, so that a regression fails this test instead of the whole session."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "big.ffr"
+    with reel.ffrecord.Writer(path) as w:
+        for k in range(12):
+            w.write({"data": bytes([k]) * (64 << 10)})
+    run = subprocess.run(
+        [sys.executable, "-c", WRITE_TO_TENSORS, str(path), backend],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "ok"
+
+
+def test_tensors_leave_arrays_torch_cannot_hold_as_arrays():
+    """A field whose NumPy dtype torch has no tensor type for (Granular's text array) stays
+    a NumPy array; numeric arrays become tensors sharing their memory."""
+    root = golden_root() / "granular/granular-0.24.2/normal"
+    plain = reel.open(root)
+    record = reel.torch.RecordDataset(root, tensors=True)[10]
+    assert set(record) == set(plain[10])
+    kinds = {name: type(value) for name, value in record.items()}
+    for name, value in plain[10].items():
+        if isinstance(value, np.ndarray) and value.dtype.kind in "USO":
+            assert kinds[name] is np.ndarray and (record[name] == value).all()
+        elif isinstance(value, np.ndarray):
+            assert kinds[name] is torch.Tensor
+            assert (record[name].numpy() == value).all()
+    assert np.ndarray in kinds.values(), "the case has a text array"
+
+
+def test_boolean_tensors_are_not_indices():
+    """A torch bool mask is refused like a NumPy one, not read as indices 0 and 1."""
+    ds = reel.open(FFR)
+    mask = torch.zeros(N, dtype=torch.bool)
+    mask[[3, 7]] = True
+    for call in (lambda: ds[mask], lambda: ds.read_batch(mask), lambda: ds.read_batch_packed(mask)):
+        with pytest.raises(TypeError, match="flatnonzero"):
+            call()
+    assert same(ds[mask.nonzero().flatten()], [ds[3], ds[7]])
+    assert same(ds[torch.tensor(7)], ds[7])  # a 0-d tensor names one record

@@ -186,13 +186,20 @@ class Dataset:
     def __getitem__(
         self, key: slice | Sequence[int] | npt.NDArray[np.integer[Any]]
     ) -> list[Record]: ...
-    def read(self, index: int, *, copy: bool = True) -> Record:
-        """Record ``index`` as a dict of field name to value. With ``copy=False``, byte
-        fields are read-only ``memoryview``s over reel's buffer instead of ``bytes`` (no copy;
-        ``numpy.frombuffer`` and ``torch.frombuffer`` accept them)."""
-    def read_batch(self, indices: Iterable[int], *, copy: bool = True) -> list[Record]:
+    def read(self, index: int, *, copy: bool = True, mapped: bool = True) -> Record:
+        """Record ``index`` (negative counts from the end) as a dict of field name to value.
+        With ``copy=False``, byte fields are read-only ``memoryview``s over reel's memory
+        instead of ``bytes`` (no copy; ``numpy.frombuffer`` and ``torch.frombuffer`` accept
+        them). That memory is the file's own mapping where the backend maps the file and
+        the format stores values as they are, unless ``mapped=False``, which reads the
+        records into reel's batch buffer instead: writing through a view of a mapping (a
+        tensor from ``torch.frombuffer``) would crash the process, while writing into the
+        batch buffer changes only that read's copy."""
+    def read_batch(
+        self, indices: Iterable[int], *, copy: bool = True, mapped: bool = True
+    ) -> list[Record]:
         """The records at ``indices`` (any order, repeats allowed) in one batched read, as a
-        list of dicts in the order asked. ``copy=False`` as for ``read``."""
+        list of dicts in the order asked. ``copy=False`` and ``mapped`` as for ``read``."""
     def read_batch_packed(
         self, indices: Iterable[int], *, field: str | None = None
     ) -> tuple[memoryview, npt.NDArray[np.int64]]:
@@ -259,14 +266,16 @@ class Dataset:
         prefetch: int | None = None,
         interleave: tuple[int, int] = (1, 0),
         copy: bool = True,
+        mapped: bool = True,
     ) -> BatchStream:
         """The batches of the same plan (same keywords as ``plan``), read ahead on
         ``threads`` Rust threads while Python works on the current batch: iterate for lists
         of records. ``prefetch`` bounds the batches read ahead (default twice ``threads``);
         ``threads=0`` reads each batch when it is asked for. ``interleave=(n, k)`` takes
         batch ``k`` of every ``n`` (worker ``k`` of ``n`` DataLoader workers of this rank),
-        reading only those. ``copy=False`` as for ``read``. Waiting for a batch releases the
-        GIL; the batches and their order do not depend on ``threads`` or ``prefetch``."""
+        reading only those. ``copy=False`` and ``mapped`` as for ``read``. Waiting for a
+        batch releases the GIL; the batches and their order do not depend on ``threads`` or
+        ``prefetch``."""
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickles as "open this path again with the same options"."""
     def arrow_stream(

@@ -8,7 +8,12 @@
 
 With ``tensors=True`` both hand out byte fields as ``torch.uint8`` tensors over reel's batch
 buffer and NumPy arrays as tensors sharing their memory: no copy between the read and the
-tensor. The tensors keep the buffer alive after the dataset is gone.
+tensor. The tensors keep the buffer alive after the dataset is gone. The records are read
+into that buffer even where the backend could lend them from the file's mapping
+(``mapped=False``): torch ignores the read-only flag of a buffer, and a write into a
+tensor over a read-only mapping would crash the process, while a write into the batch
+buffer changes only that batch's copy. Arrays of a dtype torch has no tensor type for
+(text, objects, ``uint16`` before torch 2.3 ...) stay NumPy arrays.
 
 Both pickle as the dataset's path and options, so DataLoader workers work under ``fork``
 and ``spawn``; a forked worker opens its own files on its first read.
@@ -78,12 +83,17 @@ def to_tensor(value: Any, dtype: torch.dtype = torch.uint8) -> torch.Tensor:
 
 
 def _as_tensors(record: Record) -> Record:
-    """The record with byte fields and NumPy arrays as tensors sharing their memory (other
-    values as they are)."""
+    """The record with byte fields and NumPy arrays as tensors sharing their memory; other
+    values, and arrays of a dtype torch cannot hold, as they are."""
     out = {}
     for name, value in record.items():
-        if isinstance(value, (bytes, memoryview)) or hasattr(value, "__array_interface__"):
+        if isinstance(value, (bytes, memoryview)):
             value = to_tensor(value)
+        elif hasattr(value, "__array_interface__"):
+            try:
+                value = torch.from_numpy(value)
+            except TypeError:
+                pass  # no torch dtype for it (text, objects, ...): the array as it is
         out[name] = value
     return out
 
@@ -97,9 +107,10 @@ class RecordDataset(_MapDataset):
         source: a path (opened with ``reel.open`` and ``open_kwargs``) or a ``reel.Dataset``.
         transform: applied to each record (a dict) before it is returned.
         copy: False returns byte fields as read-only memoryviews over reel's buffer.
-        tensors: byte fields as ``torch.uint8`` tensors over reel's buffer and NumPy arrays
-            as tensors sharing their memory (no copy; implies ``copy=False``). The tensors
-            share the batch's buffer: clone one before writing to it.
+        tensors: byte fields as ``torch.uint8`` tensors over reel's batch buffer and NumPy
+            arrays as tensors sharing their memory (no copy after the read; implies
+            ``copy=False``). The records are read into that buffer, never lent from the
+            file's mapping, so writing to a tensor changes only that batch's copy.
         **open_kwargs: ``format``, ``backend``, ``verify``, ``decode_images`` for
             ``reel.open``.
     """
@@ -130,7 +141,10 @@ class RecordDataset(_MapDataset):
         return self.__getitems__([index])[0]
 
     def __getitems__(self, indices: Sequence[int]) -> list[Any]:
-        return self._finish(self.dataset.read_batch(indices, copy=self.copy))
+        # Tensors over the batch buffer, never over the file's mapping (see the module
+        # documentation): writing to one must not crash the process.
+        records = self.dataset.read_batch(indices, copy=self.copy, mapped=not self.tensors)
+        return self._finish(records)
 
 
 def _distributed() -> tuple[int, int]:
@@ -167,8 +181,9 @@ class StreamingDataset(IterableDataset):
         collate: turns the list of (transformed) records into the yielded batch
             (default ``torch.utils.data.default_collate``; None yields the list).
         copy: False reads byte fields as read-only memoryviews (zero-copy).
-        tensors: byte fields as ``torch.uint8`` tensors over reel's buffer, NumPy arrays as
-            tensors sharing their memory (no copy; implies ``copy=False``).
+        tensors: byte fields as ``torch.uint8`` tensors over reel's batch buffer, NumPy
+            arrays as tensors sharing their memory (no copy after the read; implies
+            ``copy=False``); writing to one changes only that batch's copy.
         threads: Rust threads reading batches ahead of the consumer, GIL released (per
             process: in each DataLoader worker when there are workers). 0 reads each batch
             when it is asked for. The batches and their order do not depend on it.
@@ -261,6 +276,7 @@ class StreamingDataset(IterableDataset):
             prefetch=self.prefetch,
             interleave=(workers, me),
             copy=self.copy,
+            mapped=not self.tensors,
         )
         for records in stream:
             if self.tensors:
