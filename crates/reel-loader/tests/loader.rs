@@ -216,8 +216,11 @@ fn bad_configurations_are_refused() {
 fn sizes_beyond_the_data_allocate_for_the_data() {
     let source = Arc::new(TestSource::new(10));
     for workers in [0, 2] {
-        let loader =
-            shared(&source).batch_size(usize::MAX).shuffle(Shuffle::None).workers(workers).epochs(1);
+        let loader = shared(&source)
+            .batch_size(usize::MAX)
+            .shuffle(Shuffle::None)
+            .workers(workers)
+            .epochs(1);
         let mut loader = loader.build().unwrap();
         let batch = loader.next_batch().unwrap().unwrap();
         assert_eq!(indices(&batch), (0..10).collect::<Vec<_>>(), "{workers} workers");
