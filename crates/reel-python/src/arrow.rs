@@ -91,11 +91,15 @@ pub(crate) fn batch_reader(
             return Err(PyValueError::new_err("give indices or start/stop, not both"));
         }
         let indices = crate::dataset::indices_of(indices, bounds)?;
-        return py.detach(|| SourceBatchReader::with_indices(source, indices, &options)).py_err(py);
+        return crate::shutdown::detach(py, || {
+            SourceBatchReader::with_indices(source, indices, &options)
+        })
+        .py_err(py);
     }
     let stop = args.stop.unwrap_or(len).min(len);
     let start = args.start.unwrap_or(0).min(stop);
-    py.detach(|| SourceBatchReader::with_range(source, start..stop, &options)).py_err(py)
+    crate::shutdown::detach(py, || SourceBatchReader::with_range(source, start..stop, &options))
+        .py_err(py)
 }
 
 /// A capsule "arrow_array_stream" holding `reader` as a C stream. A consumer moves the
@@ -167,7 +171,7 @@ impl ArrowStream {
                 ),
             ));
         };
-        let batch = py.detach(|| reader.next_batch()).py_err(py)?;
+        let batch = crate::shutdown::detach(py, || reader.next_batch()).py_err(py)?;
         match batch {
             Some(batch) => pyarrow_batch(py, &batch).map(Some),
             None => Ok(None),
@@ -252,6 +256,7 @@ pub(crate) fn write_arrow<'py>(
     options.lossless_only = lossless_only;
     options.nullable = nullable.unwrap_or_default();
     let report =
-        py.detach(|| reel::convert::convert_batches(reader, &path, &options)).py_err(py)?;
+        crate::shutdown::detach(py, || reel::convert::convert_batches(reader, &path, &options))
+            .py_err(py)?;
     crate::writer::report_dict(py, &report)
 }

@@ -179,7 +179,8 @@ pub struct Dataset {
 
 impl Dataset {
     pub(crate) fn open(py: Python<'_>, args: OpenArgs) -> PyResult<Dataset> {
-        let source: Arc<dyn RecordSource> = Arc::from(py.detach(|| args.open()).py_err(py)?);
+        let source: Arc<dyn RecordSource> =
+            Arc::from(crate::shutdown::detach(py, || args.open()).py_err(py)?);
         Ok(Dataset {
             opened: RwLock::new((std::process::id(), Arc::clone(&source))),
             source,
@@ -216,7 +217,7 @@ impl Dataset {
         indices: Vec<u64>,
         lend: bool,
     ) -> PyResult<PooledBatch> {
-        py.detach(move || {
+        crate::shutdown::detach(py, move || {
             let source = self.reader()?;
             let mut batch = self.pool.take(0);
             // Records the source can lend (mmap/memory backends, formats whose records
@@ -625,7 +626,7 @@ impl Dataset {
     fn stored_bytes(&self, py: Python<'_>) -> PyResult<u64> {
         let paths = self.source.info().paths.clone();
         let args = self.args.clone();
-        py.detach(move || {
+        crate::shutdown::detach(py, move || {
             // The store the dataset was opened from (an object URL's, or the local one).
             let (_, options) = reel::locate(&args.path, &args.options()?)?;
             paths.iter().try_fold(0u64, |sum, p| Ok(sum.saturating_add(options.store.size(p)?)))
@@ -642,7 +643,7 @@ impl Dataset {
     fn fingerprint(&self, py: Python<'_>) -> PyResult<String> {
         let paths = self.source.info().paths.clone();
         let args = self.args.clone();
-        py.detach(move || {
+        crate::shutdown::detach(py, move || {
             let (_, options) = reel::locate(&args.path, &args.options()?)?;
             // DefaultHasher::new() hashes alike in every process running this build.
             let mut hasher = std::hash::DefaultHasher::new();

@@ -16,7 +16,7 @@ type VideoEntry = (String, u64, Vec<(u64, u64, u64)>, String);
 /// gulpio2's) order, without reading any frame.
 #[pyfunction]
 pub(crate) fn gulp_index(py: Python<'_>, path: PathBuf) -> PyResult<(Vec<u64>, Vec<VideoEntry>)> {
-    py.detach(|| {
+    crate::shutdown::detach(py, || {
         let reader = GulpReader::open(&path)?;
         let chunks = reader.chunks().iter().map(|c| c.number).collect();
         let mut out = Vec::new();

@@ -83,20 +83,19 @@ pub(crate) fn stream(
     a: PlanArgs<'_>,
     r: ReadAhead,
 ) -> PyResult<BatchStream> {
-    let loader = py
-        .detach(|| {
-            // Read through this process's source (reopened after a fork), and start the
-            // threads here, in the process that iterates.
-            let mut b = builder(ds, ds.reader()?, &a)?
-                .workers(r.threads)
-                .zero_copy(r.mapped)
-                .interleave(r.interleave.0, r.interleave.1);
-            if let Some(p) = r.prefetch {
-                b = b.prefetch(p);
-            }
-            b.build()
-        })
-        .py_err(py)?;
+    let loader = crate::shutdown::detach(py, || {
+        // Read through this process's source (reopened after a fork), and start the
+        // threads here, in the process that iterates.
+        let mut b = builder(ds, ds.reader()?, &a)?
+            .workers(r.threads)
+            .zero_copy(r.mapped)
+            .interleave(r.interleave.0, r.interleave.1);
+        if let Some(p) = r.prefetch {
+            b = b.prefetch(p);
+        }
+        b.build()
+    })
+    .py_err(py)?;
     Ok(BatchStream { loader, copy: r.copy })
 }
 
@@ -118,7 +117,7 @@ impl BatchStream {
 
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
         let loader = &mut self.loader;
-        let Some(next) = py.detach(|| loader.next_batch()) else {
+        let Some(next) = crate::shutdown::detach(py, || loader.next_batch()) else {
             return Ok(None);
         };
         let batch = next.py_err(py)?;

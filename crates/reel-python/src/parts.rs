@@ -17,7 +17,8 @@ use crate::writer::format_named;
 #[pyo3(signature = (dst, *, overwrite))]
 pub(crate) fn parts_staging(py: Python<'_>, dst: PathBuf, overwrite: bool) -> PyResult<String> {
     let options = CreateOptions::default().overwrite(overwrite);
-    let staging = py.detach(|| reel::parts::parts_staging(&dst, &options)).py_err(py)?;
+    let staging =
+        crate::shutdown::detach(py, || reel::parts::parts_staging(&dst, &options)).py_err(py)?;
     text(staging).py_err(py)
 }
 
@@ -55,7 +56,10 @@ pub(crate) fn publish_parts(
         .map(|(location, k, n)| StagedPart { location, written_as: (k, n) })
         .collect();
     let options = CreateOptions::default().overwrite(overwrite);
-    py.detach(|| reel::parts::publish_parts(&staging, format, &parts, &dst, &options)).py_err(py)
+    crate::shutdown::detach(py, || {
+        reel::parts::publish_parts(&staging, format, &parts, &dst, &options)
+    })
+    .py_err(py)
 }
 
 /// Removes everything a job's workers wrote under `staging` (a location `parts_staging`
@@ -63,5 +67,5 @@ pub(crate) fn publish_parts(
 #[pyfunction]
 pub(crate) fn discard_staging(py: Python<'_>, staging: PathBuf) -> PyResult<()> {
     let options = CreateOptions::default();
-    py.detach(|| reel::parts::discard_staging(&staging, &options)).py_err(py)
+    crate::shutdown::detach(py, || reel::parts::discard_staging(&staging, &options)).py_err(py)
 }

@@ -72,19 +72,18 @@ impl Sink {
         if let Some(bytes) = part_size {
             options = options.part_size(format, bytes).py_err(py)?;
         }
-        let sink = py
-            .detach(|| match part {
-                Some((k, n)) => reel::create_part(&path, format, k, n, &options).map(|(s, _)| s),
-                None => reel::create(&path, format, &options),
-            })
-            .py_err(py)?;
+        let sink = crate::shutdown::detach(py, || match part {
+            Some((k, n)) => reel::create_part(&path, format, k, n, &options).map(|(s, _)| s),
+            None => reel::create(&path, format, &options),
+        })
+        .py_err(py)?;
         Ok(Sink { inner: Mutex::new(Some(sink)), path, format })
     }
 
     /// Adds a record (a dict of field name to value) and returns its index.
     fn append(&self, py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<u64> {
         let record = record_from(record)?;
-        py.detach(|| {
+        crate::shutdown::detach(py, || {
             let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
             let sink = guard.as_mut().ok_or_else(|| self.closed_error())?;
             sink.append(record.view())
@@ -95,19 +94,18 @@ impl Sink {
     /// Makes the dataset durable and visible at its path; returns what was written
     /// (`records`, `bytes`, `paths`).
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let summary = py
-            .detach(|| {
-                let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-                let mut sink = guard.take().ok_or_else(|| self.closed_error())?;
-                sink.finish()
-            })
-            .py_err(py)?;
+        let summary = crate::shutdown::detach(py, || {
+            let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            let mut sink = guard.take().ok_or_else(|| self.closed_error())?;
+            sink.finish()
+        })
+        .py_err(py)?;
         summary_dict(py, summary)
     }
 
     /// Drops everything written so far; the path is left as it was. Idempotent.
     fn abort(&self, py: Python<'_>) {
-        py.detach(|| {
+        crate::shutdown::detach(py, || {
             let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
             drop(guard.take());
         });
@@ -172,7 +170,7 @@ pub(crate) fn convert<'py>(
     if let Some(bytes) = part_size {
         options = options.part_size(bytes).py_err(py)?;
     }
-    let report = py.detach(|| reel::convert(&src, &dst, &options)).py_err(py)?;
+    let report = crate::shutdown::detach(py, || reel::convert(&src, &dst, &options)).py_err(py)?;
     report_dict(py, &report)
 }
 
@@ -216,7 +214,7 @@ pub(crate) fn verify<'py>(
         cache_size: None,
     };
     let options = args.options().py_err(py)?;
-    let report = py.detach(|| reel::verify(&path, &options)).py_err(py)?;
+    let report = crate::shutdown::detach(py, || reel::verify(&path, &options)).py_err(py)?;
     let d = PyDict::new(py);
     d.set_item("format", report.format.name())?;
     d.set_item("records", report.records)?;
@@ -253,9 +251,10 @@ pub(crate) fn generate<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = format_named(format).py_err(py)?;
     let options = CreateOptions::default().overwrite(overwrite);
-    let summary = py
-        .detach(|| reel::synth::generate(&path, format, records, max_record, &options, &mut |_| {}))
-        .py_err(py)?;
+    let summary = crate::shutdown::detach(py, || {
+        reel::synth::generate(&path, format, records, max_record, &options, &mut |_| {})
+    })
+    .py_err(py)?;
     summary_dict(py, summary)
 }
 

@@ -18,6 +18,7 @@ PyTorch datasets in ``reel.torch`` and drop-in reader classes of the reference p
 
 from __future__ import annotations
 
+import atexit
 import os
 
 from reel._errors import (
@@ -46,6 +47,12 @@ from reel._reel import (
     write_arrow,
 )
 from reel._writer import Writer
+from reel._reel import _atexit
+
+# Threads still inside reel when the interpreter exits are parked instead of being ended
+# with pthread_exit, which aborts the process through Rust frames (CPython 3.11-3.13);
+# see crates/reel-python/src/shutdown.rs.
+atexit.register(_atexit)
 
 from reel import ffrecord, granular, gulp, ofrecord, syrah  # noqa: E402  (writers per format)
 

@@ -60,6 +60,10 @@ def write_arrow(
     rules of converting a Parquet file; returns a dict as ``convert`` does. ``nullable``:
     Granular/bags columns written as msgpack, which holds the null of a null cell."""
 
+def _atexit() -> None:
+    """Marks the interpreter as exiting: threads still waiting in reel park for good instead
+    of taking the GIL back (registered with ``atexit`` by ``import reel``)."""
+
 def part_names(format: str, k: int, n: int) -> list[str]:
     """The names of the files (or shard directory) of part ``k`` of an ``n``-part dataset."""
 
