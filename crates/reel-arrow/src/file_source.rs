@@ -133,8 +133,141 @@ fn ipc_err(e: arrow_schema::ArrowError, path: &Path) -> Error {
     Error::corrupt(format!("Arrow IPC: {e}")).with_format("arrow").with_path(path)
 }
 
+fn ipc_corrupt(path: &Path, what: &str) -> Error {
+    Error::corrupt(format!("Arrow IPC: {what}")).with_format("arrow").with_path(path)
+}
+
+/// What an Arrow IPC file's footer and message headers say, checked against the file.
+struct IpcLayout {
+    /// The file's schema (every column).
+    schema: arrow_schema::Schema,
+    /// Rows of each record batch, in the footer's order.
+    batch_rows: Vec<u64>,
+}
+
+/// Bytes at the start of an IPC file before its first message: `ARROW1` and two bytes of
+/// padding.
+const IPC_HEAD: u64 = 8;
+/// Bytes at the end of an IPC file after its footer: the footer's length and `ARROW1`.
+const IPC_TAIL: u64 = 10;
+
+/// Reads exactly `buf.len()` bytes of `file` at `offset`.
+fn read_at(file: &FileInput, offset: u64, buf: &mut [u8], path: &Path) -> Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = file.try_clone().map_err(|e| e.with_path(path))?;
+    f.seek(SeekFrom::Start(offset))
+        .and_then(|_| f.read_exact(buf))
+        .map_err(|e| Error::io(e, "cannot read the Arrow IPC file").with_path(path))
+}
+
+/// Reads the footer of the IPC file `file` and the header of each record batch message it
+/// lists, without their bodies: the schema and every batch's row count (the record batch
+/// header's `length`). Every offset and length read from the file is checked against its
+/// size before anything is read through it (by this function or, later, by arrow-rs's
+/// reader, which trusts them): a block outside the space between the header and the
+/// footer, negative lengths, sums that overflow and record batch blocks that overlap (each
+/// batch is one message, so the headers read add up to at most the file's size) are
+/// [`ErrorKind::Corrupt`] errors naming the file.
+fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
+    use parquet::file::reader::Length;
+    let size = Length::len(file);
+    if size < IPC_HEAD + IPC_TAIL {
+        return Err(ipc_corrupt(path, &format!("the file is too short ({size} bytes)")));
+    }
+    let mut tail = [0u8; IPC_TAIL as usize];
+    read_at(file, size - IPC_TAIL, &mut tail, path)?;
+    let footer_len = arrow_ipc::reader::read_footer_length(tail).map_err(|e| ipc_err(e, path))?;
+    let body_end = (size - IPC_TAIL)
+        .checked_sub(footer_len as u64)
+        .filter(|&end| end >= IPC_HEAD)
+        .ok_or_else(|| {
+            ipc_corrupt(
+                path,
+                &format!(
+                    "the footer's length ({footer_len} bytes) is beyond the file ({size} bytes)"
+                ),
+            )
+        })?;
+    let mut footer_bytes = vec![0u8; footer_len];
+    read_at(file, body_end, &mut footer_bytes, path)?;
+    let footer = arrow_ipc::root_as_footer(&footer_bytes)
+        .map_err(|e| ipc_corrupt(path, &format!("the footer does not parse ({e})")))?;
+    let schema = footer
+        .schema()
+        .ok_or_else(|| ipc_corrupt(path, "the footer has no schema"))
+        .and_then(|s| arrow_ipc::convert::try_fb_to_schema(s).map_err(|e| ipc_err(e, path)))?;
+    // Where a block's message lies, once its offset and lengths are checked.
+    let span = |what: &str, k: usize, block: &arrow_ipc::Block| -> Result<(u64, u64, u64)> {
+        let bad = |why: String| ipc_corrupt(path, &format!("{what} {k} of the footer: {why}"));
+        let offset = u64::try_from(block.offset())
+            .map_err(|_| bad(format!("negative offset {}", block.offset())))?;
+        let meta = u64::try_from(block.metaDataLength())
+            .ok()
+            .filter(|&m| m > 0)
+            .ok_or_else(|| bad(format!("metadata length {}", block.metaDataLength())))?;
+        let body = u64::try_from(block.bodyLength())
+            .map_err(|_| bad(format!("negative body length {}", block.bodyLength())))?;
+        let end = offset.checked_add(meta).and_then(|e| e.checked_add(body));
+        match end {
+            Some(end) if offset >= IPC_HEAD && end <= body_end => Ok((offset, meta, end)),
+            _ => Err(bad(format!(
+                "bytes {offset}+{meta}+{body} are outside the file's batches (bytes \
+                 {IPC_HEAD}..{body_end})"
+            ))),
+        }
+    };
+    for (k, block) in footer.dictionaries().iter().flatten().enumerate() {
+        span("dictionary block", k, block)?;
+    }
+    let blocks = footer
+        .recordBatches()
+        .ok_or_else(|| ipc_corrupt(path, "the footer does not list the record batches"))?;
+    let spans = blocks
+        .iter()
+        .enumerate()
+        .map(|(k, b)| span("record batch block", k, b))
+        .collect::<Result<Vec<_>>>()?;
+    let mut sorted: Vec<(u64, u64)> = spans.iter().map(|&(offset, _, end)| (offset, end)).collect();
+    sorted.sort_unstable();
+    if sorted.windows(2).any(|w| w[1].0 < w[0].1) {
+        return Err(ipc_corrupt(path, "the footer lists record batches that overlap"));
+    }
+    let mut batch_rows = Vec::with_capacity(spans.len());
+    let mut meta_bytes = Vec::new();
+    for (k, &(offset, meta, _)) in spans.iter().enumerate() {
+        let bad = |why: &str| ipc_corrupt(path, &format!("record batch {k}: {why}"));
+        meta_bytes.resize(meta as usize, 0);
+        read_at(file, offset, &mut meta_bytes, path)?;
+        // An encapsulated message: a continuation marker (0xFFFFFFFF) and the flatbuffer's
+        // length, or (before format 0.15) the length alone; then the flatbuffer.
+        let (start, len) = match meta_bytes.get(..4) {
+            Some([0xff, 0xff, 0xff, 0xff]) => (8usize, meta_bytes.get(4..8)),
+            _ => (4, meta_bytes.get(..4)),
+        };
+        let flatbuffer = len
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(i32::from_le_bytes)
+            .and_then(|l| usize::try_from(l).ok())
+            .and_then(|l| meta_bytes.get(start..start.checked_add(l)?))
+            .ok_or_else(|| bad("the message length is outside its block"))?;
+        let message = arrow_ipc::root_as_message(flatbuffer)
+            .map_err(|e| bad(&format!("the message header does not parse ({e})")))?;
+        let header = message
+            .header_as_record_batch()
+            .ok_or_else(|| bad("the block holds no record batch message"))?;
+        let rows = u64::try_from(header.length())
+            .map_err(|_| bad(&format!("negative row count {}", header.length())))?;
+        batch_rows.push(rows);
+    }
+    Ok(IpcLayout { schema, batch_rows })
+}
+
 /// Indices of `wanted` in `schema`, or an error naming the missing ones.
-fn projection(schema: &SchemaRef, wanted: Option<&[String]>, path: &Path) -> Result<Vec<usize>> {
+fn projection(
+    schema: &arrow_schema::Schema,
+    wanted: Option<&[String]>,
+    path: &Path,
+) -> Result<Vec<usize>> {
     let Some(wanted) = wanted else { return Ok((0..schema.fields().len()).collect()) };
     let mut out = Vec::with_capacity(wanted.len());
     for name in wanted {
@@ -255,26 +388,23 @@ impl ArrowFileSource {
                 )
             }
             FileKind::ArrowIpc => {
-                let full = FileReader::try_new(
-                    file.try_clone().map_err(|e| e.with_path(path))?.buffered(),
-                    None,
-                )
-                .map_err(|e| ipc_err(e, path))?;
-                let order = projection(&full.schema(), options.columns.as_deref(), path)?;
-                drop(full);
-                let mut reader = FileReader::try_new(file.buffered(), Some(order.clone()))
+                // Rows per batch come from the batches' message headers (read and checked
+                // before arrow-rs reads anything the footer points at), not from decoding
+                // every batch, which held the largest batch in memory only to count it.
+                let layout = ipc_layout(&file, path)?;
+                let order = projection(&layout.schema, options.columns.as_deref(), path)?;
+                let reader = FileReader::try_new(file.buffered(), Some(order.clone()))
                     .map_err(|e| ipc_err(e, path))?;
-                // The footer does not say how many rows each batch has: read them once.
-                let mut batch_starts = Vec::with_capacity(reader.num_batches());
+                if reader.num_batches() != layout.batch_rows.len() {
+                    return Err(ipc_corrupt(path, "the footer lists its batches inconsistently"));
+                }
+                let mut batch_starts = Vec::with_capacity(layout.batch_rows.len());
                 let mut total = 0u64;
-                for b in 0..reader.num_batches() {
-                    reader.set_index(b).map_err(|e| ipc_err(e, path))?;
-                    let batch =
-                        reader.next().transpose().map_err(|e| ipc_err(e, path))?.ok_or_else(
-                            || Error::corrupt("IPC file lists a missing batch").with_path(path),
-                        )?;
+                for &rows in &layout.batch_rows {
                     batch_starts.push(total);
-                    total += batch.num_rows() as u64;
+                    total = total.checked_add(rows).ok_or_else(|| {
+                        ipc_corrupt(path, "the record batches' row counts overflow")
+                    })?;
                 }
                 info.facts.push(("record batches".into(), batch_starts.len().to_string()));
                 let schema = reader.schema();
@@ -357,6 +487,8 @@ impl ArrowFileSource {
                 }
             }
             Cursor::Ipc { reader, batch_starts } => {
+                // Only the batch holding the row is read (its message and whole body, every
+                // column's buffers): memory per read is bounded by that batch.
                 let b = batch_starts.partition_point(|&s| s <= index).saturating_sub(1);
                 reader.set_index(b).map_err(|e| ipc_err(e, path))?;
                 let batch = reader
@@ -364,6 +496,20 @@ impl ArrowFileSource {
                     .transpose()
                     .map_err(|e| ipc_err(e, path))?
                     .ok_or_else(|| Error::corrupt("IPC batch vanished").with_path(path))?;
+                // The length the header gave at open is the one the decoder builds the
+                // batch with; a difference means the file changed since it was opened.
+                let end = batch_starts.get(b + 1).copied().unwrap_or(self.len);
+                if batch.num_rows() as u64 != end - batch_starts[b] {
+                    return Err(ipc_corrupt(
+                        path,
+                        &format!(
+                            "record batch {b} has {} rows, but its header said {} when the \
+                             file was opened",
+                            batch.num_rows(),
+                            end - batch_starts[b]
+                        ),
+                    ));
+                }
                 state.window = Some(Window { start: batch_starts[b], batch });
                 Ok(())
             }
@@ -438,9 +584,11 @@ pub fn schema_of_file(path: impl AsRef<Path>) -> Result<SchemaRef> {
             .map_err(|e| pq_err(e, path))?
             .schema()
             .clone()),
-        Some(FileKind::ArrowIpc) => Ok(FileReader::try_new(BufReader::new(file), None)
-            .map_err(|e| ipc_err(e, path))?
-            .schema()),
+        Some(FileKind::ArrowIpc) => {
+            drop(file);
+            let input = FileInput::open(&reel_core::local_store(), path)?;
+            Ok(Arc::new(ipc_layout(&input, path)?.schema))
+        }
         None => Err(Error::unsupported("not a Parquet or Arrow IPC file").with_path(path)),
     }
 }

@@ -200,3 +200,226 @@ fn unreadable_columns_are_refused_naming_the_column() {
     let src = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
     assert_eq!(src.read(0).unwrap().get("t").unwrap().as_array().unwrap().shape, &[2, 3]);
 }
+
+/// Writes batches of `rows` rows each (`id`, and a 3-byte `blob` per row) as an IPC file
+/// and gives each record batch's block: offset, metadata length, body length.
+fn ipc_batches(path: &Path, rows: &[i64]) -> Vec<(u64, u64, u64)> {
+    let mut start = 0;
+    let batches: Vec<RecordBatch> = rows
+        .iter()
+        .map(|&n| {
+            let ids = start..start + n;
+            start += n;
+            let columns: Vec<(&str, ArrayRef)> = vec![
+                ("id", Arc::new(Int64Array::from_iter_values(ids.clone()))),
+                ("blob", Arc::new(BinaryArray::from_iter_values(ids.map(|i| vec![i as u8; 3])))),
+            ];
+            RecordBatch::try_from_iter(columns).unwrap()
+        })
+        .collect();
+    let mut w = arrow_ipc::writer::FileWriter::try_new(
+        std::fs::File::create(path).unwrap(),
+        &batches[0].schema(),
+    )
+    .unwrap();
+    for b in &batches {
+        w.write(b).unwrap();
+    }
+    w.finish().unwrap();
+    let bytes = std::fs::read(path).unwrap();
+    let tail: [u8; 10] = bytes[bytes.len() - 10..].try_into().unwrap();
+    let footer_len = arrow_ipc::reader::read_footer_length(tail).unwrap();
+    let footer_at = bytes.len() - 10 - footer_len;
+    let footer = arrow_ipc::root_as_footer(&bytes[footer_at..bytes.len() - 10]).unwrap();
+    footer
+        .recordBatches()
+        .unwrap()
+        .iter()
+        .map(|b| (b.offset() as u64, b.metaDataLength() as u64, b.bodyLength() as u64))
+        .collect()
+}
+
+/// Replaces every occurrence of `from` with `to` in `bytes[range]`; says how many there were.
+fn patch(bytes: &mut [u8], range: std::ops::Range<usize>, from: &[u8], to: &[u8]) -> usize {
+    let mut n = 0;
+    let mut at = range.start;
+    while at + from.len() <= range.end {
+        if &bytes[at..at + from.len()] == from {
+            bytes[at..at + from.len()].copy_from_slice(to);
+            n += 1;
+            at += from.len();
+        } else {
+            at += 1;
+        }
+    }
+    n
+}
+
+/// A footer block as the file stores it: offset, metadata length, padding, body length.
+fn block_bytes(offset: i64, meta: i32, body: i64) -> Vec<u8> {
+    let mut b = offset.to_le_bytes().to_vec();
+    b.extend(meta.to_le_bytes());
+    b.extend([0; 4]);
+    b.extend(body.to_le_bytes());
+    b
+}
+
+/// An IPC file's row count comes from its record batch headers: a file whose batch body is
+/// damaged opens with the right length (the body is never read at open), its other batches
+/// read, and a record in the damaged batch is a Corrupt error naming the file and record.
+#[test]
+fn ipc_row_counts_come_from_the_batch_headers() {
+    use reel_core::ErrorKind;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("damaged.arrow");
+    let blocks = ipc_batches(&path, &[5, 777, 4099]);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let (offset, meta, body) = blocks[1];
+    let body_at = (offset + meta) as usize;
+    bytes[body_at..body_at + body as usize].fill(0xff);
+    std::fs::write(&path, &bytes).unwrap();
+
+    let src = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+    assert_eq!(src.len(), 5 + 777 + 4099);
+    assert_eq!(src.read(4).unwrap().get("id").unwrap().as_i64(), Some(4));
+    assert_eq!(src.read(5 + 777).unwrap().get("id").unwrap().as_i64(), Some(782));
+    let err = src.read(6).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+    assert!(err.to_string().contains("damaged.arrow") && err.record() == Some(6), "{err}");
+    // The batches around it still read after the failure.
+    assert_eq!(src.read(5 + 777 + 4098).unwrap().get("id").unwrap().as_i64(), Some(4880));
+    assert_eq!(src.read(0).unwrap().bytes("blob").unwrap(), &[0u8; 3]);
+}
+
+/// Offsets and lengths the footer and the batch headers give are checked against the file
+/// before anything is read through them: each damage is a Corrupt error naming the file,
+/// never a panic, a huge allocation or a wrong length.
+#[test]
+fn hostile_ipc_footers_are_refused_naming_the_file() {
+    use reel_core::ErrorKind;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("hostile.arrow");
+    let blocks = ipc_batches(&path, &[5, 777, 4099]);
+    let good = std::fs::read(&path).unwrap();
+    let size = good.len();
+    let footer =
+        size - 10 - i32::from_le_bytes(good[size - 10..size - 6].try_into().unwrap()) as usize;
+    let block = |k: usize| {
+        let (o, m, b) = blocks[k];
+        block_bytes(o as i64, m as i32, b as i64)
+    };
+    let (o1, m1, b1) = blocks[1];
+    let (o0, m0, b0) = blocks[0];
+    let meta1 = o1 as usize..(o1 + m1) as usize;
+    let meta2 = blocks[2].0 as usize..(blocks[2].0 + blocks[2].1) as usize;
+    let rows = |n: i64| n.to_le_bytes().to_vec();
+    // (what, footer edit or header edit, words the error has)
+    type Edit = Box<dyn Fn(&mut Vec<u8>) -> usize>;
+    let in_footer = |from: Vec<u8>, to: Vec<u8>| -> Edit {
+        Box::new(move |b: &mut Vec<u8>| patch(b, footer..size - 10, &from, &to))
+    };
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "offset beyond the file",
+            in_footer(block(1), block_bytes(size as i64, m1 as i32, b1 as i64)),
+            "outside",
+        ),
+        (
+            "negative offset",
+            in_footer(block(1), block_bytes(-8, m1 as i32, b1 as i64)),
+            "negative offset",
+        ),
+        (
+            "huge offset",
+            in_footer(block(1), block_bytes(i64::MAX, m1 as i32, b1 as i64)),
+            "outside",
+        ),
+        (
+            "negative metadata length",
+            in_footer(block(1), block_bytes(o1 as i64, -1, b1 as i64)),
+            "metadata length",
+        ),
+        (
+            "negative body length",
+            in_footer(block(1), block_bytes(o1 as i64, m1 as i32, -5)),
+            "negative body",
+        ),
+        (
+            "body beyond the file",
+            in_footer(block(1), block_bytes(o1 as i64, m1 as i32, 1 << 40)),
+            "outside",
+        ),
+        (
+            "overflowing body",
+            in_footer(block(1), block_bytes(o1 as i64, m1 as i32, i64::MAX)),
+            "outside",
+        ),
+        (
+            "overlapping batches",
+            in_footer(block(1), block_bytes(o0 as i64, m0 as i32, b0 as i64)),
+            "overlap",
+        ),
+        (
+            "metadata running into the next batch",
+            in_footer(block(1), block_bytes(o1 as i64, (m1 + b1) as i32 + 1, b1 as i64)),
+            "overlap",
+        ),
+        (
+            "huge metadata length",
+            in_footer(block(2), {
+                let (o2, _, b2) = blocks[2];
+                block_bytes(o2 as i64, i32::MAX, b2 as i64)
+            }),
+            "outside",
+        ),
+        (
+            "negative row count",
+            {
+                let meta1 = meta1.clone();
+                Box::new(move |b: &mut Vec<u8>| patch(b, meta1.clone(), &rows(777), &rows(-1)))
+            },
+            "negative row count",
+        ),
+        (
+            "row counts that overflow",
+            Box::new(move |b: &mut Vec<u8>| {
+                patch(b, meta1.clone(), &rows(777), &rows(i64::MAX))
+                    + patch(b, meta2.clone(), &rows(4099), &rows(i64::MAX))
+            }),
+            "overflow",
+        ),
+        (
+            "message length beyond its block",
+            Box::new(move |b: &mut Vec<u8>| {
+                let at = o1 as usize + 4;
+                b[at..at + 4].copy_from_slice(&i32::MAX.to_le_bytes());
+                1
+            }),
+            "message length",
+        ),
+        (
+            "footer length beyond the file",
+            Box::new(move |b: &mut Vec<u8>| {
+                b[size - 10..size - 6].copy_from_slice(&(size as i32).to_le_bytes());
+                1
+            }),
+            "footer",
+        ),
+    ];
+    for (what, edit, words) in cases {
+        let mut bytes = good.clone();
+        assert!(edit(&mut bytes) > 0, "{what}: nothing to patch");
+        std::fs::write(&path, &bytes).unwrap();
+        let err = match ArrowFileSource::open(&path, &ReadOptions::default()) {
+            Ok(src) => panic!("{what}: opened with {} records", src.len()),
+            Err(e) => e,
+        };
+        assert_eq!(err.kind(), ErrorKind::Corrupt, "{what}: {err}");
+        let text = err.to_string();
+        assert!(text.contains("hostile.arrow") && text.contains(words), "{what}: {text}");
+        // The schema alone does not need the row counts to add up.
+        if let Err(e) = reel_arrow::schema_of_file(&path) {
+            assert_eq!(e.kind(), ErrorKind::Corrupt, "{what}: {e}");
+        }
+    }
+}
