@@ -219,3 +219,94 @@ fn arrow_types_lost_on_reading_are_stated_and_refused_when_lossless() {
     let report = convert_batches(reader(), tmp.path().join("ok"), &options).unwrap();
     assert!(report.losses.is_empty(), "{:?}", report.losses);
 }
+
+/// Writes a Parquet file of `x` (int64), `price` (decimal, which reel has no value for)
+/// and `y` (text).
+fn prices_parquet(path: &std::path::Path) {
+    let n = 30;
+    let price = Decimal128Array::from_iter_values((0..n).map(i128::from))
+        .with_precision_and_scale(10, 2)
+        .unwrap();
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("x", Arc::new(Int64Array::from_iter_values(0..n))),
+        ("price", Arc::new(price)),
+        ("y", Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("y{i}"))))),
+    ];
+    let batch = RecordBatch::try_from_iter(columns).unwrap();
+    let file = std::fs::File::create(path).unwrap();
+    let mut w =
+        reel::arrow::parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+/// A conversion's field selection reaches the open of a Parquet source: a column it leaves
+/// out (`--drop price`, `--fields x,y`) is never decoded nor checked, so a decimal column
+/// no longer stops the conversion of the others; renames still apply. Opening, the same
+/// selection is `OpenOptions::columns` / `skip_columns`, which other formats refuse.
+#[test]
+fn conversions_leave_out_unreadable_columns_they_drop() {
+    use reel::convert::FieldMap;
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("prices.parquet");
+    prices_parquet(&src);
+    let err = reel::open(&src).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+    assert!(err.to_string().contains("price"), "{err}");
+    let err = reel::convert(&src, tmp.path().join("no"), &ConvertOptions::new(Format::Granular))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+
+    let fields = |keep: Option<&[&str]>, drop: &[&str], rename: &[(&str, &str)]| FieldMap {
+        keep: keep.map(|k| k.iter().map(|s| s.to_string()).collect()),
+        drop: drop.iter().map(|s| s.to_string()).collect(),
+        rename: rename.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect(),
+    };
+    let cases = [
+        ("dropped", fields(None, &["price"], &[]), vec![("x", "x"), ("y", "y")]),
+        ("kept", fields(Some(&["y", "x"]), &[], &[]), vec![("y", "y"), ("x", "x")]),
+        ("renamed", fields(None, &["price"], &[("x", "z")]), vec![("x", "z"), ("y", "y")]),
+    ];
+    for (what, map, written) in cases {
+        let dst = tmp.path().join(what);
+        let mut options = ConvertOptions::new(Format::Granular);
+        options.fields = map;
+        let report = reel::convert(&src, &dst, &options).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(report.records, 30, "{what}");
+        let back = reel::open(&dst).unwrap();
+        let r = back.read(29).unwrap();
+        let mut names: Vec<&str> = r.iter().map(|(n, _)| n).collect();
+        names.sort_unstable();
+        let mut want: Vec<&str> = written.iter().map(|(_, new)| *new).collect();
+        want.sort_unstable();
+        assert_eq!(names, want, "{what}");
+        for (old, new) in written {
+            let v = r.get(new).unwrap();
+            match old {
+                "x" => assert_eq!(v.as_i64(), Some(29), "{what}"),
+                _ => assert_eq!(v.as_str(), Some("y29"), "{what}"),
+            }
+        }
+    }
+    // A typo in --drop is still an error naming the field.
+    let mut options = ConvertOptions::new(Format::Granular);
+    options.fields = fields(None, &["prise"], &[]);
+    let err = reel::convert(&src, tmp.path().join("typo"), &options).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert!(err.to_string().contains("prise"), "{err}");
+
+    let open = |options: reel::OpenOptions| reel::open_with(&src, &options);
+    let only = open(reel::OpenOptions::default().columns(["y"])).unwrap();
+    assert_eq!(only.read(3).unwrap().get("y").unwrap().as_str(), Some("y3"));
+    let skipped = open(reel::OpenOptions::default().skip_columns(["price"])).unwrap();
+    assert_eq!(skipped.read(3).unwrap().get("x").unwrap().as_i64(), Some(3));
+    let ffr = tmp.path().join("a.ffr");
+    convert_batches(stream(vec![Ok(batch(0..2))]), &ffr, &{
+        let mut o = ConvertOptions::new(Format::Ffrecord);
+        o.fields.keep = Some(vec!["image".into()]);
+        o
+    })
+    .unwrap();
+    let err = reel::open_with(&ffr, &reel::OpenOptions::default().columns(["data"])).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+}

@@ -18,7 +18,10 @@
 //! | date, time, timestamp, duration | int (the stored count of days or time units) |
 //!
 //! Anything else (decimals, unions, intervals, …) is refused when the file is opened,
-//! naming the column. A null in a top-level column means the record lacks that field.
+//! naming the column, unless the column is left out
+//! ([`ReadOptions::columns`](crate::ReadOptions::columns),
+//! [`skip_columns`](crate::ReadOptions::skip_columns)): columns not selected are never
+//! checked. A null in a top-level column means the record lacks that field.
 
 use std::sync::Arc;
 
@@ -216,7 +219,8 @@ pub(crate) fn catch_panics<T>(step: impl FnOnce() -> Result<T>) -> Result<T> {
 fn unsupported(field: &Field, column: &str, path: &str) -> Error {
     let at = if path == column { String::new() } else { format!(" (at {path})") };
     Error::unsupported(format!(
-        "column {column:?} has Arrow type {}{at}, which reel has no value for",
+        "column {column:?} has Arrow type {}{at}, which reel has no value for (leave the \
+         column out to read the others)",
         field.data_type()
     ))
 }

@@ -26,8 +26,13 @@ use crate::write::FileKind;
 /// How to read a Parquet or Arrow IPC file.
 #[derive(Clone, Debug)]
 pub struct ReadOptions {
-    /// Only these columns, in this order (default: all).
+    /// Only these columns, in this order (default: all). Columns not selected are never
+    /// decoded nor checked, so a file with a column reel has no value for (a decimal, a
+    /// union) opens when that column is left out.
     pub columns: Option<Vec<String>>,
+    /// Leave these columns out (of [`columns`](Self::columns), or of all). A name the file
+    /// has no column for is an error naming the columns it has.
+    pub skip_columns: Vec<String>,
     /// Rows decoded at a time at most (default 1024). Memory holds one such window of the
     /// selected columns (for IPC, one of the file's record batches). Parquet windows hold
     /// fewer rows where rows are large, so that a window stays near [`WINDOW_BYTES`].
@@ -36,7 +41,7 @@ pub struct ReadOptions {
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { columns: None, window_rows: 1024 }
+        ReadOptions { columns: None, skip_columns: Vec::new(), window_rows: 1024 }
     }
 }
 
@@ -262,27 +267,28 @@ fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
     Ok(IpcLayout { schema, batch_rows })
 }
 
-/// Indices of `wanted` in `schema`, or an error naming the missing ones.
+/// Indices in `schema` of the columns `options` selects (`columns` in their order, or all,
+/// less `skip_columns`), or an error naming a column the file does not have.
 fn projection(
     schema: &arrow_schema::Schema,
-    wanted: Option<&[String]>,
+    options: &ReadOptions,
     path: &Path,
 ) -> Result<Vec<usize>> {
-    let Some(wanted) = wanted else { return Ok((0..schema.fields().len()).collect()) };
-    let mut out = Vec::with_capacity(wanted.len());
-    for name in wanted {
-        match schema.index_of(name) {
-            Ok(i) => out.push(i),
-            Err(_) => {
-                let have: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-                return Err(Error::invalid_input(format!(
-                    "no column {name:?} (the file has {})",
-                    have.join(", ")
-                ))
-                .with_path(path));
-            }
-        }
+    let index_of = |name: &str| {
+        schema.index_of(name).map_err(|_| {
+            let have: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            Error::invalid_input(format!("no column {name:?} (the file has {})", have.join(", ")))
+                .with_path(path)
+        })
+    };
+    let mut out = match &options.columns {
+        Some(wanted) => wanted.iter().map(|n| index_of(n)).collect::<Result<Vec<_>>>()?,
+        None => (0..schema.fields().len()).collect(),
+    };
+    for name in &options.skip_columns {
+        index_of(name)?;
     }
+    out.retain(|&i| !options.skip_columns.iter().any(|n| n == schema.field(i).name()));
     Ok(out)
 }
 
@@ -339,7 +345,7 @@ impl ArrowFileSource {
                 let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
                     .map_err(|e| pq_err(e, path))?;
                 let schema = meta.schema().clone();
-                let order = projection(&schema, options.columns.as_deref(), path)?;
+                let order = projection(&schema, options, path)?;
                 let mut sorted = order.clone();
                 sorted.sort_unstable();
                 let mask = ProjectionMask::roots(meta.parquet_schema(), sorted.iter().copied());
@@ -392,7 +398,7 @@ impl ArrowFileSource {
                 // before arrow-rs reads anything the footer points at), not from decoding
                 // every batch, which held the largest batch in memory only to count it.
                 let layout = ipc_layout(&file, path)?;
-                let order = projection(&layout.schema, options.columns.as_deref(), path)?;
+                let order = projection(&layout.schema, options, path)?;
                 let reader = FileReader::try_new(file.buffered(), Some(order.clone()))
                     .map_err(|e| ipc_err(e, path))?;
                 if reader.num_batches() != layout.batch_rows.len() {

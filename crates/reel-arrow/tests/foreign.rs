@@ -423,3 +423,65 @@ fn hostile_ipc_footers_are_refused_naming_the_file() {
         }
     }
 }
+
+/// A column of a type reel has no value for blocks the file only when it is read: left out
+/// (`skip_columns`, or a `columns` selection without it) it is never decoded nor checked,
+/// in Parquet and IPC alike; leaving out a column the file lacks is an error naming it.
+#[test]
+fn unreadable_columns_left_out_are_never_checked() {
+    use arrow_array::Decimal128Array;
+    use reel_core::ErrorKind;
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 40;
+    let price = Decimal128Array::from_iter_values((0..n).map(i128::from))
+        .with_precision_and_scale(10, 2)
+        .unwrap();
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("x", Arc::new(Int64Array::from_iter_values(0..n))),
+        ("price", Arc::new(price)),
+        ("y", Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("y{i}"))))),
+    ];
+    let batch = RecordBatch::try_from_iter(columns).unwrap();
+    let parquet = tmp.path().join("prices.parquet");
+    parquet_file(&parquet, &batch, Compression::SNAPPY);
+    let ipc = tmp.path().join("prices.arrow");
+    ipc_file(&ipc, &batch, None);
+    for path in [&parquet, &ipc] {
+        let err = ArrowFileSource::open(path, &ReadOptions::default()).err().unwrap();
+        assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+        assert!(err.to_string().contains("\"price\"") && err.to_string().contains("leave"));
+
+        let skip = ReadOptions { skip_columns: vec!["price".into()], ..Default::default() };
+        let src = ArrowFileSource::open(path, &skip).unwrap();
+        let names: Vec<&str> =
+            src.info().schema.as_ref().unwrap().iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["x", "y"], "{path:?}");
+        let r = src.read(7).unwrap();
+        assert_eq!(r.get("x").unwrap().as_i64(), Some(7));
+        assert_eq!(r.get("y").unwrap().as_str(), Some("y7"));
+        assert!(r.get("price").is_none());
+
+        let keep =
+            ReadOptions { columns: Some(vec!["y".into(), "x".into()]), ..Default::default() };
+        let src = ArrowFileSource::open(path, &keep).unwrap();
+        let r = src.read(39).unwrap();
+        let fields: Vec<&str> = r.iter().map(|(name, _)| name).collect();
+        assert_eq!(fields, ["y", "x"], "{path:?}");
+
+        // Both: the selection less the skipped.
+        let both = ReadOptions {
+            columns: Some(vec!["y".into(), "price".into()]),
+            skip_columns: vec!["price".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            ArrowFileSource::open(path, &both).unwrap().info().schema.as_ref().unwrap().len(),
+            1
+        );
+
+        let typo = ReadOptions { skip_columns: vec!["prise".into()], ..Default::default() };
+        let err = ArrowFileSource::open(path, &typo).err().unwrap();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+        assert!(err.to_string().contains("\"prise\"") && err.to_string().contains("x, price, y"));
+    }
+}

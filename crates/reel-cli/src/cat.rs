@@ -17,7 +17,8 @@ pub struct CatArgs {
     /// Records to show, e.g. `3,7,10-20` (inclusive ranges; default: all).
     #[arg(long)]
     index: Option<String>,
-    /// Fields to show (default: all).
+    /// Fields to show (default: all). Of a Parquet or Arrow IPC file, only these columns
+    /// are read, so a column reel has no value for (a decimal) can be left out.
     #[arg(long, value_delimiter = ',')]
     fields: Option<Vec<String>>,
     /// Print JSON Lines, one record per line.
@@ -32,8 +33,18 @@ pub struct CatArgs {
 
 /// Runs `reel cat`.
 pub fn run(args: &CatArgs) -> reel::Result<()> {
+    let (path, mut open) = reel::locate(&args.path, &args.open.options()?)?;
+    let format = reel::sniff_in(&*open.store, &path)?;
+    // A Parquet or IPC file reads only the columns shown, so a column of a type reel has no
+    // value for (a decimal) does not stop showing the others. With a payload decoded, the
+    // fields shown are the payload's, not columns.
+    if matches!(format, reel::Format::Parquet | reel::Format::ArrowIpc)
+        && open.payload == reel::Payload::Raw
+    {
+        open.columns = args.fields.clone();
+    }
     let source: std::sync::Arc<dyn reel::RecordSource> =
-        reel::open_with(&args.path, &reel::streaming(&args.open.options()?))?.into();
+        reel::open_as(&path, format, &reel::streaming(&open))?.into();
     let records = match &args.index {
         Some(spec) => PassRecords::List(parse_indices(spec, source.len())?.into()),
         None => PassRecords::Range(0..source.len()),

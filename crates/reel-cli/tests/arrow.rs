@@ -285,3 +285,55 @@ fn field_options_name_nullable_columns() {
         assert!(!bad.exists());
     }
 }
+
+/// A Parquet file with a decimal column (which reel has no value for): `reel cat --fields`
+/// and `reel convert --drop` / `--fields` read only the columns they name, so the decimal
+/// no longer stops them; without a selection, the refusal names the column.
+#[test]
+fn a_decimal_column_left_out_does_not_stop_cat_or_convert() {
+    use reel::arrow::arrow_array::{ArrayRef, Decimal128Array, Int64Array, RecordBatch};
+    use std::sync::Arc;
+    let tmp = tempfile::tempdir().unwrap();
+    let pq = tmp.path().join("prices.parquet");
+    let price =
+        Decimal128Array::from_iter_values([100i128, 250]).with_precision_and_scale(10, 2).unwrap();
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("x", Arc::new(Int64Array::from(vec![1, 2]))),
+        ("y", Arc::new(Int64Array::from(vec![10, 20]))),
+        ("price", Arc::new(price)),
+    ];
+    let batch = RecordBatch::try_from_iter(columns).unwrap();
+    let mut w = reel::arrow::parquet::arrow::ArrowWriter::try_new(
+        std::fs::File::create(&pq).unwrap(),
+        batch.schema(),
+        None,
+    )
+    .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+
+    let out = reel().args(["cat", "--json"]).arg(&pq).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("\"price\""));
+    let out = reel().args(["cat", "--json", "--fields", "y,x"]).arg(&pq).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("\"y\":20") && text.contains("\"x\":2") && !text.contains("price"));
+
+    for (what, selection) in [("drop", ["--drop", "price"]), ("keep", ["--fields", "x,y"])] {
+        let dst = tmp.path().join(what);
+        let out = reel()
+            .args(["convert", "--quiet", "--to", "granular"])
+            .args(selection)
+            .arg(&pq)
+            .arg(&dst)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{what}: {}", String::from_utf8_lossy(&out.stderr));
+        let back = read_all(&dst);
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[1].get("x").unwrap().as_i64(), Some(2), "{what}");
+        assert_eq!(back[1].get("y").unwrap().as_i64(), Some(20), "{what}");
+        assert!(back[1].get("price").is_none(), "{what}");
+    }
+}

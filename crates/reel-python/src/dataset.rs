@@ -34,6 +34,8 @@ pub(crate) struct OpenArgs {
     /// The local cache of object bytes, and its bound in bytes.
     pub(crate) cache: Option<PathBuf>,
     pub(crate) cache_size: Option<u64>,
+    /// Parquet and Arrow IPC files: only these columns, in this order.
+    pub(crate) columns: Option<Vec<String>>,
 }
 
 impl OpenArgs {
@@ -57,6 +59,7 @@ impl OpenArgs {
         if let Some(cache) = cache {
             options.read_settings.cache = Some(cache);
         }
+        options.columns = self.columns.clone();
         Ok(options)
     }
 
@@ -81,6 +84,14 @@ impl OpenArgs {
         let (path, options) = reel::locate(&self.path, &self.options()?)?;
         let path = path.as_path();
         let format = self.format_in(&*options.store, path)?;
+        // The readers opened directly below take no column selection: refuse it here, as
+        // the facade does for every format but Parquet and Arrow IPC.
+        if options.columns.is_some() && !matches!(format, Format::Parquet | Format::ArrowIpc) {
+            return Err(Error::invalid_input(format!(
+                "columns= applies to Parquet and Arrow IPC files, not to {format}"
+            ))
+            .with_path(path));
+        }
         // Images decoded as the reference packages return them: the facade keeps the
         // stored JPEG/PNG bytes (lossless, for conversion), so these two open directly.
         if format == Format::Gulp && self.decode_images {
@@ -134,13 +145,17 @@ impl OpenArgs {
 ///         REEL_CACHE_DIR environment variable, else none).
 ///     cache_size: the most bytes the cache directory holds (default 10 GiB, or
 ///         REEL_CACHE_SIZE).
+///     columns: Parquet and Arrow IPC files only: read only these columns, in this order.
+///         The others are never decoded nor checked, so a file with a column reel has no
+///         value for (a decimal) opens with that column left out. Other formats raise
+///         ValueError.
 ///
 /// Raises:
 ///     FileNotFoundError (reel.NotFoundError) if nothing is at `path`; reel.ReelError
 ///     subclasses for data reel cannot read; ValueError for bad arguments.
 #[pyfunction]
 #[pyo3(signature = (path, *, format=None, backend="auto", verify=true, decode_images=true, decode=true,
-                    cache=None, cache_size=None))]
+                    cache=None, cache_size=None, columns=None))]
 #[allow(clippy::too_many_arguments)] // Python keywords, one per option
 pub(crate) fn open(
     py: Python<'_>,
@@ -152,10 +167,21 @@ pub(crate) fn open(
     decode: bool,
     cache: Option<PathBuf>,
     cache_size: Option<Count<u64>>,
+    columns: Option<Vec<String>>,
 ) -> PyResult<Dataset> {
     let cache_size = opt(cache_size);
     let backend = backend.to_string();
-    let args = OpenArgs { path, format, backend, verify, decode_images, decode, cache, cache_size };
+    let args = OpenArgs {
+        path,
+        format,
+        backend,
+        verify,
+        decode_images,
+        decode,
+        cache,
+        cache_size,
+        columns,
+    };
     Dataset::open(py, args)
 }
 
@@ -679,6 +705,7 @@ impl Dataset {
             a.decode,
             a.cache.clone(),
             a.cache_size,
+            a.columns.clone(),
         )
             .into_pyobject(py)?;
         Ok((reopen, args))

@@ -212,6 +212,7 @@ pub(crate) fn verify<'py>(
         decode: true,
         cache: None,
         cache_size: None,
+        columns: None,
     };
     let options = args.options().py_err(py)?;
     let report = crate::shutdown::detach(py, || reel::verify(&path, &options)).py_err(py)?;

@@ -276,3 +276,41 @@ def test_golden_dataset_to_a_parquet_file_read_by_pyarrow(key, case, tmp_path):
     records = records_of(table, like=mine)
     check_records(records, m, fmt)
     assert same(records, mine)
+
+
+def test_open_with_columns_leaves_out_a_column_reel_cannot_read(tmp_path):
+    """A Parquet or IPC file with a decimal column opens with ``columns=`` naming the
+    others (never decoding the decimal), also after pickling; without it the refusal names
+    the column, and other formats refuse ``columns=``."""
+    import decimal
+    import pickle
+
+    import pyarrow.feather as feather
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {
+            "x": pa.array([1, 2, 3], pa.int64()),
+            "price": pa.array([decimal.Decimal("1.25")] * 3, pa.decimal128(10, 2)),
+            "y": pa.array(["a", "b", "c"]),
+        }
+    )
+    paths = [tmp_path / "prices.parquet", tmp_path / "prices.arrow"]
+    pq.write_table(table, paths[0])
+    feather.write_feather(table, paths[1])
+    for path in paths:
+        with pytest.raises(reel.UnsupportedError, match='"price"'):
+            reel.open(path)
+        ds = reel.open(path, columns=["y", "x"])
+        assert len(ds) == 3
+        assert list(ds[2].items()) == [("y", "c"), ("x", 3)]
+        again = pickle.loads(pickle.dumps(ds))
+        assert list(again[0]) == ["y", "x"]
+        assert pa.table(ds).column_names == ["y", "x"]
+        with pytest.raises(reel.InvalidInputError, match="prise"):
+            reel.open(path, columns=["prise"])
+    ffr = tmp_path / "a.ffr"
+    with reel.ffrecord.Writer(ffr) as w:
+        w.write({"data": b"x"})
+    with pytest.raises(ValueError, match="columns="):
+        reel.open(ffr, columns=["data"])

@@ -133,6 +133,15 @@ pub struct OpenOptions {
     /// can be decoded instead of failing on every condition the reference's decoder
     /// (libjpeg-turbo) reports. See `reel::gulp::JpegStrictness`.
     pub lenient_jpeg: bool,
+    /// Parquet and Arrow IPC files: read only these columns, in this order (default: all).
+    /// Columns left out are never decoded nor checked, so a file with a column reel has no
+    /// value for (a decimal, a union) opens when that column is left out. Other formats
+    /// refuse a column selection (a conversion's [`FieldMap`](crate::convert::FieldMap)
+    /// selects the fields of any format).
+    pub columns: Option<Vec<String>>,
+    /// Parquet and Arrow IPC files: leave these columns out (of [`columns`](Self::columns),
+    /// or of all), as above.
+    pub skip_columns: Vec<String>,
 }
 
 impl Default for OpenOptions {
@@ -149,6 +158,8 @@ impl Default for OpenOptions {
             payload: Payload::Raw,
             payload_field: None,
             lenient_jpeg: false,
+            columns: None,
+            skip_columns: Vec::new(),
         }
     }
 }
@@ -203,6 +214,25 @@ impl OpenOptions {
         self.limits = limits;
         self
     }
+
+    /// Reads only the columns `names`, in that order, of a Parquet or Arrow IPC file (see
+    /// [`columns`](Self::columns)).
+    pub fn columns<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.columns = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Leaves the columns `names` of a Parquet or Arrow IPC file out (see
+    /// [`skip_columns`](Self::skip_columns)).
+    pub fn skip_columns<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.skip_columns = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Whether a column selection is set.
+    pub(crate) fn selects_columns(&self) -> bool {
+        self.columns.is_some() || !self.skip_columns.is_empty()
+    }
 }
 
 /// Opens the dataset at `path` (a file or a directory), working out its format.
@@ -235,6 +265,14 @@ pub fn open_as(
         ))
         .with_path(path)
     })?;
+    if options.selects_columns() && !matches!(format, Format::Parquet | Format::ArrowIpc) {
+        return Err(Error::invalid_input(format!(
+            "a column selection (open options columns, skip_columns) applies to Parquet and \
+             Arrow IPC files, not to {format} (a conversion's --fields and --drop select the \
+             fields of any format)"
+        ))
+        .with_path(path));
+    }
     let source = (handler.open)(path, options)?;
     Ok(crate::payload::wrap(
         source,

@@ -96,6 +96,7 @@ def _reopen(
     decode: bool = True,
     cache: str | os.PathLike[str] | None = None,
     cache_size: int | None = None,
+    columns: list[str] | None = None,
 ) -> Dataset:
     """Opens a dataset again after unpickling (what ``Dataset.__reduce__`` names)."""
     return open(
@@ -107,4 +108,5 @@ def _reopen(
         decode=decode,
         cache=cache,
         cache_size=cache_size,
+        columns=columns,
     )

@@ -23,11 +23,15 @@ def open(
     decode: bool = True,
     cache: StrPath | None = None,
     cache_size: int | None = None,
+    columns: Sequence[str] | None = None,
 ) -> Dataset:
     """Opens the dataset at ``path`` (a file or directory, or an object URL: ``s3://``,
     ``gs://``, ``az://``, ``http(s)://``, configured from the environment), working out its
     format. ``cache`` keeps record bytes read from object storage in a local directory
-    (bounded by ``cache_size`` bytes) so later epochs read them from disk."""
+    (bounded by ``cache_size`` bytes) so later epochs read them from disk. ``columns``
+    (Parquet and Arrow IPC files only) reads only those columns, in that order: the others
+    are never decoded nor checked, so a file with a column reel has no value for (a
+    decimal) opens with that column left out."""
 
 def convert(
     src: StrPath,

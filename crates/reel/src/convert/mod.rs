@@ -223,8 +223,44 @@ pub fn convert_with_progress(
     if open.backend.name() == "auto" {
         open.backend = reel_core::Backend::Pread;
     }
-    let source = crate::open_with(src, &crate::streaming(&open))?;
+    let (src, open) = crate::locate(src, &open)?;
+    let format = crate::sniff_in(&*open.store, &src)?;
+    let pushed = push_down_fields(format, &open, options);
+    let (open, options) = match &pushed {
+        Some((open, options)) => (open, options),
+        None => (&open, options),
+    };
+    let source = crate::open_as(&src, format, &crate::streaming(open))?;
     convert_source(Arc::from(source), dst, options, progress)
+}
+
+/// For a Parquet or Arrow IPC source, the open and conversion options that read only the
+/// columns [`ConvertOptions::fields`] keeps: the selection moves into the open, so that a
+/// column left out is never decoded nor checked (one of a type reel has no value for, a
+/// decimal, no longer stops a conversion that drops it), and the conversion then keeps
+/// every column the source reads, renaming as asked. `None` when there is nothing to move:
+/// another format, no selection, a selection the open options already make, or a payload
+/// decoded from the records (whose fields are not the file's columns).
+fn push_down_fields(
+    format: Format,
+    open: &OpenOptions,
+    options: &ConvertOptions,
+) -> Option<(OpenOptions, ConvertOptions)> {
+    let map = &options.fields;
+    let selects = map.keep.is_some() || !map.drop.is_empty();
+    if !matches!(format, Format::Parquet | Format::ArrowIpc)
+        || !selects
+        || open.selects_columns()
+        || open.payload != crate::Payload::Raw
+    {
+        return None;
+    }
+    let mut open = open.clone();
+    open.columns = map.keep.clone();
+    open.skip_columns = map.drop.clone();
+    let mut options = options.clone();
+    options.fields = FieldMap { keep: None, drop: Vec::new(), rename: map.rename.clone() };
+    Some((open, options))
 }
 
 /// Whether `dst` is an object-store address (checked by the store when the sink is made).

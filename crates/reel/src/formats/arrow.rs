@@ -20,14 +20,23 @@ fn sniff_ipc(store: &dyn Store, path: &Path) -> bool {
 }
 
 // Parquet and IPC have their own page and body checksums where they have any; the reader
-// and backend options of the record formats do not apply.
+// and backend options of the record formats do not apply. The column selection does: the
+// columns left out are never decoded nor checked.
+fn read_options(options: &OpenOptions) -> ReadOptions {
+    ReadOptions {
+        columns: options.columns.clone(),
+        skip_columns: options.skip_columns.clone(),
+        ..ReadOptions::default()
+    }
+}
+
 fn open_parquet(path: &Path, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
-    let read = ReadOptions::default();
+    let read = read_options(options);
     Ok(Box::new(ArrowFileSource::open_in(&options.store, path, FileKind::Parquet, &read)?))
 }
 
 fn open_ipc(path: &Path, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
-    let read = ReadOptions::default();
+    let read = read_options(options);
     Ok(Box::new(ArrowFileSource::open_in(&options.store, path, FileKind::ArrowIpc, &read)?))
 }
 
