@@ -37,8 +37,13 @@ pub struct UringOptions {
     pub direct: bool,
     /// Register the files with each ring (saves a file-table lookup per read).
     pub register_files: bool,
-    /// Size of each ring's registered bounce buffer for `O_DIRECT` reads.
+    /// Size of each ring's bounce buffer for `O_DIRECT` reads.
     pub bounce_bytes: usize,
+    /// Register each ring's bounce buffer with the kernel (saves pinning its pages for
+    /// every read). Registered buffers count against `RLIMIT_MEMLOCK`, which is 64 KiB to
+    /// 8 MiB for most users without `CAP_IPC_LOCK`: where the kernel refuses, the buffer is
+    /// used unregistered, with plain reads, rather than failing.
+    pub register_buffers: bool,
     /// Use `pread` even if io_uring works (for comparisons and tests).
     pub force_fallback: bool,
 }
@@ -49,6 +54,7 @@ impl Default for UringOptions {
             direct: false,
             register_files: true,
             bounce_bytes: 32 << 20,
+            register_buffers: true,
             force_fallback: false,
         }
     }
@@ -297,6 +303,7 @@ impl UringFiles {
                 &self.lens,
                 self.align,
                 self.options.bounce_bytes,
+                self.options.register_buffers,
                 reqs,
                 dest,
                 &describe,

@@ -28,8 +28,9 @@ pub(crate) enum FileSlots {
 pub(crate) struct Ring {
     ring: IoUring,
     files: FileSlots,
-    /// The registered bounce buffer for O_DIRECT reads (index 0), created on first use.
-    bounce: Option<AlignedBuf>,
+    /// The bounce buffer for O_DIRECT reads, created on first use, and whether it is
+    /// registered with the ring (as buffer 0; then reads of it are `READ_FIXED`).
+    bounce: Option<(AlignedBuf, bool)>,
     /// The batch's requests sorted by position (empty ones left out) ...
     ops: Vec<ReadReq>,
     /// ... and the position of each in the caller's batch.
@@ -236,10 +237,11 @@ impl Ring {
         }
     }
 
-    /// Reads every request through O_DIRECT: aligned supersets into the registered bounce
-    /// buffer, then a copy of the wanted bytes into `dest`, made as soon as each aligned read
-    /// completes. Requests whose aligned blocks touch share one read. With `arrived`, a
-    /// request is handed over once all its bytes are copied, while other reads are in flight.
+    /// Reads every request through O_DIRECT: aligned supersets into the bounce buffer
+    /// (registered with the ring when `register` is set and the kernel allows it), then a
+    /// copy of the wanted bytes into `dest`, made as soon as each aligned read completes.
+    /// Requests whose aligned blocks touch share one read. With `arrived`, a request is
+    /// handed over once all its bytes are copied, while other reads are in flight.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn read_direct(
         &mut self,
@@ -247,6 +249,7 @@ impl Ring {
         file_lens: &[u64],
         align: usize,
         bounce_len: usize,
+        register: bool,
         reqs: &[ReadReq],
         dest: &mut [u8],
         describe: &dyn Fn(u32, u64, io::Error) -> Error,
@@ -260,13 +263,16 @@ impl Ring {
             let iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
             // SAFETY: the buffer lives as long as the ring (both owned by self; the ring is
             // dropped first because it is declared first) and is only used by this ring.
-            unsafe { self.ring.submitter().register_buffers(&[iov]) }
-                .map_err(|e| Error::io(e, "cannot register the O_DIRECT buffer with io_uring"))?;
-            self.bounce = Some(buf);
+            // A refusal (ENOMEM past RLIMIT_MEMLOCK, for users without CAP_IPC_LOCK) leaves
+            // the buffer unregistered: reads then name it by address, as buffered reads do.
+            let registered =
+                register && unsafe { self.ring.submitter().register_buffers(&[iov]) }.is_ok();
+            self.bounce = Some((buf, registered));
         }
-        let Some(bounce) = self.bounce.as_mut() else {
+        let Some((bounce, registered)) = self.bounce.as_mut() else {
             return Err(Error::invalid_input("no bounce buffer"));
         };
+        let registered = *registered;
         let bounce_len = bounce.len();
         let piece_max = (bounce_len / 4) / align * align;
         plan_pieces(&self.ops, file_lens, align, piece_max, &mut self.pieces);
@@ -303,11 +309,14 @@ impl Ring {
                     let Some(k) = queue.pop() else { break };
                     let p = &pieces[k];
                     // SAFETY: `bounce[p.bounce + p.done .. p.bounce + p.len]` lies in the
-                    // registered buffer, which outlives this call; Drain waits for the read.
+                    // bounce buffer, which outlives this call; Drain waits for the read.
                     let ptr = unsafe { bounce_ptr.add(p.bounce + p.done) };
-                    let entry = target(p.file)
-                        .read_fixed(ptr, p.len - p.done, p.offset + p.done as u64)
-                        .user_data(k as u64);
+                    let (len, at) = (p.len - p.done, p.offset + p.done as u64);
+                    let entry = match registered {
+                        true => target(p.file).read_fixed(ptr, len, at),
+                        false => target(p.file).read(ptr, len, at),
+                    };
+                    let entry = entry.user_data(k as u64);
                     drain.push(&entry)?;
                 }
                 if drain.in_flight == 0 {
