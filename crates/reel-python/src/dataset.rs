@@ -342,9 +342,9 @@ fn index_too_large(b: &Bounds<'_>) -> Error {
 /// other, not an `OverflowError`.
 fn index_of(item: &Bound<'_, PyAny>, b: &Bounds<'_>) -> PyResult<u64> {
     let py = item.py();
-    if item.is_instance_of::<PyBool>() {
-        // `True` is an `int` to Python, but an index list of bools is a mask that would
-        // read records 0 and 1 over and over.
+    if item.is_instance_of::<PyBool>() || has_bool_dtype(item)? {
+        // `True` (and a 0-d bool tensor) is an `int` to Python, but an index list of bools
+        // is a mask that would read records 0 and 1 over and over.
         return Err(PyTypeError::new_err(MASK_REFUSED));
     }
     match item.extract::<i64>() {
@@ -353,6 +353,22 @@ fn index_of(item: &Bound<'_, PyAny>, b: &Bounds<'_>) -> PyResult<u64> {
             Err(index_too_large(b)).py_err(py)
         }
         Err(e) => Err(e),
+    }
+}
+
+/// Whether `item` is a scalar of a boolean dtype (a NumPy `bool_`, a 0-d bool array or
+/// tensor), which `__index__` would turn into 0 or 1.
+fn has_bool_dtype(item: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = item.py();
+    if item.is_instance_of::<PyInt>() {
+        return Ok(false);
+    }
+    match item.getattr(pyo3::intern!(py, "dtype")) {
+        Ok(dtype) => {
+            let name = dtype.str()?;
+            Ok(matches!(name.to_str()?, "bool" | "torch.bool"))
+        }
+        Err(_) => Ok(false),
     }
 }
 
@@ -451,6 +467,7 @@ pub(crate) fn indices_of(obj: &Bound<'_, PyAny>, b: &Bounds<'_>) -> PyResult<Vec
     if obj.is_instance_of::<pyo3::types::PyString>()
         || obj.is_instance_of::<pyo3::types::PyBytes>()
         || obj.is_instance_of::<pyo3::types::PyByteArray>()
+        || obj.is_instance_of::<PyMemoryView>()
         || obj.is_instance_of::<PyDict>()
         || obj.is_instance_of::<pyo3::types::PySet>()
         || obj.is_instance_of::<pyo3::types::PyFrozenSet>()

@@ -37,6 +37,7 @@ fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::BatchStream>()?;
     m.add_function(wrap_pyfunction!(writer::convert, m)?)?;
     m.add_function(wrap_pyfunction!(shutdown::exiting, m)?)?;
+    m.add_function(wrap_pyfunction!(shutdown::after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::write_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(writer::part_names, m)?)?;
     m.add_function(wrap_pyfunction!(parts::parts_staging, m)?)?;

@@ -9,16 +9,28 @@
 //! on older versions:
 //!
 //! * every wait with the GIL released goes through [`detach`];
-//! * at exit (an `atexit` hook, [`exiting`], which runs before finalization begins) the
-//!   exiting thread marks the interpreter as closing, then releases the GIL until every
-//!   thread that had finished its wait before that has taken the GIL back and left reel;
-//! * from then on, a thread that finishes a wait, or starts one, parks for good instead of
-//!   taking the GIL back. The process ends around it, as it would around a thread of 3.14.
+//! * `import reel` registers an `atexit` hook, [`exiting`]. It marks the exit as near and
+//!   releases the GIL until every thread that had already decided to take the GIL back has
+//!   done so; those threads are then back in Python before finalization can begin;
+//! * after the mark, a thread that finishes (or starts) a wait looks whether finalization
+//!   has begun (`Py_IsFinalizing`, or `_Py_IsFinalizing` before 3.13, found at run time):
+//!   if so it parks for good, as on 3.14; if not, it waits for it up to
+//!   [`FINALIZATION_WAIT`] and then takes the GIL back as usual. Other `atexit` hooks (those
+//!   registered before `import reel` run after reel's) may still join threads that use
+//!   reel: those threads come back instead of parking.
 //!
-//! The thread running the exit (the one that called [`exiting`]) is never parked: code it
-//! runs during finalization may still read.
+//! The thread that ran the hook runs the finalization too and never parks. The process
+//! ends around parked threads. Where neither function exists, a thread parks as soon as
+//! the exit is near.
+//!
+//! Not covered: Python code that runs on such a thread while reel waits for it, such as a
+//! generator behind a `pyarrow.RecordBatchReader` that `write_arrow` pulls from. pyarrow
+//! takes the GIL for it itself, and a daemon thread doing that at exit aborts the same way
+//! without reel (pyarrow reading such a reader alone does).
 
 use std::cell::Cell;
+use std::ffi::c_int;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
@@ -27,38 +39,45 @@ use pyo3::prelude::*;
 // Atomics, not a lock: a process may fork while another thread is in here (a DataLoader
 // worker under `fork`), and a lock held at that moment would stay held in the child.
 
-/// Whether the interpreter's exit has begun.
+/// Whether reel's `atexit` hook has run: the interpreter's exit is near.
 static CLOSING: AtomicBool = AtomicBool::new(false);
 /// Threads that finished their wait and are taking the GIL back.
 static RETURNING: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
-    /// Whether this thread runs the interpreter's exit.
+    /// Whether this thread ran the exit hook: it runs the finalization too, and code it
+    /// runs then (a `__del__`) may still read, so it never parks.
     static RUNS_EXIT: Cell<bool> = const { Cell::new(false) };
 }
 
-/// How long the exit waits for returning threads at most: they need only the GIL, which
-/// the exit releases, so this is a safety net that keeps an exit from hanging.
+/// How long a thread that finishes a wait after the exit hook waits for finalization to
+/// begin before it takes the GIL back: after reel's hook, finalization normally follows at
+/// once, unless other `atexit` hooks run first (which may be waiting for this very thread).
+const FINALIZATION_WAIT: Duration = Duration::from_millis(20);
+
+/// How long the exit hook waits for returning threads at most: they need only the GIL,
+/// which the hook releases, so this is a safety net that keeps an exit from hanging.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
 
-/// Runs `f` with the GIL released, as `Python::detach` does, except that once the
-/// interpreter is exiting a thread other than the exiting one parks for good (before `f`,
-/// or after it instead of taking the GIL back); see the module documentation.
+/// Runs `f` with the GIL released, as `Python::detach` does, except that a thread that
+/// would take the GIL back (or start) after the interpreter's finalization has begun parks
+/// for good instead; see the module documentation.
 pub(crate) fn detach<T, F>(py: Python<'_>, f: F) -> T
 where
     F: Send + FnOnce() -> T,
     T: Send,
 {
     let out = py.detach(|| {
-        park_if_exiting();
+        park_if_finalizing();
         let out = f();
         // Announce the return first, then look: with both sides sequentially consistent,
-        // either this thread sees the exit and parks, or the exit sees it returning and
-        // waits for it (with the GIL released) before finalization begins.
+        // either this thread sees the mark, or the hook sees it returning and waits for it
+        // (with the GIL released) before finalization can begin.
         RETURNING.fetch_add(1, SeqCst);
-        if exiting_elsewhere() {
+        if CLOSING.load(SeqCst) && !RUNS_EXIT.with(Cell::get) {
             RETURNING.fetch_sub(1, SeqCst);
-            park_for_good();
+            wait_out_the_exit();
+            RETURNING.fetch_add(1, SeqCst);
         }
         out
     });
@@ -66,15 +85,49 @@ where
     out
 }
 
-/// Whether the interpreter is exiting on another thread than this one.
-fn exiting_elsewhere() -> bool {
-    CLOSING.load(SeqCst) && !RUNS_EXIT.with(Cell::get)
-}
-
-fn park_if_exiting() {
-    if exiting_elsewhere() {
+/// Parks the calling thread for good if the interpreter's finalization has begun (and it
+/// is not the thread running it).
+fn park_if_finalizing() {
+    if CLOSING.load(SeqCst) && !RUNS_EXIT.with(Cell::get) && finalizing() != Some(false) {
         park_for_good();
     }
+}
+
+/// After the exit hook: parks for good once finalization begins, or returns (to take the
+/// GIL back) if it has not begun within [`FINALIZATION_WAIT`].
+fn wait_out_the_exit() {
+    let deadline = Instant::now() + FINALIZATION_WAIT;
+    loop {
+        if finalizing() != Some(false) {
+            park_for_good();
+        }
+        if Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Whether the interpreter's finalization has begun; `None` when this interpreter offers
+/// no way to tell. Both functions only read the runtime's state and need no GIL.
+fn finalizing() -> Option<bool> {
+    type IsFinalizing = unsafe extern "C" fn() -> c_int;
+    static FOUND: OnceLock<Option<IsFinalizing>> = OnceLock::new();
+    let found = FOUND.get_or_init(|| {
+        [c"Py_IsFinalizing", c"_Py_IsFinalizing"].iter().find_map(|name| {
+            // SAFETY: `dlsym` with RTLD_DEFAULT looks a symbol up in the process's global
+            // scope; the name is a NUL-terminated literal.
+            let at = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+            // SAFETY: both names are CPython functions `int (void)` (`Py_IsFinalizing`
+            // public since 3.13, `_Py_IsFinalizing` exported before), so a non-null address
+            // is such a function.
+            (!at.is_null())
+                .then(|| unsafe { std::mem::transmute::<*mut libc::c_void, IsFinalizing>(at) })
+        })
+    });
+    // SAFETY: the function takes nothing and only loads the runtime's finalizing state,
+    // which CPython allows without the GIL (daemon threads are checked the same way).
+    found.map(|is_finalizing| unsafe { is_finalizing() } != 0)
 }
 
 fn park_for_good() -> ! {
@@ -83,9 +136,9 @@ fn park_for_good() -> ! {
     }
 }
 
-/// The `atexit` hook (registered by `reel/__init__.py`): marks the interpreter as exiting
-/// and waits, with the GIL released, until the threads that finished a wait before that
-/// have taken the GIL back and left reel.
+/// The `atexit` hook (registered by `reel/__init__.py`): marks the exit as near and waits,
+/// with the GIL released, until the threads that finished a wait before that have taken
+/// the GIL back.
 #[pyfunction]
 #[pyo3(name = "_atexit")]
 pub(crate) fn exiting(py: Python<'_>) {
@@ -97,4 +150,14 @@ pub(crate) fn exiting(py: Python<'_>) {
             std::thread::sleep(Duration::from_millis(1));
         }
     });
+}
+
+/// Forgets the parent's state in a child made by `os.fork` (registered by
+/// `reel/__init__.py`): the threads the parent counted do not exist in the child, and a
+/// child forked while the parent exits is a new program.
+#[pyfunction]
+#[pyo3(name = "_after_fork_in_child")]
+pub(crate) fn after_fork_in_child() {
+    RETURNING.store(0, SeqCst);
+    CLOSING.store(false, SeqCst);
 }

@@ -227,8 +227,9 @@ def test_masks_and_unordered_collections_are_not_indices(ds):
     while a zero-dimensional integer array names one record like an int."""
     mask = np.zeros(len(ds), dtype=bool)
     mask[[3, 7]] = True
-    refused = [mask, [True, False], [0, True], True, "01", b"\x01\x02", bytearray(b"\x01"),
-               {1, 2}, frozenset([1]), {1: 2}]
+    refused = [mask, [True, False], [0, True], True, np.array(True), np.True_, "01",
+               b"\x01\x02", bytearray(b"\x01"), memoryview(b"\x01"), {1, 2}, frozenset([1]),
+               {1: 2}]
     for key in refused:
         for call in (lambda: ds[key], lambda: ds.read_batch(key), lambda: ds.read_batch_packed(key)):
             with pytest.raises(TypeError):

@@ -359,3 +359,5 @@ def test_boolean_tensors_are_not_indices():
             call()
     assert same(ds[mask.nonzero().flatten()], [ds[3], ds[7]])
     assert same(ds[torch.tensor(7)], ds[7])  # a 0-d tensor names one record
+    with pytest.raises(TypeError, match="flatnonzero"):
+        ds[torch.tensor(True)]

@@ -65,8 +65,13 @@ def write_arrow(
     Granular/bags columns written as msgpack, which holds the null of a null cell."""
 
 def _atexit() -> None:
-    """Marks the interpreter as exiting: threads still waiting in reel park for good instead
-    of taking the GIL back (registered with ``atexit`` by ``import reel``)."""
+    """Marks the interpreter's exit as near: threads that finish a wait in reel once
+    finalization has begun park for good instead of taking the GIL back (registered with
+    ``atexit`` by ``import reel``)."""
+
+def _after_fork_in_child() -> None:
+    """Forgets the parent's exit state in a forked child (registered with
+    ``os.register_at_fork`` by ``import reel``)."""
 
 def part_names(format: str, k: int, n: int) -> list[str]:
     """The names of the files (or shard directory) of part ``k`` of an ``n``-part dataset."""
