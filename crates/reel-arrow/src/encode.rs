@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use arrow_array::ArrowPrimitiveType;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
     UInt16Type, UInt32Type, UInt64Type,
 };
+use arrow_array::{Array, ArrowPrimitiveType};
 use arrow_array::{
     ArrayRef, BinaryArray, BooleanArray, FixedSizeListArray, LargeBinaryArray, LargeStringArray,
     ListArray, NullArray, PrimitiveArray, RecordBatch, StringArray, StructArray,
@@ -538,6 +538,83 @@ fn primitive_array(dtype: DType, buffer: Buffer, n: usize) -> ArrayRef {
     }
 }
 
+/// The types a column built as `from` is cast through to reach `to`, or `None` when Arrow
+/// has no cast: directly where it has one; through `int32` for `time32`, which Arrow casts
+/// from `int32` only.
+fn cast_path(from: &DataType, to: &DataType) -> Option<Vec<DataType>> {
+    use arrow_cast::can_cast_types;
+    if can_cast_types(from, to) {
+        Some(vec![to.clone()])
+    } else if can_cast_types(from, &DataType::Int32) && can_cast_types(&DataType::Int32, to) {
+        Some(vec![DataType::Int32, to.clone()])
+    } else {
+        None
+    }
+}
+
+/// `array` (the built column `name`, whose rows are the records `records`) cast along
+/// `path`. The casts are strict: a value the type cannot hold (an integer out of its range,
+/// a negative one for an unsigned type, text of the wrong width for a fixed-size binary,
+/// more distinct values than a dictionary's keys count) is an
+/// [`ErrorKind::Schema`](reel_core::ErrorKind::Schema) error naming the field and, where
+/// the row can be told, the record; a float beyond a narrower float type's range, which
+/// Arrow makes infinite without a word, is refused the same way. Floats are otherwise
+/// rounded to the nearest value of the narrower type, as a cast to it means.
+fn cast_checked(
+    array: ArrayRef,
+    path: &[DataType],
+    name: &str,
+    records: &[u64],
+) -> Result<ArrayRef> {
+    use arrow_cast::{CastOptions, cast_with_options};
+    let strict = CastOptions { safe: false, ..Default::default() };
+    let named = |e: Error, row: Option<usize>| match row.and_then(|r| records.get(r)) {
+        Some(&record) => e.with_record(record),
+        None => e,
+    };
+    let mut out = array;
+    for to in path {
+        let from = out;
+        out = match cast_with_options(&from, to, &strict) {
+            Ok(cast) => cast,
+            Err(e) => {
+                // The row: the first value a lenient cast (nulls for failures) drops.
+                let lenient = CastOptions { safe: true, ..Default::default() };
+                let row = cast_with_options(&from, to, &lenient)
+                    .ok()
+                    .and_then(|l| (0..from.len()).find(|&i| from.is_valid(i) && l.is_null(i)));
+                let why = format!("field {name:?}: a value does not fit Arrow type {to} ({e})");
+                return Err(named(Error::schema(why), row));
+            }
+        };
+        if let Some((row, value)) = float_overflow(from.as_ref(), out.as_ref()) {
+            let why = format!("field {name:?}: the value {value:?} is beyond the range of {to}");
+            return Err(named(Error::schema(why), Some(row)));
+        }
+    }
+    Ok(out)
+}
+
+/// The first row of the float64 array `from` whose finite value became infinite in `to`
+/// (a narrower float type), and the value.
+fn float_overflow(from: &dyn Array, to: &dyn Array) -> Option<(usize, f64)> {
+    let from = from.as_primitive_opt::<Float64Type>()?;
+    let infinite: Box<dyn Fn(usize) -> bool> = match to.data_type() {
+        DataType::Float32 => {
+            let to = to.as_primitive_opt::<Float32Type>()?;
+            Box::new(move |i| to.value(i).is_infinite())
+        }
+        DataType::Float16 => {
+            let to = to.as_primitive_opt::<Float16Type>()?;
+            Box::new(move |i| to.value(i).is_infinite())
+        }
+        _ => return None,
+    };
+    (0..from.len())
+        .find(|&i| from.is_valid(i) && from.value(i).is_finite() && infinite(i))
+        .map(|i| (i, from.value(i)))
+}
+
 /// Extra columns that let a user join rows back to the dataset.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExtraColumns {
@@ -565,6 +642,15 @@ pub struct Encoder {
     schema: SchemaRef,
     names: Vec<String>,
     columns: Vec<Col>,
+    /// The field each column is built as (reel's type for its kind); the schema's field
+    /// differs where the column is cast.
+    built: Vec<FieldRef>,
+    /// Per column, the types its built array is cast through to the schema's type, for the
+    /// columns of a given schema whose type reel does not build.
+    casts: Vec<Option<Vec<DataType>>>,
+    /// The record index of each waiting row, kept while a column is cast, so that a value
+    /// the cast refuses names its record.
+    records: Vec<u64>,
     extra: ExtraColumns,
     index: Vec<u64>,
     files: Col,
@@ -580,6 +666,7 @@ impl Encoder {
     /// An encoder for `kinds` (column name and kind, in order).
     pub(crate) fn new(kinds: &[(String, Kind)], large: bool, extra: ExtraColumns) -> Encoder {
         let mut fields: Vec<Field> = kinds.iter().map(|(n, k)| k.to_field(n, large)).collect();
+        let built = fields.iter().cloned().map(Arc::new).collect();
         if extra.index {
             fields.push(Field::new(INDEX_COLUMN, DataType::UInt64, false));
         }
@@ -590,6 +677,9 @@ impl Encoder {
         }
         Encoder {
             schema: Arc::new(Schema::new(fields)),
+            built,
+            casts: vec![None; kinds.len()],
+            records: Vec::new(),
             names: kinds.iter().map(|(n, _)| n.clone()).collect(),
             columns: kinds.iter().map(|(_, k)| Col::new(k, large)).collect(),
             extra,
@@ -600,6 +690,31 @@ impl Encoder {
             rows: 0,
             skip_unknown: false,
         }
+    }
+
+    /// Makes the column `name` (one of the encoder's) of type `target`: built as its kind
+    /// and cast, with every value checked (a value the type cannot hold is an error naming
+    /// the record and the field, never wrapped or nulled). A type Arrow cannot cast the
+    /// built column to is refused naming the field.
+    pub(crate) fn cast_column(&mut self, name: &str, target: &Field) -> Result<()> {
+        let Some(k) = self.names.iter().position(|n| n == name) else { return Ok(()) };
+        let from = self.built[k].data_type();
+        let path = cast_path(from, target.data_type()).ok_or_else(|| {
+            Error::schema(format!(
+                "field {name:?}: reel builds the column as {from}, which Arrow cannot cast to \
+                 the type asked for, {}",
+                target.data_type()
+            ))
+        })?;
+        self.casts[k] = Some(path);
+        let mut fields: Vec<FieldRef> = self.schema.fields().iter().cloned().collect();
+        // Nullable like every column (a record may lack the field).
+        fields[k] = Arc::new(
+            Field::new(name, target.data_type().clone(), true)
+                .with_metadata(target.metadata().clone()),
+        );
+        self.schema = Arc::new(Schema::new(fields));
+        Ok(())
     }
 
     /// Whether fields the schema lacks are skipped (`true`: the schema is a selection of
@@ -690,6 +805,9 @@ impl Encoder {
                 }
             }
         }
+        if self.casts.iter().any(Option::is_some) {
+            self.records.push(index);
+        }
         self.rows += 1;
         Ok(())
     }
@@ -732,8 +850,15 @@ impl Encoder {
     pub fn finish_batch(&mut self) -> Result<RecordBatch> {
         let fields = self.schema.fields().clone();
         let mut arrays = Vec::with_capacity(fields.len());
-        for (col, f) in self.columns.iter_mut().zip(fields.iter()) {
-            arrays.push(col.finish(f)?);
+        let records = std::mem::take(&mut self.records);
+        for ((col, f), (cast, name)) in
+            self.columns.iter_mut().zip(&self.built).zip(self.casts.iter().zip(&self.names))
+        {
+            let array = col.finish(f)?;
+            arrays.push(match cast {
+                Some(path) => cast_checked(array, path, name, &records)?,
+                None => array,
+            });
         }
         let mut k = self.columns.len();
         if self.extra.index {

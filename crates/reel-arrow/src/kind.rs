@@ -247,6 +247,33 @@ impl Kind {
 }
 
 impl Kind {
+    /// The kind a column of a given schema is built as, and the field to cast the built
+    /// column to when the given type is not one [`Kind::to_field`] produces (`None`: built
+    /// as given, no cast). Other types are built as the kind their values read back as
+    /// ([`Kind::read_of`]: an `int32` or `timestamp` column from integers, a
+    /// `dictionary<utf8>` from text, a `large_list<float32>` from float32 arrays) and cast;
+    /// a type reel has no value for (decimal, union, interval) is refused naming the field.
+    pub(crate) fn for_given(field: &Field) -> Result<(Kind, Option<Field>)> {
+        if let Ok(kind) = Kind::from_field(field) {
+            return Ok((kind, None));
+        }
+        // What reading cannot give, writing cannot take: the types the reading plan has no
+        // value for (nested ones included) are refused.
+        let kind = match crate::decode::Plan::for_field(field) {
+            Ok(_) => Kind::read_of(field),
+            Err(_) => Kind::Null,
+        };
+        if kind == Kind::Null {
+            return Err(Error::schema(format!(
+                "field {:?}: Arrow type {} cannot be written from reel values (reel has no \
+                 value of that type)",
+                field.name(),
+                field.data_type()
+            )));
+        }
+        Ok((kind, Some(field.clone())))
+    }
+
     /// The kind of the values a column of Arrow type `field` reads as (see
     /// [`crate::decode`]), whatever its rows hold: what a Parquet or Arrow IPC file
     /// declares, so that a column whose sampled rows are all null, or whose larger values

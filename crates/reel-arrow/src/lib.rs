@@ -32,6 +32,11 @@
 //! | map with text keys | `struct` with a child per key |
 //! | values with no common type | tagged JSON text (`reel.type = json`, lossless: [`reel_core::tagged_json`], the convention of reel's JSON payloads too: bytes, non-finite floats, arrays and maps with other keys as `{"$bytes": base64}`, `{"$float": "nan"}`, `{"$array": {"dtype", "shape", "data"}}`, `{"$map": [[k, v], …]}`) |
 //!
+//! A given schema may also ask for other Arrow types (`int32`, `float32`, `timestamp`,
+//! `dictionary<int32, utf8>`, `large_list<float32>` …): the column is built as above from the
+//! values its type reads back as, then cast to it with Arrow's cast kernel, every value
+//! checked (see [`ArrowOptions::schema`]).
+//!
 //! Every column is nullable: a record without a field has a null there. A record whose
 //! field does not fit the inferred column (a new field, another type) is an
 //! [`ErrorKind::Schema`](reel_core::ErrorKind::Schema) error naming the record and the field

@@ -23,9 +23,17 @@ pub struct ArrowOptions {
     pub sample_records: usize,
     /// Stop sampling after this many bytes of records (default 16 MiB).
     pub sample_bytes: usize,
-    /// The schema to write, instead of inferring one. Its fields must use the types reel
-    /// writes (see the crate documentation); one with 64-bit offsets anywhere
-    /// (`large_binary`, `large_utf8`) turns on [`large_types`](Self::large_types). Like
+    /// The schema to write, instead of inferring one. A field of a type reel writes (see
+    /// the crate documentation) is built as it is; one of another Arrow type (`int32`,
+    /// `float32`, `timestamp`, `date32`, `dictionary<int32, utf8>`, `large_list<…>`,
+    /// `fixed_size_binary`, a struct holding such types …) is built as the reel values its
+    /// type reads back as (integers for int32 and timestamps, text for a dictionary of
+    /// text, arrays for lists of numbers) and cast to it with every value checked: a value
+    /// the type cannot hold (out of range, a float beyond float32's range) is an
+    /// [`ErrorKind::Schema`](reel_core::ErrorKind::Schema) error naming the field and the
+    /// record, never wrapped nor made null. Types reel has no value for (decimal, union,
+    /// interval) are refused naming the field. Bytes or text with 64-bit offsets anywhere
+    /// (`large_binary`, `large_utf8`) turn on [`large_types`](Self::large_types). Like
     /// [`columns`](Self::columns) it selects: record fields it has no column for are left
     /// out, and a column a record lacks is null.
     pub schema: Option<SchemaRef>,
@@ -117,9 +125,9 @@ pub(crate) fn encoder_for<'a>(
     declared: Option<&[FieldSpec]>,
     sample: impl IntoIterator<Item = RecordRef<'a>>,
 ) -> Result<Encoder> {
-    let mut kinds = match &options.schema {
+    let (mut kinds, casts) = match &options.schema {
         Some(schema) => kinds_of_schema(schema)?,
-        None => infer_kinds(declared, sample),
+        None => (infer_kinds(declared, sample), Vec::new()),
     };
     if let Some(columns) = &options.columns {
         kinds = select_columns(kinds, columns)?;
@@ -143,6 +151,9 @@ pub(crate) fn encoder_for<'a>(
         }
     }
     let mut encoder = Encoder::new(&kinds, large, options.extra);
+    for (name, target) in &casts {
+        encoder.cast_column(name, target)?;
+    }
     // A column selection, or a given schema with fewer columns than the records have
     // fields, leaves the other fields out (a schema names what to write, as `columns`).
     encoder.skip_unknown(options.columns.is_some() || options.schema.is_some());
@@ -168,9 +179,19 @@ fn declared_kind(name: &str) -> Kind {
     }
 }
 
-/// The columns of a given Arrow schema.
-fn kinds_of_schema(schema: &arrow_schema::Schema) -> Result<Vec<(String, Kind)>> {
-    schema.fields().iter().map(|f| Ok((f.name().clone(), Kind::from_field(f)?))).collect()
+/// The columns of a given Arrow schema, and the fields of those whose type reel does not
+/// build (they are cast, see [`Kind::for_given`]).
+type GivenColumns = (Vec<(String, Kind)>, Vec<(String, arrow_schema::Field)>);
+
+fn kinds_of_schema(schema: &arrow_schema::Schema) -> Result<GivenColumns> {
+    let mut kinds = Vec::with_capacity(schema.fields().len());
+    let mut casts = Vec::new();
+    for f in schema.fields() {
+        let (kind, cast) = Kind::for_given(f)?;
+        kinds.push((f.name().clone(), kind));
+        casts.extend(cast.map(|c| (f.name().clone(), c)));
+    }
+    Ok((kinds, casts))
 }
 
 /// Reads a source's records as Arrow record batches, in order, through its batch read
@@ -367,11 +388,13 @@ impl Rows {
     }
 }
 
-/// Whether `t` or a type inside it has 64-bit offsets.
+/// Whether `t` or a type inside it is bytes or text with 64-bit offsets. A `large_list`
+/// does not count: reel builds no list with 64-bit offsets, so such a column is built as a
+/// list and cast (its own offsets are then 64-bit), leaving the other columns as given.
 fn has_large_offsets(t: &arrow_schema::DataType) -> bool {
     use arrow_schema::DataType as T;
     match t {
-        T::LargeBinary | T::LargeUtf8 | T::LargeList(_) => true,
+        T::LargeBinary | T::LargeUtf8 => true,
         T::List(f) | T::FixedSizeList(f, _) => has_large_offsets(f.data_type()),
         T::Struct(fields) => fields.iter().any(|f| has_large_offsets(f.data_type())),
         _ => false,

@@ -574,3 +574,128 @@ fn a_given_schema_with_fewer_columns_selects_them() {
     let labels = batches[0].column(0).as_any().downcast_ref::<Int64Array>().unwrap();
     assert_eq!(labels.value(4), 4);
 }
+
+/// Records for the cast tests: integers, floats, millisecond times, text and float32
+/// arrays; record `i` holds `i` in each.
+fn typed(i: i64) -> Record {
+    let mut r = Record::new();
+    r.push_int("label", i)
+        .push_float("score", i as f64 / 4.0)
+        .push_int("when", 1_700_000_000_000 + i)
+        .push_str("tag", if i % 2 == 0 { "even" } else { "odd" })
+        .push_int("small", i);
+    let emb: Vec<u8> = [i as f32, 1.5].iter().flat_map(|f| f.to_le_bytes()).collect();
+    r.push_array("emb", DType::F32, &[2], &emb).unwrap();
+    r
+}
+
+fn typed_schema() -> arrow_schema::SchemaRef {
+    use arrow_schema::{Schema, TimeUnit};
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    Arc::new(Schema::new(vec![
+        Field::new("label", DataType::Int32, true),
+        Field::new("score", DataType::Float32, true),
+        Field::new("when", DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())), true),
+        Field::new(
+            "tag",
+            DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+            true,
+        ),
+        Field::new("emb", DataType::LargeList(item), true),
+        Field::new("small", DataType::UInt8, true),
+    ]))
+}
+
+/// A given schema may use Arrow types reel does not build: int32, float32, timestamp,
+/// dictionary<utf8>, large_list, uint8 columns are built from reel's values and cast, so
+/// the batches have exactly the types asked for, and read back as the same values; the
+/// file's own schema given again (`--schema-from` it) writes the same types.
+#[test]
+fn given_types_reel_does_not_build_are_cast() {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float32Type, TimestampMillisecondType, UInt8Type};
+    let records: Vec<Record> = (0..10).map(typed).collect();
+    let schema = typed_schema();
+    let options = ArrowOptions { schema: Some(schema.clone()), ..Default::default() };
+    let mut reader = SourceBatchReader::new(VecSource::new(records.clone()), &options).unwrap();
+    let batch = reader.next_batch().unwrap().unwrap();
+    for (got, want) in batch.schema().fields().iter().zip(schema.fields()) {
+        assert_eq!(got.data_type(), want.data_type(), "{}", want.name());
+    }
+    assert_eq!(batch.column(0).as_primitive::<Int32Type>().value(3), 3);
+    assert_eq!(batch.column(1).as_primitive::<Float32Type>().value(3), 0.75);
+    let when = batch.column(2).as_primitive::<TimestampMillisecondType>();
+    assert_eq!(when.value(3), 1_700_000_000_003);
+    let tags = batch.column(3).as_dictionary::<Int32Type>();
+    assert_eq!(tags.values().len(), 2, "text not dictionary-encoded");
+    let emb = batch.column(4).as_list::<i64>();
+    assert_eq!(emb.value(3).as_primitive::<Float32Type>().values(), &[3.0, 1.5]);
+    assert_eq!(batch.column(5).as_primitive::<UInt8Type>().value(9), 9);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let first = tmp.path().join("typed.parquet");
+    let mut write = WriteOptions::default();
+    write.arrow.schema = Some(schema.clone());
+    write_parquet(&VecSource::new(records.clone()), &first, &write).unwrap();
+    let back = ArrowFileSource::open(&first, &ReadOptions::default()).unwrap();
+    let r = back.read(5).unwrap();
+    assert_eq!(r.get("label").unwrap().as_i64(), Some(5));
+    assert_eq!(r.get("score").unwrap().as_f64(), Some(1.25));
+    assert_eq!(r.get("when").unwrap().as_i64(), Some(1_700_000_000_005));
+    assert_eq!(r.get("tag").unwrap().as_str(), Some("odd"));
+    assert_eq!(r.get("emb").unwrap().as_array().unwrap().to_vec::<f32>().unwrap(), [5.0, 1.5]);
+    assert_eq!(r.get("small").unwrap().as_i64(), Some(5));
+    // The file's own schema, given again for its records, writes the same types.
+    write.arrow.schema = Some(reel_arrow::schema_of_file(&first).unwrap());
+    let second = tmp.path().join("again.arrow");
+    reel_arrow::write_ipc(&back, &second, &write).unwrap();
+    let again = reel_arrow::schema_of_file(&second).unwrap();
+    let first_schema = reel_arrow::schema_of_file(&first).unwrap();
+    for (a, b) in again.fields().iter().zip(first_schema.fields()) {
+        assert_eq!(a.data_type(), b.data_type(), "{}", a.name());
+    }
+    assert_eq!(ArrowFileSource::open(&second, &ReadOptions::default()).unwrap().len(), 10);
+}
+
+/// A value the given type cannot hold is an error naming the field and the record, never
+/// wrapped, clamped or made null: an integer beyond int32, a negative one for uint8, a
+/// float beyond float32's range. A type reel has no value for is refused naming the field.
+#[test]
+fn values_a_given_type_cannot_hold_are_refused_naming_field_and_record() {
+    type Spoil = fn(&mut Record);
+    let cases: [(&str, Spoil); 3] = [
+        ("label", |r| {
+            r.push_int("label", 1 << 40);
+        }),
+        ("small", |r| {
+            r.push_int("small", -1);
+        }),
+        ("score", |r| {
+            r.push_float("score", 1e300);
+        }),
+    ];
+    for (field, spoil) in cases {
+        let mut records: Vec<Record> = (0..10).map(typed).collect();
+        let mut bad = Record::new();
+        for (name, value) in records[7].iter() {
+            if name != field {
+                bad.push_value(name, value);
+            }
+        }
+        spoil(&mut bad);
+        records[7] = bad;
+        let options = ArrowOptions { schema: Some(typed_schema()), ..Default::default() };
+        let mut reader = SourceBatchReader::new(VecSource::new(records), &options).unwrap();
+        let err = reader.next_batch().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Schema, "{field}: {err}");
+        assert_eq!(err.record(), Some(7), "{field}: {err}");
+        assert!(err.to_string().contains(&format!("{field:?}")), "{field}: {err}");
+    }
+
+    let decimal =
+        arrow_schema::Schema::new(vec![Field::new("price", DataType::Decimal128(10, 2), true)]);
+    let options = ArrowOptions { schema: Some(Arc::new(decimal)), ..Default::default() };
+    let err = SourceBatchReader::new(VecSource::new(vec![typed(0)]), &options).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::Schema, "{err}");
+    assert!(err.to_string().contains("\"price\""), "{err}");
+}

@@ -239,6 +239,49 @@ def test_a_given_schema_is_used(tmp_path):
     assert ds.to_arrow(schema=large, columns=["caption", "image"]).schema == large
 
 
+def test_a_given_schema_may_use_arrow_types_reel_does_not_build(tmp_path):
+    """int32, float32, timestamp, dictionary<utf8> and large_list targets: the columns are
+    built from reel's values and cast, so the table has the types asked for; a value the
+    type cannot hold is a reel.SchemaError naming the field and the record."""
+    ds = small_dataset(tmp_path, 200)
+    schema = pa.schema(
+        [
+            ("label", pa.int32()),
+            ("caption", pa.dictionary(pa.int32(), pa.string())),
+            ("image", pa.large_binary()),
+        ]
+    )
+    table = ds.to_arrow(schema=schema)
+    assert table.schema == schema
+    assert table.column("label").to_pylist() == list(range(200))
+    assert table.column("caption").to_pylist()[7] == "c7"
+    assert pa.table(ds, schema=schema).schema == schema
+    times = pa.schema([("label", pa.timestamp("ms", tz="UTC")), ("image", pa.large_list(pa.uint8()))])
+    with pytest.raises(reel.SchemaError, match="image"):
+        # Bytes are not arrays of uint8: the column holds bytes.
+        ds.to_arrow(schema=times)
+    stamped = ds.to_arrow(schema=pa.schema([("label", pa.timestamp("ms", tz="UTC"))]))
+    assert stamped.column("label").type == pa.timestamp("ms", tz="UTC")
+    assert stamped.column("label").cast(pa.int64()).to_pylist()[:3] == [0, 1, 2]
+    with pytest.raises(reel.SchemaError, match='"label"') as error:
+        ds.to_arrow(schema=pa.schema([("label", pa.int8())]))
+    assert error.value.record == 128
+    with pytest.raises(reel.SchemaError, match='"price"'):
+        ds.to_arrow(schema=pa.schema([("price", pa.decimal128(10, 2))]))
+
+    # float32 and large_list<float32> from records of floats and arrays.
+    arrays = tmp_path / "arrays.gran"
+    with reel.granular.Writer(arrays) as w:
+        for i in range(4):
+            w.write({"score": i / 4, "emb": np.array([i, 0.5], dtype=np.float32)})
+    floats = reel.open(arrays)
+    wanted = pa.schema([("score", pa.float32()), ("emb", pa.large_list(pa.float32()))])
+    table = floats.to_arrow(schema=wanted)
+    assert table.schema == wanted
+    assert table.column("score").to_pylist() == [0.0, 0.25, 0.5, 0.75]
+    assert table.column("emb").to_pylist()[3] == [3.0, 0.5]
+
+
 def test_bad_arguments_are_refused(tmp_path):
     ds = small_dataset(tmp_path, 5)
     with pytest.raises(reel.OutOfRangeError):
