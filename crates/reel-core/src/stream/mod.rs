@@ -61,6 +61,13 @@ impl BatchPlan {
     /// A plan from a function that fills `out` (cleared beforehand) with the next batch's
     /// indices and returns `true`, or returns `false` when there are no more batches. The
     /// function runs on whichever thread reads the batch, one call at a time.
+    ///
+    /// It runs while the stream's scheduler is locked (that is what keeps the calls one at
+    /// a time and the batches in plan order), so it must return promptly and must never
+    /// wait for the stream's consumer: a function that blocks until the consumer has taken
+    /// a batch (indices from a channel the consumer feeds) deadlocks the stream, since the
+    /// consumer cannot take a batch meanwhile. Work out what to read next before handing
+    /// the indices over, or read batch by batch without a stream.
     pub fn from_fn(next: impl FnMut(&mut Vec<u64>) -> bool + Send + 'static) -> Self {
         BatchPlan { next: Box::new(next), batch_size_hint: 0 }
     }
@@ -108,7 +115,8 @@ impl BatchPlan {
     }
 
     /// One batch per item of `batches`, each an index slice (`Vec<u64>`, `&'static [u64]`,
-    /// `[u64; N]`, …).
+    /// `[u64; N]`, …). The iterator is advanced as [`from_fn`](Self::from_fn)'s function is
+    /// called, and must not wait for the stream's consumer either.
     pub fn from_batches<I>(batches: I) -> Self
     where
         I: IntoIterator,
