@@ -166,11 +166,13 @@ pub(crate) fn columns_of(
 ) -> Result<(Vec<Column>, Vec<FieldSpec>)> {
     let mut columns = Vec::with_capacity(order.len());
     let mut specs = Vec::with_capacity(order.len());
+    // Columns become fields by name: two of one name (in the file, or a column selected
+    // twice) would make records with a field twice, and a selection by name ambiguous. A
+    // set, not a scan per column: a hostile footer may declare 100,000 columns.
+    let mut names = std::collections::HashSet::with_capacity(order.len());
     for &i in order {
         let field = schema.field(i);
-        // Columns become fields by name: two of one name would make records with a field
-        // twice (and a selection by name ambiguous).
-        if order.iter().any(|&j| j != i && schema.field(j).name() == field.name()) {
+        if !names.insert(field.name().as_str()) {
             return Err(Error::unsupported(format!(
                 "the table has more than one column named {:?}, which records cannot hold \
                  (field names are unique)",

@@ -171,6 +171,15 @@ fn unreadable_columns_are_refused_naming_the_column() {
     let err = open(&path);
     assert_eq!(err.kind(), ErrorKind::Unsupported);
     assert!(err.to_string().contains("\"a\""), "{err}");
+    // A column selected twice would be a field twice as well.
+    let ids: ArrayRef = Arc::new(Int64Array::from(vec![1, 2]));
+    let single = RecordBatch::try_from_iter([("a", ids)]).unwrap();
+    let path = tmp.path().join("once.arrow");
+    ipc_file(&path, &single, None);
+    let twice = ReadOptions { columns: Some(vec!["a".into(), "a".into()]), ..Default::default() };
+    let err = ArrowFileSource::open(&path, &twice).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::Unsupported);
+    assert!(err.to_string().contains("more than one column named \"a\""), "{err}");
 
     let values: ArrayRef = Arc::new(Float32Array::from(vec![0.0f32; 6]));
     let item = Arc::new(Field::new("item", DataType::Float32, false));
