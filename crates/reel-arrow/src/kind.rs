@@ -421,6 +421,17 @@ pub(crate) fn ndarray_fields(large: bool) -> Fields {
     ])
 }
 
+/// `text` from a file, cut to a length fit for an error message (metadata may be long).
+fn clipped(mut text: String) -> String {
+    const KEEP: usize = 64;
+    if text.len() > KEEP {
+        let cut = (0..=KEEP).rev().find(|&k| text.is_char_boundary(k)).unwrap_or(0);
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}
+
 /// The shape stored in a fixed-shape tensor field's extension metadata.
 pub(crate) fn tensor_shape(field: &Field) -> Result<Vec<u64>> {
     let bad = || {
@@ -442,9 +453,10 @@ pub(crate) fn tensor_shape(field: &Field) -> Result<Vec<u64>> {
         });
         if !identity {
             return Err(Error::unsupported(format!(
-                "column {:?}: a fixed-shape tensor with a dimension permutation ({p}), which \
+                "column {:?}: a fixed-shape tensor with a dimension permutation ({}), which \
                  reel does not read (it would need the elements reordered)",
-                field.name()
+                field.name(),
+                clipped(p.to_string())
             )));
         }
     }
@@ -455,8 +467,9 @@ pub(crate) fn tensor_shape(field: &Field) -> Result<Vec<u64>> {
     };
     if shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d)) != Some(size) {
         return Err(Error::schema(format!(
-            "field {:?}: tensor shape {shape:?} does not hold {size} elements",
-            field.name()
+            "field {:?}: tensor shape {} does not hold {size} elements",
+            field.name(),
+            clipped(format!("{shape:?}"))
         )));
     }
     Ok(shape)
