@@ -146,9 +146,28 @@ struct Row {
 /// Seed of the batch generator (thread `t` uses `SEED + t`).
 pub(crate) const SEED: u64 = 0xBE4C;
 
+/// The longest `--secs` accepted: one day.
+const MAX_SECS: f64 = 86_400.0;
+
+/// The time budget of each measurement (`--secs`, at least 0.1 s), once the options have
+/// been checked: a number of seconds that is not positive and finite, or that is more than
+/// a day, and a batch of no records are refused rather than panicking or being changed.
+fn checked_budget(args: &BenchArgs) -> reel::Result<Duration> {
+    if !(args.secs.is_finite() && args.secs > 0.0 && args.secs <= MAX_SECS) {
+        return Err(reel::Error::invalid_input(format!(
+            "--secs {}: give a number of seconds above 0 and at most {MAX_SECS} (a day)",
+            args.secs
+        )));
+    }
+    if args.batch == 0 {
+        return Err(reel::Error::invalid_input("--batch 0: a batch needs at least one record"));
+    }
+    Ok(Duration::from_secs_f64(args.secs.max(0.1)))
+}
+
 /// Runs the benchmark.
 pub fn run(args: &BenchArgs) -> reel::Result<()> {
-    let budget = Duration::from_secs_f64(args.secs.max(0.1));
+    let budget = checked_budget(args)?;
     if args.crc {
         return crc::run(budget, args.repeat, args.json);
     }
@@ -553,5 +572,54 @@ fn report(rows: &[Row], json: bool) {
                 "round trips/batch: a batch's time over that of one 1-byte ranged GET (transfer included)."
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+
+    pub(super) fn args(list: &[&str]) -> BenchArgs {
+        Cli::try_parse_from(std::iter::once("bench").chain(list.iter().copied()))
+            .map(|c| c.args)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn refused(list: &[&str]) -> String {
+        match checked_budget(&args(list)) {
+            Err(e) => {
+                assert_eq!(e.kind(), reel::ErrorKind::InvalidInput, "{e}");
+                e.to_string()
+            }
+            Ok(d) => panic!("{list:?} accepted as {d:?}"),
+        }
+    }
+
+    #[test]
+    fn secs_must_be_a_positive_finite_number_up_to_a_day() {
+        for secs in ["inf", "1e30", "NaN", "0", "-1", "86401"] {
+            assert!(refused(&[&format!("--secs={secs}")]).contains("--secs"), "{secs}");
+        }
+        assert_eq!(
+            checked_budget(&args(&["--secs", "86400"])).ok(),
+            Some(Duration::from_secs(86_400))
+        );
+        assert_eq!(
+            checked_budget(&args(&["--secs", "0.05"])).ok(),
+            Some(Duration::from_millis(100))
+        );
+    }
+
+    #[test]
+    fn batch_zero_is_refused() {
+        assert!(refused(&["--batch", "0"]).contains("--batch 0"));
+        assert!(checked_budget(&args(&["--batch", "1"])).is_ok());
     }
 }
