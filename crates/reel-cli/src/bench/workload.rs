@@ -132,28 +132,36 @@ fn fixed_size_record(format: Format, i: u64, payload: &[u8], out: &mut Record) {
 
 /// A cycle of batches of distinct random indices below `n`, generated before timing starts
 /// so that every reader pays nothing for them and reads the same batches in the same order.
+///
+/// Each batch is the first `size` positions of its own random permutation of `0..n`
+/// ([`Permutation`]), so making it costs `size` steps and no memory beyond the batch,
+/// however close `size` comes to `n`. The cycle holds [`MAX_BATCHES`] batches, fewer when
+/// they are large: together at most [`INDEX_BUDGET`] indices (1 MiB), or one batch.
 pub struct Batches {
     batches: Vec<Vec<u64>>,
     next: usize,
 }
 
+/// Batches in a cycle, at most.
+pub const MAX_BATCHES: usize = 512;
+
+/// Indices the batches of a cycle hold together, at most, unless one batch alone is larger.
+pub const INDEX_BUDGET: usize = 1 << 17;
+
 impl Batches {
-    /// 512 batches of `size` distinct indices below `n` (fewer if `n` is small).
+    /// Up to [`MAX_BATCHES`] batches of `size` distinct indices below `n` (of `n` indices
+    /// when `n` is smaller; of one when `size` is 0).
     pub fn new(n: u64, size: usize, seed: u64) -> Self {
         let mut rng = SplitMix::new(seed);
-        let size = size.min(n as usize).max(1);
-        let mut seen = std::collections::HashSet::with_capacity(size);
-        let batches = (0..512)
+        let size = size.min(usize::try_from(n).unwrap_or(usize::MAX)).max(1);
+        if n == 0 {
+            return Batches { batches: vec![Vec::new()], next: 0 };
+        }
+        let count = (INDEX_BUDGET / size).clamp(1, MAX_BATCHES);
+        let batches = (0..count)
             .map(|_| {
-                seen.clear();
-                let mut b = Vec::with_capacity(size);
-                while b.len() < size {
-                    let i = rng.below(n);
-                    if seen.insert(i) {
-                        b.push(i);
-                    }
-                }
-                b
+                let permutation = Permutation::new(n, rng.next_u64());
+                (0..size as u64).map(|i| permutation.at(i)).collect()
             })
             .collect();
         Batches { batches, next: 0 }
@@ -165,6 +173,61 @@ impl Batches {
         self.next += 1;
         &self.batches[k]
     }
+
+    /// The batches of the cycle.
+    #[cfg(test)]
+    fn all(&self) -> &[Vec<u64>] {
+        &self.batches
+    }
+}
+
+/// A random permutation of `0..n`, evaluated one position at a time in constant memory: a
+/// four-round Feistel network over the smallest even number of bits that holds `n - 1`,
+/// whose values of `n` or more are walked on (encrypted again) until they fall below `n`.
+/// That domain is under `4n`, so a position takes fewer than four walks on average.
+struct Permutation {
+    n: u64,
+    half: u32,
+    mask: u64,
+    keys: [u64; 4],
+}
+
+impl Permutation {
+    /// The permutation of `0..n` (`n > 0`) that `seed` picks.
+    fn new(n: u64, seed: u64) -> Self {
+        let bits = (u64::BITS - n.saturating_sub(1).leading_zeros()).max(2);
+        let half = bits.div_ceil(2);
+        let mut g = SplitMix::new(seed);
+        let keys = [g.next_u64(), g.next_u64(), g.next_u64(), g.next_u64()];
+        Permutation { n: n.max(1), half, mask: (1u64 << half) - 1, keys }
+    }
+
+    /// The value at position `i` (`i < n`).
+    fn at(&self, i: u64) -> u64 {
+        let mut x = i;
+        loop {
+            x = self.encrypt(x);
+            if x < self.n {
+                return x;
+            }
+        }
+    }
+
+    fn encrypt(&self, x: u64) -> u64 {
+        let (mut left, mut right) = (x >> self.half, x & self.mask);
+        for key in self.keys {
+            let f = mix(right ^ key) & self.mask;
+            (left, right) = (right, left ^ f);
+        }
+        (left << self.half) | right
+    }
+}
+
+/// SplitMix64's finaliser: every input bit moves every output bit.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]
@@ -190,5 +253,58 @@ mod tests {
         assert_eq!(packed(12, 1 << 10, 64).direct_span(), 4 << 10);
         // Page-aligned records fetch exactly their size.
         assert_eq!(packed(4096, 16 << 10, 64).direct_span(), 16 << 10);
+    }
+
+    fn distinct_below(batch: &[u64], n: u64) {
+        let mut sorted = batch.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), batch.len(), "indices repeat in a batch");
+        assert!(sorted.last().is_none_or(|&i| i < n), "an index is out of range");
+    }
+
+    #[test]
+    fn batches_hold_distinct_indices_below_n() {
+        for (n, size) in [(1, 256), (2, 1), (3, 3), (1000, 256), (1000, 999), (4097, 4097)] {
+            let b = Batches::new(n, size, 7);
+            for batch in b.all() {
+                assert_eq!(batch.len() as u64, (size as u64).min(n));
+                distinct_below(batch, n);
+            }
+        }
+        // A batch of every record is a permutation of them.
+        let b = Batches::new(1000, 1000, 3);
+        let mut all = b.all()[0].clone();
+        all.sort_unstable();
+        assert_eq!(all, (0..1000).collect::<Vec<u64>>());
+        // Batches differ from each other (and are not just 0..size).
+        let b = Batches::new(1 << 20, 256, 9);
+        assert_ne!(b.all()[0], b.all()[1]);
+        assert_ne!(b.all()[0], (0..256).collect::<Vec<u64>>());
+    }
+
+    #[test]
+    fn large_batches_keep_the_cycle_small() {
+        // 512 batches of 256, as before.
+        assert_eq!(Batches::new(1 << 20, 256, 1).all().len(), MAX_BATCHES);
+        // Large batches: the cycle holds no more than the budget, or one batch.
+        for size in [20_000usize, 1 << 20] {
+            let b = Batches::new(1 << 20, size, 1);
+            let held: usize = b.all().iter().map(Vec::len).sum();
+            assert!(held <= INDEX_BUDGET.max(size), "{held} indices held for batches of {size}");
+            distinct_below(&b.all()[0], 1 << 20);
+        }
+        // A batch of 0 reads one record; an empty dataset gives empty batches.
+        assert_eq!(Batches::new(10, 0, 1).next_batch().len(), 1);
+        assert!(Batches::new(0, 256, 1).next_batch().is_empty());
+    }
+
+    #[test]
+    fn permutation_covers_huge_ranges() {
+        let p = Permutation::new(u64::MAX, 5);
+        let values: Vec<u64> = (0..64).map(|i| p.at(i)).collect();
+        distinct_below(&values, u64::MAX);
+        let p = Permutation::new(1, 5);
+        assert_eq!(p.at(0), 0);
     }
 }
