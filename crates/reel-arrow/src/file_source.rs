@@ -107,6 +107,9 @@ enum Cursor {
     Ipc {
         reader: Box<FileReader<BufReader<FileInput>>>,
         batch_starts: Vec<u64>,
+        /// The file again, for checking a batch's LZ4 buffers before it is decoded.
+        file: FileInput,
+        lz4: Vec<Option<Lz4Buffers>>,
     },
 }
 
@@ -148,6 +151,74 @@ struct IpcLayout {
     schema: arrow_schema::Schema,
     /// Rows of each record batch, in the footer's order.
     batch_rows: Vec<u64>,
+    /// The buffers of each record batch compressed with LZ4, to check before decoding it.
+    lz4: Vec<Option<Lz4Buffers>>,
+}
+
+/// Where an LZ4-compressed message's buffers lie in the file (offset, length).
+///
+/// Each starts with the length it decompresses to, and arrow-rs reserves that much memory
+/// before decompressing: a damaged or hostile length (2^60) would abort the process, which
+/// no error handling can catch. LZ4 expands at most about 255 times, so a length beyond
+/// that bound is damage, refused before the decoder sees it.
+struct Lz4Buffers(Vec<(u64, u64)>);
+
+/// How far LZ4 can expand: 255 times (a frame's block of literal runs), with room for
+/// the frame's own header.
+fn lz4_bound(compressed: u64) -> u64 {
+    compressed.saturating_mul(256).saturating_add(1024)
+}
+
+impl Lz4Buffers {
+    /// The buffers of `batch` (a record batch or dictionary message's data) if it is
+    /// LZ4-compressed; its body starts at `body` and is `body_len` bytes long.
+    fn of(
+        batch: &arrow_ipc::RecordBatch<'_>,
+        body: u64,
+        body_len: u64,
+        bad: &dyn Fn(&str) -> Error,
+    ) -> Result<Option<Self>> {
+        let lz4 =
+            batch.compression().is_some_and(|c| c.codec() == arrow_ipc::CompressionType::LZ4_FRAME);
+        if !lz4 {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        for b in batch.buffers().iter().flatten() {
+            let (Ok(offset), Ok(len)) = (u64::try_from(b.offset()), u64::try_from(b.length()))
+            else {
+                return Err(bad("a buffer has a negative offset or length"));
+            };
+            if offset.checked_add(len).is_none_or(|end| end > body_len) {
+                return Err(bad("a buffer lies outside its message's body"));
+            }
+            if len >= 8 {
+                out.push((body + offset, len));
+            }
+        }
+        Ok(Some(Lz4Buffers(out)))
+    }
+
+    /// Reads each buffer's stated length and refuses one beyond what LZ4 can expand to.
+    fn check(&self, file: &FileInput, path: &Path, what: &str) -> Result<()> {
+        for &(at, len) in &self.0 {
+            let mut prefix = [0u8; 8];
+            read_at(file, at, &mut prefix, path)?;
+            let stated = i64::from_le_bytes(prefix);
+            // -1: stored uncompressed; 0: empty.
+            if stated > 0 && stated as u64 > lz4_bound(len - 8) {
+                return Err(ipc_corrupt(
+                    path,
+                    &format!(
+                        "{what}: an LZ4 buffer of {} bytes says it holds {stated} bytes, more \
+                         than LZ4 expands to",
+                        len - 8
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Bytes at the start of an IPC file before its first message: `ARROW1` and two bytes of
@@ -221,8 +292,22 @@ fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
             ))),
         }
     };
+    let mut meta_bytes = Vec::new();
     for (k, block) in footer.dictionaries().iter().flatten().enumerate() {
-        span("dictionary block", k, block)?;
+        let (offset, meta, end) = span("dictionary block", k, block)?;
+        // arrow-rs decodes the dictionaries when it opens the file: LZ4 ones are checked
+        // here, before that.
+        let what = format!("dictionary batch {k}");
+        let bad = |why: &str| ipc_corrupt(path, &format!("{what}: {why}"));
+        let message = read_message(file, offset, meta, &mut meta_bytes, path, &bad)?;
+        let data = message
+            .header_as_dictionary_batch()
+            .and_then(|d| d.data())
+            .ok_or_else(|| bad("the block holds no dictionary batch message"))?;
+        let body = offset + meta;
+        if let Some(lz4) = Lz4Buffers::of(&data, body, end - body, &bad)? {
+            lz4.check(file, path, &what)?;
+        }
     }
     let blocks = footer
         .recordBatches()
@@ -238,33 +323,48 @@ fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
         return Err(ipc_corrupt(path, "the footer lists record batches that overlap"));
     }
     let mut batch_rows = Vec::with_capacity(spans.len());
-    let mut meta_bytes = Vec::new();
-    for (k, &(offset, meta, _)) in spans.iter().enumerate() {
+    let mut lz4 = Vec::with_capacity(spans.len());
+    for (k, &(offset, meta, end)) in spans.iter().enumerate() {
         let bad = |why: &str| ipc_corrupt(path, &format!("record batch {k}: {why}"));
-        meta_bytes.resize(meta as usize, 0);
-        read_at(file, offset, &mut meta_bytes, path)?;
-        // An encapsulated message: a continuation marker (0xFFFFFFFF) and the flatbuffer's
-        // length, or (before format 0.15) the length alone; then the flatbuffer.
-        let (start, len) = match meta_bytes.get(..4) {
-            Some([0xff, 0xff, 0xff, 0xff]) => (8usize, meta_bytes.get(4..8)),
-            _ => (4, meta_bytes.get(..4)),
-        };
-        let flatbuffer = len
-            .and_then(|b| <[u8; 4]>::try_from(b).ok())
-            .map(i32::from_le_bytes)
-            .and_then(|l| usize::try_from(l).ok())
-            .and_then(|l| meta_bytes.get(start..start.checked_add(l)?))
-            .ok_or_else(|| bad("the message length is outside its block"))?;
-        let message = arrow_ipc::root_as_message(flatbuffer)
-            .map_err(|e| bad(&format!("the message header does not parse ({e})")))?;
+        let message = read_message(file, offset, meta, &mut meta_bytes, path, &bad)?;
         let header = message
             .header_as_record_batch()
             .ok_or_else(|| bad("the block holds no record batch message"))?;
         let rows = u64::try_from(header.length())
             .map_err(|_| bad(&format!("negative row count {}", header.length())))?;
         batch_rows.push(rows);
+        let body = offset + meta;
+        lz4.push(Lz4Buffers::of(&header, body, end - body, &bad)?);
     }
-    Ok(IpcLayout { schema, batch_rows })
+    Ok(IpcLayout { schema, batch_rows, lz4 })
+}
+
+/// Reads the message of the block at `offset` (`meta` bytes) into `bytes` and parses its
+/// header.
+fn read_message<'b>(
+    file: &FileInput,
+    offset: u64,
+    meta: u64,
+    bytes: &'b mut Vec<u8>,
+    path: &Path,
+    bad: &dyn Fn(&str) -> Error,
+) -> Result<arrow_ipc::Message<'b>> {
+    bytes.resize(meta as usize, 0);
+    read_at(file, offset, bytes, path)?;
+    // An encapsulated message: a continuation marker (0xFFFFFFFF) and the flatbuffer's
+    // length, or (before format 0.15) the length alone; then the flatbuffer.
+    let (start, len) = match bytes.get(..4) {
+        Some([0xff, 0xff, 0xff, 0xff]) => (8usize, bytes.get(4..8)),
+        _ => (4, bytes.get(..4)),
+    };
+    let flatbuffer = len
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map(i32::from_le_bytes)
+        .and_then(|l| usize::try_from(l).ok())
+        .and_then(|l| bytes.get(start..start.checked_add(l)?))
+        .ok_or_else(|| bad("the message length is outside its block"))?;
+    arrow_ipc::root_as_message(flatbuffer)
+        .map_err(|e| bad(&format!("the message header does not parse ({e})")))
 }
 
 /// Indices in `schema` of the columns `options` selects (`columns` in their order, or all,
@@ -399,6 +499,7 @@ impl ArrowFileSource {
                 // every batch, which held the largest batch in memory only to count it.
                 let layout = ipc_layout(&file, path)?;
                 let order = projection(&layout.schema, options, path)?;
+                let checks = file.try_clone().map_err(|e| e.with_path(path))?;
                 let reader = FileReader::try_new(file.buffered(), Some(order.clone()))
                     .map_err(|e| ipc_err(e, path))?;
                 if reader.num_batches() != layout.batch_rows.len() {
@@ -416,7 +517,12 @@ impl ArrowFileSource {
                 let schema = reader.schema();
                 let n = schema.fields().len();
                 (
-                    Cursor::Ipc { reader: Box::new(reader), batch_starts },
+                    Cursor::Ipc {
+                        reader: Box::new(reader),
+                        batch_starts,
+                        file: checks,
+                        lz4: layout.lz4,
+                    },
                     schema,
                     total,
                     (0..n).collect(),
@@ -492,10 +598,13 @@ impl ArrowFileSource {
                     }
                 }
             }
-            Cursor::Ipc { reader, batch_starts } => {
+            Cursor::Ipc { reader, batch_starts, file, lz4 } => {
                 // Only the batch holding the row is read (its message and whole body, every
                 // column's buffers): memory per read is bounded by that batch.
                 let b = batch_starts.partition_point(|&s| s <= index).saturating_sub(1);
+                if let Some(Some(buffers)) = lz4.get(b) {
+                    buffers.check(file, path, &format!("record batch {b}"))?;
+                }
                 reader.set_index(b).map_err(|e| ipc_err(e, path))?;
                 let batch = reader
                     .next()

@@ -499,3 +499,47 @@ fn unreadable_columns_left_out_are_never_checked() {
         assert!(err.to_string().contains("\"prise\"") && err.to_string().contains("x, price, y"));
     }
 }
+
+/// Replaces the occurrences of `from` in the file with `to` (same length), at least one.
+fn patch_file(path: &Path, from: &[u8], to: &[u8]) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let len = bytes.len();
+    assert!(patch(&mut bytes, 0..len, from, to) > 0, "pattern in the file");
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// An LZ4 buffer states the length it decompresses to, and arrow-rs reserves that much
+/// before decompressing: a stated length far beyond what LZ4 expands to (2^60 bytes) is
+/// refused as damage, naming the file and batch, instead of aborting the process on the
+/// allocation. Dictionaries, decoded when the file opens, are checked at open.
+#[test]
+fn lz4_buffers_that_claim_more_than_lz4_expands_to_are_refused() {
+    use reel_core::ErrorKind;
+    let tmp = tempfile::tempdir().unwrap();
+    let huge = (1u64 << 60).to_le_bytes();
+    // 300 int64 ids: a data buffer stated as 2400 bytes.
+    let path = tmp.path().join("lz4.arrow");
+    ipc_file(&path, &sample_batch(), Some(arrow_ipc::CompressionType::LZ4_FRAME));
+    let fine = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+    assert_eq!(fine.read(7).unwrap().get("id").unwrap().as_i64(), Some(7));
+    patch_file(&path, &2400u64.to_le_bytes(), &huge);
+    let src = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+    let err = src.read(7).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::Corrupt);
+    let text = err.to_string();
+    assert!(text.contains("record batch 0") && text.contains("LZ4"), "{text}");
+    assert!(text.contains("lz4.arrow"), "{text}");
+
+    // A dictionary of 200 distinct 12-byte words: its values buffer is stated as 2400 bytes.
+    let words: Vec<String> = (0..200).map(|i| format!("word-{i:07}")).collect();
+    let keys = arrow_array::Int32Array::from_iter_values((0..400).map(|i| i % 200));
+    let dict = arrow_array::DictionaryArray::new(keys, Arc::new(StringArray::from(words)));
+    let batch = RecordBatch::try_from_iter([("w", Arc::new(dict) as ArrayRef)]).unwrap();
+    let path = tmp.path().join("dict.arrow");
+    ipc_file(&path, &batch, Some(arrow_ipc::CompressionType::LZ4_FRAME));
+    assert!(ArrowFileSource::open(&path, &ReadOptions::default()).is_ok());
+    patch_file(&path, &2400u64.to_le_bytes(), &huge);
+    let err = ArrowFileSource::open(&path, &ReadOptions::default()).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::Corrupt);
+    assert!(err.to_string().contains("dictionary batch 0"), "{err}");
+}
