@@ -87,10 +87,16 @@ pub fn fresh_copy_loop(
 }
 
 /// fio's best random-read result on the same file at the same block size, over a few
-/// queue depths, with the io_uring engine. `None` when fio is not installed or fails.
-pub fn fio_best(path: &Path, block: usize, direct: bool, secs: u64) -> Option<(Run, u32)> {
-    Command::new("fio").arg("--version").output().ok()?;
+/// queue depths, with the io_uring engine, and the depth. Fails, saying why in plain words,
+/// when fio is not installed, exits with an error (a file smaller than the block: "blocksize
+/// is larger than data set range"), reports a job error, or read nothing at any depth: a
+/// failed fio is no yardstick, and its zero would make every ratio infinite.
+pub fn fio_best(path: &Path, block: usize, direct: bool, secs: u64) -> Result<(Run, u32), String> {
+    if let Err(e) = Command::new("fio").arg("--version").output() {
+        return Err(format!("fio cannot be run ({e})"));
+    }
     let mut best: Option<(Run, u32)> = None;
+    let mut failure = None;
     for depth in [1u32, 32, 128, 256] {
         let out = Command::new("fio")
             .args([
@@ -106,24 +112,69 @@ pub fn fio_best(path: &Path, block: usize, direct: bool, secs: u64) -> Option<(R
             .arg(format!("--direct={}", u8::from(direct)))
             .arg(format!("--runtime={secs}"))
             .output()
-            .ok()?;
-        let json: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-        let job = &json["jobs"][0];
-        let read = &job["read"];
-        let iops = read["iops"].as_f64()?;
-        let secs = read["runtime"].as_f64().unwrap_or(1000.0 * secs as f64) / 1000.0;
-        let cpu = (job["usr_cpu"].as_f64().unwrap_or(0.0) + job["sys_cpu"].as_f64().unwrap_or(0.0))
-            / 100.0
-            * secs;
-        let run = Run {
-            records: (iops * secs) as u64,
-            bytes: (iops * secs) as u64 * block as u64,
-            secs,
-            cpu_secs: cpu,
-        };
-        if best.as_ref().is_none_or(|(b, _)| run.records_per_sec() > b.records_per_sec()) {
-            best = Some((run, depth));
+            .map_err(|e| format!("fio cannot be run ({e})"))?;
+        match fio_result(&out, block, secs) {
+            Ok(run) => {
+                if best.as_ref().is_none_or(|(b, _)| run.records_per_sec() > b.records_per_sec()) {
+                    best = Some((run, depth));
+                }
+            }
+            Err(why) => {
+                failure.get_or_insert(format!("fio failed at iodepth {depth}: {why}"));
+            }
         }
     }
-    best
+    best.ok_or_else(|| failure.unwrap_or_else(|| "fio measured nothing".into()))
+}
+
+/// The run one fio invocation reports, or why it is none.
+fn fio_result(out: &std::process::Output, block: usize, secs: u64) -> Result<Run, String> {
+    let said = || {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let line = stderr.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+        line.trim_start_matches("fio: ").to_string()
+    };
+    if !out.status.success() {
+        let said = said();
+        return Err(if said.is_empty() { format!("it exited with {}", out.status) } else { said });
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|_| format!("no JSON result ({})", said()))?;
+    let job = &json["jobs"][0];
+    if let Some(code) = job["error"].as_i64()
+        && code != 0
+    {
+        return Err(format!("job error {code} ({})", said()));
+    }
+    let read = &job["read"];
+    let iops = read["iops"].as_f64().unwrap_or(0.0);
+    let secs = read["runtime"].as_f64().unwrap_or(1000.0 * secs as f64) / 1000.0;
+    if !(iops.is_finite() && iops > 0.0 && secs > 0.0) {
+        return Err("it read nothing".into());
+    }
+    let cpu = (job["usr_cpu"].as_f64().unwrap_or(0.0) + job["sys_cpu"].as_f64().unwrap_or(0.0))
+        / 100.0
+        * secs;
+    let records = (iops * secs) as u64;
+    Ok(Run { records, bytes: records * block as u64, secs, cpu_secs: cpu })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_fio_is_no_run() {
+        let Ok(_) = Command::new("fio").arg("--version").output() else {
+            eprintln!("fio is not installed: skipped");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let small = dir.path().join("small");
+        std::fs::write(&small, [7u8; 3000]).unwrap();
+        let why = fio_best(&small, 4096, false, 1).unwrap_err();
+        assert!(why.contains("blocksize is larger than data set range"), "{why}");
+        let why = fio_best(&dir.path().join("missing"), 4096, false, 1).unwrap_err();
+        assert!(why.starts_with("fio failed"), "{why}");
+    }
 }

@@ -19,7 +19,7 @@ use reel::{Format, RecordBatch, RecordSource, Store};
 
 use super::measure::{Run, run_for};
 use super::workload::Batches;
-use super::{BenchArgs, ColdEviction, Row, SEED, evict, is_tmpfs};
+use super::{BenchArgs, ColdEviction, Report, Row, SEED, evict, is_tmpfs};
 
 /// Measures `data` (a path or URL) and returns the report's rows.
 pub(super) fn run(
@@ -27,7 +27,7 @@ pub(super) fn run(
     args: &BenchArgs,
     names: &[String],
     budget: Duration,
-) -> reel::Result<Vec<Row>> {
+) -> reel::Result<Report> {
     match Address::parse(data)? {
         Address::Remote(url) => {
             let mut settings = ReadSettings::default();
@@ -38,7 +38,8 @@ pub(super) fn run(
                 settings.coalesce_gap = super::parse_size(gap)?;
             }
             let store = Arc::new(RemoteStore::open(&url, &StoreOptions::default(), settings)?);
-            remote(&PathBuf::from(url.to_string()), store, args, budget)
+            let rows = remote(&PathBuf::from(url.to_string()), store, args, budget)?;
+            Ok(Report { rows, notes: Vec::new() })
         }
         Address::Local(path) => local(&path, args, names, budget),
     }
@@ -102,12 +103,12 @@ fn local(
     args: &BenchArgs,
     names: &[String],
     budget: Duration,
-) -> reel::Result<Vec<Row>> {
+) -> reel::Result<Report> {
     let store = reel::local_store();
     let target = Target::new(&*store, path, &reel::OpenOptions::default().verify(false))?;
     let largest = largest_file(&*store, path)?;
     let on_tmpfs = is_tmpfs(path);
-    let mut rows = Vec::new();
+    let mut out = Report::default();
     let modes = args.mode.modes();
     for &(mode, cold) in modes {
         if cold && on_tmpfs {
@@ -121,14 +122,17 @@ fn local(
             let block =
                 if cold { target.mean_record.div_ceil(4096) * 4096 } else { target.mean_record };
             let secs = budget.as_secs().max(2);
-            if let Some((run, depth)) = super::baseline::fio_best(file, block, cold, secs) {
-                let direct = if cold { ", O_DIRECT" } else { "" };
-                let note = format!(
-                    "iodepth {depth}{direct}, {} blocks of {}",
-                    super::human(block),
-                    file.display()
-                );
-                rows.push(target.row(mode, "fio io_uring", run, note));
+            match super::baseline::fio_best(file, block, cold, secs) {
+                Ok((run, depth)) => {
+                    let direct = if cold { ", O_DIRECT" } else { "" };
+                    let note = format!(
+                        "iodepth {depth}{direct}, {} blocks of {}",
+                        super::human(block),
+                        file.display()
+                    );
+                    out.rows.push(target.row(mode, "fio io_uring", run, note));
+                }
+                Err(why) => out.note(super::fio_failed(&why)),
             }
         }
         for name in names {
@@ -150,10 +154,10 @@ fn local(
             let eviction = ColdEviction::new(cold, path);
             let warmup = if cold { 2 } else { 0 };
             let (run, _) = batches_run(&*source, target.records, args, budget, warmup, &eviction)?;
-            rows.push(target.row(mode, name, run, String::new()));
+            out.rows.push(target.row(mode, name, run, String::new()));
         }
     }
-    Ok(rows)
+    Ok(out)
 }
 
 /// Reads every file below `path` once, so that warm runs find it in the page cache.

@@ -143,6 +143,23 @@ struct Row {
     remote: Option<data::RemoteCost>,
 }
 
+/// The rows of a report and the notes printed under them (in JSON mode, on stderr).
+#[derive(Debug, Default)]
+struct Report {
+    rows: Vec<Row>,
+    notes: Vec<String>,
+}
+
+impl Report {
+    /// Adds `note` unless it is there already.
+    fn note(&mut self, note: impl Into<String>) {
+        let note = note.into();
+        if !self.notes.contains(&note) {
+            self.notes.push(note);
+        }
+    }
+}
+
 /// Seed of the batch generator (thread `t` uses `SEED + t`).
 pub(crate) const SEED: u64 = 0xBE4C;
 
@@ -182,7 +199,7 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         report(&data::run(dataset, args, &names, budget)?, args.json);
         return Ok(());
     }
-    let mut rows = Vec::new();
+    let mut out = Report::default();
     let modes = args.mode.modes();
     for &(mode, cold) in modes {
         let dir = if cold { &args.cold_dir } else { &args.warm_dir };
@@ -195,7 +212,8 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
             let size = parse_size(size)? as usize;
             eprintln!("preparing {mode} dataset of {size}-byte records in {}", dir.display());
             let ds = dataset(dir, format, size, data)?;
-            rows.extend(measure_size(&ds, mode, cold, args, &names, budget)?);
+            let rows = measure_size(&ds, mode, cold, args, &names, budget, &mut out)?;
+            out.rows.extend(rows);
         }
     }
     let crc_size = parse_size(&args.crc_size)? as usize;
@@ -226,7 +244,7 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
                     } else {
                         String::new()
                     };
-                    rows.push(Row {
+                    out.rows.push(Row {
                         mode,
                         size: crc_size,
                         reader: format!("{name}, crc {on}"),
@@ -238,7 +256,7 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
             }
         }
     }
-    report(&rows, args.json);
+    report(&out, args.json);
     Ok(())
 }
 
@@ -252,10 +270,11 @@ fn measure_size(
     args: &BenchArgs,
     names: &[String],
     budget: Duration,
+    out: &mut Report,
 ) -> reel::Result<Vec<Row>> {
     let mut best: Vec<Row> = Vec::new();
     for _ in 0..args.repeat.max(1) {
-        for row in measure_round(ds, mode, cold, args, names, budget)? {
+        for row in measure_round(ds, mode, cold, args, names, budget, out)? {
             match best.iter_mut().find(|b| b.reader == row.reader) {
                 Some(b) if row.run.records_per_sec() > b.run.records_per_sec() => *b = row,
                 Some(_) => {}
@@ -273,6 +292,7 @@ fn measure_round(
     args: &BenchArgs,
     names: &[String],
     budget: Duration,
+    out: &mut Report,
 ) -> reel::Result<Vec<Row>> {
     let mut rows = Vec::new();
     let warmup = if cold { 2 } else { 0 };
@@ -302,7 +322,7 @@ fn measure_round(
         rows.push(row("raw copy (fresh buffer)", run, String::new()));
     }
     if !args.no_fio && !args.no_baselines {
-        for (reader, run, note) in fio_rows(ds, cold, budget.as_secs().max(2)) {
+        for (reader, run, note) in fio_rows(ds, cold, budget.as_secs().max(2), out) {
             rows.push(row(reader, run, note));
         }
     }
@@ -337,23 +357,40 @@ fn measure_round(
 /// fio at the record size and, cold, also at the record's page span: fio reads
 /// page-aligned blocks, while an O_DIRECT read of a packed record fetches every page it
 /// straddles, so the device's limit for reel is fio at that size.
-fn fio_rows(ds: &Dataset, cold: bool, secs: u64) -> Vec<(&'static str, Run, String)> {
+/// When fio fails, its row is left out and a note in `out` says why.
+fn fio_rows(
+    ds: &Dataset,
+    cold: bool,
+    secs: u64,
+    out: &mut Report,
+) -> Vec<(&'static str, Run, String)> {
     let mut rows = Vec::new();
-    if let Some((run, depth)) = baseline::fio_best(&ds.path, ds.record_size, cold, secs) {
-        let note = format!("iodepth {depth}{}", if cold { ", O_DIRECT" } else { "" });
-        rows.push(("fio io_uring", run, note));
+    match baseline::fio_best(&ds.path, ds.record_size, cold, secs) {
+        Ok((run, depth)) => {
+            let note = format!("iodepth {depth}{}", if cold { ", O_DIRECT" } else { "" });
+            rows.push(("fio io_uring", run, note));
+        }
+        Err(why) => out.note(fio_failed(&why)),
     }
     if !cold {
         return rows;
     }
     let span = ds.direct_span();
-    if span != ds.record_size
-        && let Some((run, depth)) = baseline::fio_best(&ds.path, span, true, secs)
-    {
-        let note = format!("iodepth {depth}, O_DIRECT, {} blocks", human(span));
-        rows.push((FIO_SPAN, run, note));
+    if span != ds.record_size {
+        match baseline::fio_best(&ds.path, span, true, secs) {
+            Ok((run, depth)) => {
+                let note = format!("iodepth {depth}, O_DIRECT, {} blocks", human(span));
+                rows.push((FIO_SPAN, run, note));
+            }
+            Err(why) => out.note(fio_failed(&why)),
+        }
     }
     rows
+}
+
+/// The note for a fio row left out.
+fn fio_failed(why: &str) -> String {
+    format!("No fio row: {why}. The ×fio ratios are left blank.")
 }
 
 /// Random batches through reel on `backend`, each thread reusing one batch buffer.
@@ -476,14 +513,18 @@ fn human(size: usize) -> String {
 /// The fio row at the page span of a record (see [`Dataset::direct_span`]).
 const FIO_SPAN: &str = "fio io_uring, page span";
 
-fn report(rows: &[Row], json: bool) {
+fn report(out: &Report, json: bool) {
+    let rows = &out.rows;
     let best = |r: &Row, pred: &dyn Fn(&Row) -> bool| {
         rows.iter()
             .filter(|o| o.mode == r.mode && o.size == r.size && pred(o))
             .map(|o| o.run.records_per_sec())
             .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))))
     };
-    let ratio = |r: &Row, base: Option<f64>| base.map(|b| r.run.records_per_sec() / b);
+    // No ratio against a yardstick that read nothing: never NaN or infinity.
+    let ratio = |r: &Row, base: Option<f64>| {
+        base.filter(|&b| b > 0.0).map(|b| r.run.records_per_sec() / b).filter(|x| x.is_finite())
+    };
     let mut json_rows = Vec::new();
     let remote = rows.iter().any(|r| r.remote.is_some());
     // The yardsticks' ratios are for local reads; rows from a URL have none.
@@ -550,6 +591,9 @@ fn report(rows: &[Row], json: bool) {
     }
     if json {
         println!("{}", serde_json::Value::Array(json_rows));
+        for note in &out.notes {
+            eprintln!("note: {note}");
+        }
     } else {
         print!("{}", t.render());
         println!();
@@ -571,6 +615,9 @@ fn report(rows: &[Row], json: bool) {
             println!(
                 "round trips/batch: a batch's time over that of one 1-byte ranged GET (transfer included)."
             );
+        }
+        for note in &out.notes {
+            println!("{note}");
         }
     }
 }
