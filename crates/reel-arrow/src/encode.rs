@@ -770,8 +770,9 @@ impl Encoder {
             if !self.skip_unknown && !self.names.iter().any(|n| n == name) {
                 return Err(fail(
                     name,
-                    "the schema has no such column (it was not in the sampled records; \
-                     give a schema or sample more records)"
+                    "the schema has no such column (an inferred schema: the field was not in \
+                     the sampled records, so sample more records or give a schema; a given \
+                     schema: add the column, or leave the field out)"
                         .into(),
                 ));
             }

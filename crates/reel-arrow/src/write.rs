@@ -430,8 +430,12 @@ impl ArrowSink {
 
     /// Fixes the schema (from the given one or the sample) and writes the sample.
     fn start(&mut self) -> Result<()> {
-        let encoder =
+        let mut encoder =
             encoder_for(&self.options.arrow, self.declared.as_deref(), self.sample.iter())?;
+        // Writing, a given schema names the columns, not a selection: a field it lacks is
+        // refused (naming it) rather than left out unsaid, which a stale schema file would
+        // otherwise do to a newer field. Only `columns` selects.
+        encoder.skip_unknown(self.options.arrow.columns.is_some());
         let staged = self.staged.as_ref().ok_or_else(closed)?;
         let writer = Writer::new(self.kind, staged, &encoder.schema(), &self.options)?;
         self.writing = Some(Writing { encoder, writer });

@@ -556,8 +556,10 @@ fn empty_maps_round_trip() {
     }
 }
 
-/// A given schema with fewer columns than the records have fields writes those columns,
-/// leaving the other fields out, as a column selection does.
+/// A given schema with fewer columns than the records have fields reads those columns,
+/// leaving the other fields out, as a column selection does. Writing, the schema names the
+/// columns instead: a field it lacks is refused, naming it (a stale schema file must not
+/// drop a newer field unsaid).
 #[test]
 fn a_given_schema_with_fewer_columns_selects_them() {
     let records: Vec<Record> = (0..5).map(labelled).collect();
@@ -573,6 +575,15 @@ fn a_given_schema_with_fewer_columns_selects_them() {
     assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 5);
     let labels = batches[0].column(0).as_any().downcast_ref::<Int64Array>().unwrap();
     assert_eq!(labels.value(4), 4);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stale.parquet");
+    let write = WriteOptions { arrow: options, ..Default::default() };
+    let mut sink = ArrowSink::create(&path, FileKind::Parquet, None, &write).unwrap();
+    let err = sink.append(&labelled(0)).and_then(|_| sink.finish().map(|_| 0)).unwrap_err();
+    assert_eq!(err.kind(), reel_core::ErrorKind::Schema);
+    assert!(err.to_string().contains("\"image\"") && err.to_string().contains("given"), "{err}");
+    assert!(!path.exists());
 }
 
 /// Records for the cast tests: integers, floats, millisecond times, text and float32
