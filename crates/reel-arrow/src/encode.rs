@@ -105,6 +105,40 @@ enum Col {
     },
 }
 
+/// The elements of a 1-D array of a primitive dtype as the values a list of them holds;
+/// `None` for other arrays.
+fn array_items(a: reel_core::ArrayRef<'_>) -> Option<Vec<ValueRef<'static>>> {
+    if a.shape.len() != 1 {
+        return None;
+    }
+    macro_rules! as_values {
+        ($($t:ty => $make:expr),* $(,)?) => {$(
+            if let Some(values) = a.values::<$t>() {
+                return Some(values.map($make).collect());
+            }
+        )*};
+    }
+    as_values!(
+        i8 => |x| ValueRef::Int(i64::from(x)),
+        i16 => |x| ValueRef::Int(i64::from(x)),
+        i32 => |x| ValueRef::Int(i64::from(x)),
+        i64 => ValueRef::Int,
+        u8 => |x| ValueRef::Int(i64::from(x)),
+        u16 => |x| ValueRef::Int(i64::from(x)),
+        u32 => |x| ValueRef::Int(i64::from(x)),
+        u64 => ValueRef::UInt,
+        f32 => |x| ValueRef::Float(f64::from(x)),
+        f64 => ValueRef::Float,
+        bool => ValueRef::Bool,
+    );
+    if a.dtype == reel_core::DType::F16 {
+        type F16 = <arrow_array::types::Float16Type as arrow_array::ArrowPrimitiveType>::Native;
+        let bits = a.data.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+        return Some(bits.map(|b| ValueRef::Float(F16::from_bits(b).to_f64())).collect());
+    }
+    None
+}
+
 impl Col {
     fn new(kind: &Kind, large: bool) -> Col {
         let valid = || NullBufferBuilder::new(0);
@@ -328,17 +362,24 @@ impl Col {
                 }
                 _ => return here(&Kind::NdArray),
             },
-            Col::List { item, offsets, valid, .. } => match value {
-                ValueRef::List(l) => {
-                    for (k, v) in l.iter().enumerate() {
-                        item.push(v).map_err(|(path, why)| (format!("[{k}]{path}"), why))?;
-                    }
-                    let last = offsets.last().copied().unwrap_or(0);
-                    offsets.push(last + l.len() as i32);
-                    valid.append_non_null();
+            Col::List { item, offsets, valid, .. } => {
+                // A 1-D array in a column of lists (other rows are lists: a Parquet list of
+                // numbers reads as a list where an item is null) goes in as its elements.
+                let items = match value {
+                    ValueRef::List(l) => l.iter().collect::<Vec<_>>(),
+                    ValueRef::Array(a) => match array_items(a) {
+                        Some(items) => items,
+                        None => return here(&Kind::List(Box::new(Kind::Null))),
+                    },
+                    _ => return here(&Kind::List(Box::new(Kind::Null))),
+                };
+                for (k, v) in items.iter().enumerate() {
+                    item.push(*v).map_err(|(path, why)| (format!("[{k}]{path}"), why))?;
                 }
-                _ => return here(&Kind::List(Box::new(Kind::Null))),
-            },
+                let last = offsets.last().copied().unwrap_or(0);
+                offsets.push(last + items.len() as i32);
+                valid.append_non_null();
+            }
             Col::Struct { fields, children, valid, len } => match value {
                 ValueRef::Map(m) => {
                     // The map must have the struct's keys, in order (a struct cannot tell a

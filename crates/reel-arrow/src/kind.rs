@@ -136,6 +136,14 @@ impl Kind {
                 K::Vector(_) | K::Tensor(..) | K::NdArray,
             ) => K::NdArray,
             (K::List(a), K::List(b)) => K::List(Box::new(a.merge(*b))),
+            // Rows of one list-of-numbers column read as 1-D arrays, or as lists where an
+            // item is null (Parquet, Arrow): a list of the numbers holds both.
+            (K::Vector(d), K::List(k)) | (K::List(k), K::Vector(d)) => {
+                match element_kind(d).map(|e| k.merge(e)) {
+                    Some(item) if item != K::Json => K::List(Box::new(item)),
+                    _ => K::Json,
+                }
+            }
             // A struct cannot tell a missing key from a null value, nor keep key order per
             // row: maps become a struct only when they all have the same keys in the same
             // order (otherwise JSON keeps them exactly).
@@ -402,6 +410,20 @@ pub(crate) fn parse_type_name(name: &str) -> Option<Field> {
     Some(Field::new("", data_type, true).with_metadata(metadata))
 }
 
+/// The kind of one element of an array of `dtype`, for arrays that join lists.
+fn element_kind(dtype: DType) -> Option<Kind> {
+    Some(match dtype {
+        DType::I8 | DType::I16 | DType::I32 | DType::I64 => {
+            Kind::Int { negative: true, huge: false }
+        }
+        DType::U8 | DType::U16 | DType::U32 => Kind::Int { negative: false, huge: false },
+        DType::U64 => Kind::Int { negative: false, huge: true },
+        DType::F16 | DType::F32 | DType::F64 => Kind::Float,
+        DType::Bool => Kind::Bool,
+        _ => return None,
+    })
+}
+
 /// The item field of an array column.
 pub(crate) fn element_field(dtype: DType) -> FieldRef {
     let dt = primitive(dtype).unwrap_or(DataType::UInt8);
@@ -485,6 +507,11 @@ mod tests {
         assert_eq!(Kind::Null.merge(int.clone()), int);
         assert_eq!(int.clone().merge(Kind::Float), Kind::Json);
         assert_eq!(Kind::Vector(DType::F32).merge(Kind::Vector(DType::I64)), Kind::NdArray);
+        // Arrays and lists of numbers (a Parquet list column with null items) join as lists.
+        let floats = Kind::List(Box::new(Kind::Float));
+        assert_eq!(Kind::Vector(DType::F32).merge(floats.clone()), floats);
+        assert_eq!(floats.clone().merge(Kind::Vector(DType::F32)), floats);
+        assert_eq!(Kind::List(Box::new(Kind::Str)).merge(Kind::Vector(DType::F32)), Kind::Json);
         let a = Kind::Struct(vec![("x".into(), int.clone())]);
         let b = Kind::Struct(vec![("y".into(), Kind::Str)]);
         assert_eq!(a.clone().merge(b), Kind::Json);

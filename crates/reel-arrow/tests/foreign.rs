@@ -543,3 +543,36 @@ fn lz4_buffers_that_claim_more_than_lz4_expands_to_are_refused() {
     assert_eq!(err.kind(), ErrorKind::Corrupt);
     assert!(err.to_string().contains("dictionary batch 0"), "{err}");
 }
+
+/// A Parquet list of numbers reads as 1-D arrays, and as lists where an item is null; the
+/// column stays a list of numbers in Arrow (it became JSON text when the sample held both).
+#[test]
+fn list_columns_with_null_items_stay_lists() {
+    use arrow_array::Array;
+    use arrow_array::builder::{Float32Builder, ListBuilder};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut lists = ListBuilder::new(Float32Builder::new());
+    for row in [vec![Some(1.0), None], vec![Some(2.0), Some(3.0)], vec![None], vec![Some(4.5)]] {
+        lists.values().extend(row);
+        lists.append(true);
+    }
+    let batch = RecordBatch::try_from_iter([("v", Arc::new(lists.finish()) as ArrayRef)]).unwrap();
+    let path = tmp.path().join("lists.parquet");
+    parquet_file(&path, &batch, Compression::UNCOMPRESSED);
+    let src = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+    let reader = reel_arrow::SourceBatchReader::new(&src, &Default::default()).unwrap();
+    let out: Vec<RecordBatch> = reader.map(|b| b.unwrap()).collect();
+    let column = out[0].column(0);
+    let list = column.as_any().downcast_ref::<arrow_array::ListArray>().unwrap();
+    let values = list.values().as_any().downcast_ref::<arrow_array::Float64Array>().unwrap();
+    let rows: Vec<Vec<Option<f64>>> = (0..list.len())
+        .map(|r| {
+            let range = list.value_offsets()[r] as usize..list.value_offsets()[r + 1] as usize;
+            range.map(|k| values.is_valid(k).then(|| values.value(k))).collect()
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [vec![Some(1.0), None], vec![Some(2.0), Some(3.0)], vec![None], vec![Some(4.5)]]
+    );
+}
