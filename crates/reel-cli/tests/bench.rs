@@ -93,3 +93,132 @@ fn a_failed_fio_leaves_a_note_not_a_zero_row() {
     assert!(rows.iter().all(|r| r["reader"] != "fio io_uring" && r["vs_fio"].is_null()));
     assert!(stderr(&json).contains("note: No fio row"), "{}", stderr(&json));
 }
+
+/// `reel bench DATA --json` with `args`, expected to succeed: its rows and its stderr.
+fn bench_json(data: &Path, args: &[&str]) -> (Vec<serde_json::Value>, String) {
+    let out = reel().arg("bench").arg(data).args(args).arg("--json").output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    (serde_json::from_slice(&out.stdout).unwrap(), stderr(&out))
+}
+
+fn readers(rows: &[serde_json::Value]) -> Vec<&str> {
+    rows.iter().map(|r| r["reader"].as_str().unwrap()).collect()
+}
+
+/// `reel bench DATA` honours --threads, --repeat, --stream and --read-ahead as the generated
+/// matrix does, and measures the checksums off and on.
+#[test]
+fn an_existing_dataset_honours_the_matrix_options() {
+    let dir = disk_dir();
+    let data = dir.path().join("d.ffr");
+    generate(&data, "ffrecord", 300, 2048);
+    let (rows, _) = bench_json(
+        &data,
+        &["--mode", "warm", "--secs", "0.1", "--no-fio", "--backends", "pread,mmap"],
+    );
+    assert_eq!(
+        readers(&rows),
+        ["pread", "mmap", "pread, crc off", "pread, crc on", "mmap, crc off", "mmap, crc on"]
+    );
+    let on = rows.iter().find(|r| r["reader"] == "pread, crc on").unwrap();
+    assert!(on["note"].as_str().unwrap().starts_with("crc costs"), "{on}");
+    let (rows, _) = bench_json(
+        &data,
+        &["--mode", "warm", "--secs", "0.1", "--no-fio", "--backends", "pread", "--stream"]
+            .into_iter()
+            .chain(["--read-ahead", "3", "--threads", "2", "--repeat", "2", "--crc-size", "0"])
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(readers(&rows), ["pread", "pread, stream"]);
+    for row in &rows {
+        assert!(row["records_per_sec"].as_f64().unwrap() > 0.0, "{row}");
+    }
+
+    // Cold, mmap and memory are left out as before, and the rest honour the same options.
+    let (rows, _) = bench_json(
+        &data,
+        &["--mode", "cold", "--secs", "0.1", "--no-fio", "--backends", "pread,mmap,memory"]
+            .into_iter()
+            .chain(["--stream", "--threads", "2", "--crc-size", "0"])
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(readers(&rows), ["pread", "pread, stream"]);
+    assert!(rows.iter().all(|r| r["mode"] == "cold"));
+}
+
+/// A format without checksums reel checks gets a note instead of crc on/off rows.
+#[test]
+fn a_format_without_checksums_says_so() {
+    let dir = disk_dir();
+    let data = dir.path().join("g");
+    generate(&data, "granular", 300, 2048);
+    let (rows, notes) =
+        bench_json(&data, &["--mode", "warm", "--secs", "0.1", "--no-fio", "--backends", "pread"]);
+    assert_eq!(readers(&rows), ["pread"]);
+    assert!(notes.contains("No crc on/off rows: granular"), "{notes}");
+}
+
+/// The options a URL cannot honour are refused, before anything is fetched.
+#[test]
+fn a_url_refuses_the_local_options() {
+    for option in [&["--threads", "2"][..], &["--repeat", "2"], &["--stream"]] {
+        let args: Vec<&str> = ["s3://bucket/none.ffr"].iter().chain(option).copied().collect();
+        refuses(&args, option[0]);
+    }
+}
+
+/// Parquet and Arrow IPC files are read by arrow-rs whatever the backend: one row, named
+/// for that reader, and a note saying why.
+#[test]
+fn parquet_and_ipc_get_one_arrow_rs_row() {
+    let dir = disk_dir();
+    let ffr = dir.path().join("d.ffr");
+    generate(&ffr, "ffrecord", 200, 1024);
+    for (format, file) in [("parquet", "d.parquet"), ("arrow", "d.arrow")] {
+        let data = dir.path().join(file);
+        let out = reel()
+            .args(["convert", "--quiet", "--to", format])
+            .arg(&ffr)
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let (rows, notes) = bench_json(
+            &data,
+            &["--mode", "warm", "--secs", "0.1", "--no-fio", "--backends", "pread,mmap"]
+                .into_iter()
+                .chain(["--stream"])
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(readers(&rows), ["arrow-rs reader", "arrow-rs reader, stream"], "{format}");
+        assert!(notes.contains("read by arrow-rs"), "{notes}");
+        assert!(notes.contains("No crc on/off rows"), "{notes}");
+    }
+}
+
+/// A row is labelled with the backend that read: the one asked for when it read as asked,
+/// otherwise what read (`io_uring(pread fallback)` where io_uring is refused, `io_uring`
+/// where O_DIRECT is) and what was asked, with the reason in its note.
+#[test]
+fn rows_name_the_backend_that_actually_read() {
+    let dir = disk_dir();
+    let data = dir.path().join("d.ffr");
+    generate(&data, "ffrecord", 300, 2048);
+    let asked = ["pread", "io_uring", "io_uring-direct", "auto"];
+    let (rows, _) = bench_json(
+        &data,
+        &["--mode", "both", "--secs", "0.1", "--no-fio", "--crc-size", "0", "--backends"]
+            .into_iter()
+            .chain([asked.join(",").as_str()])
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(rows.len(), 2 * asked.len(), "{rows:?}");
+    for (row, name) in rows.iter().zip(asked.iter().chain(&asked)) {
+        let reader = row["reader"].as_str().unwrap();
+        let note = row["note"].as_str().unwrap();
+        if reader != *name {
+            assert!(reader.ends_with(&format!(", asked {name}")), "{reader} for {name}");
+            assert!(!note.is_empty(), "{reader} without a reason");
+        }
+    }
+}

@@ -5,10 +5,14 @@
 //! cache) and cold (their pages dropped before and during each run; not `memory` and
 //! `mmap`, which keep them), beside fio on the
 //! dataset's largest file at the mean record size: the disk's limit for the data where it
-//! lies. From a URL, reel's batched reads (coalesced, concurrent range requests) are
+//! lies. The readers are the generated matrix's own ([`super::reel_round`],
+//! [`super::crc_rows`]), so `--threads`, `--repeat`, `--stream` and `--read-ahead` apply
+//! alike, and an FFRecord dataset also gets checksum on/off rows. From a URL, reel's batched
+//! reads (coalesced, concurrent range requests) are
 //! measured beside the same records read one request at a time, as a file object of
 //! `s3fs`/`fsspec` reads them under a reference reader; both rows count the requests each
-//! batch cost, and the round trips it took when one round trip can be timed.
+//! batch cost, and the round trips it took when one round trip can be timed. `--threads`,
+//! `--repeat` and `--stream` are refused there.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +23,7 @@ use reel::{Format, RecordBatch, RecordSource, Store};
 
 use super::measure::{Run, run_for};
 use super::workload::Batches;
-use super::{BenchArgs, ColdEviction, Report, Row, SEED, evict, is_tmpfs};
+use super::{BenchArgs, ColdEviction, Report, Row, SEED, Subject, crc_rows, is_tmpfs, reel_round};
 
 /// Measures `data` (a path or URL) and returns the report's rows.
 pub(super) fn run(
@@ -30,6 +34,7 @@ pub(super) fn run(
 ) -> reel::Result<Report> {
     match Address::parse(data)? {
         Address::Remote(url) => {
+            refuse_for_urls(args)?;
             let mut settings = ReadSettings::default();
             if let Some(concurrency) = args.concurrency {
                 settings.concurrency = concurrency.max(1);
@@ -43,6 +48,21 @@ pub(super) fn run(
         }
         Address::Local(path) => local(&path, args, names, budget),
     }
+}
+
+/// From a URL reel's batched reads are measured once, on one thread, batch by batch: the
+/// options that would change that are refused rather than ignored.
+fn refuse_for_urls(args: &BenchArgs) -> reel::Result<()> {
+    let refused =
+        [(args.threads > 1, "--threads"), (args.repeat > 1, "--repeat"), (args.stream, "--stream")];
+    for (given, option) in refused {
+        if given {
+            return Err(reel::Error::invalid_input(format!(
+                "{option} applies to local datasets and generated records, not to a URL"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// What every reader of one dataset shares: its format, size and mean record size.
@@ -108,6 +128,7 @@ fn local(
     let target = Target::new(&*store, path, &reel::OpenOptions::default().verify(false))?;
     let largest = largest_file(&*store, path)?;
     let on_tmpfs = is_tmpfs(path);
+    let crc_size = super::parse_size(&args.crc_size)?;
     let mut out = Report::default();
     let modes = args.mode.modes();
     for &(mode, cold) in modes {
@@ -115,66 +136,74 @@ fn local(
             eprintln!("{} is on tmpfs: it cannot be read cold, skipping cold", path.display());
             continue;
         }
-        if !args.no_fio
-            && let Some(file) = &largest
-        {
-            // O_DIRECT reads whole pages: cold, fio reads the record's size rounded up.
-            let block =
-                if cold { target.mean_record.div_ceil(4096) * 4096 } else { target.mean_record };
-            let secs = budget.as_secs().max(2);
-            match super::baseline::fio_best(file, block, cold, secs) {
-                Ok((run, depth)) => {
-                    let direct = if cold { ", O_DIRECT" } else { "" };
-                    let note = format!(
-                        "iodepth {depth}{direct}, {} blocks of {}",
-                        super::human(block),
-                        file.display()
-                    );
-                    out.rows.push(target.row(mode, "fio io_uring", run, note));
-                }
-                Err(why) => out.note(super::fio_failed(&why)),
-            }
-        }
-        for name in names {
+        let subject = Subject {
+            path,
+            format: target.format,
+            records: target.records,
+            mode,
+            cold,
+            size: target.mean_record,
+            read_through: true,
             // memory reads the whole dataset at open, and the pages a mapping holds stay
             // cached whatever the eviction says: neither can be measured cold.
-            if cold && (name == "memory" || name == "mmap") {
-                continue;
+            cold_skips: &["memory", "mmap"],
+        };
+        // fio and every backend alternate `--repeat` times, as in the generated matrix.
+        let rows = super::best_of(args.repeat, || {
+            let mut rows = Vec::new();
+            if !args.no_fio
+                && let Some(file) = &largest
+            {
+                rows.extend(fio_row(&target, file, mode, cold, budget, &mut out));
             }
-            let Some(backend) = reel::backend_by_name(name) else {
-                return Err(reel::Error::invalid_input(format!("unknown backend {name:?}")));
-            };
-            let options = reel::OpenOptions::default().backend(backend).verify(false);
-            if cold {
-                evict(path);
-            } else {
-                read_through(path)?;
-            }
-            let source = reel::open_as(path, target.format, &options)?;
-            let eviction = ColdEviction::new(cold, path);
-            let warmup = if cold { 2 } else { 0 };
-            let (run, _) = batches_run(&*source, target.records, args, budget, warmup, &eviction)?;
-            out.rows.push(target.row(mode, name, run, String::new()));
+            rows.extend(reel_round(&subject, args, names, budget, &mut out)?);
+            Ok(rows)
+        })?;
+        out.rows.extend(rows);
+        if crc_size == 0 {
+            continue;
+        }
+        if target.format == Format::Ffrecord {
+            let rows = crc_rows(&subject, args, names, budget, &mut out)?;
+            out.rows.extend(rows);
+        } else {
+            out.note(format!(
+                "No crc on/off rows: {} records carry no checksums that reel checks (only \
+                 FFRecord's).",
+                target.format.name()
+            ));
         }
     }
     Ok(out)
 }
 
-/// Reads every file below `path` once, so that warm runs find it in the page cache.
-fn read_through(path: &Path) -> reel::Result<()> {
-    if path.is_dir() {
-        let entries = std::fs::read_dir(path)
-            .map_err(|e| reel::Error::io(e, "cannot list").with_path(path))?;
-        for entry in entries.flatten() {
-            read_through(&entry.path())?;
+/// fio's best queue depth on `file` at the mean record size (cold: rounded up to whole
+/// pages, as O_DIRECT reads them), or, when fio fails, a note in `out` saying why.
+fn fio_row(
+    target: &Target,
+    file: &Path,
+    mode: &'static str,
+    cold: bool,
+    budget: Duration,
+    out: &mut Report,
+) -> Option<Row> {
+    let block = if cold { target.mean_record.div_ceil(4096) * 4096 } else { target.mean_record };
+    let secs = budget.as_secs().max(2);
+    match super::baseline::fio_best(file, block, cold, secs) {
+        Ok((run, depth)) => {
+            let direct = if cold { ", O_DIRECT" } else { "" };
+            let note = format!(
+                "iodepth {depth}{direct}, {} blocks of {}",
+                super::human(block),
+                file.display()
+            );
+            Some(target.row(mode, "fio io_uring", run, note))
         }
-    } else if path.is_file() {
-        let mut file = std::fs::File::open(path)
-            .map_err(|e| reel::Error::io(e, "cannot open").with_path(path))?;
-        std::io::copy(&mut file, &mut std::io::sink())
-            .map_err(|e| reel::Error::io(e, "cannot read").with_path(path))?;
+        Err(why) => {
+            out.note(super::fio_failed(&why));
+            None
+        }
     }
-    Ok(())
 }
 
 /// The largest object of the dataset at `path` (itself when it is one file), if any.

@@ -212,7 +212,9 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
             let size = parse_size(size)? as usize;
             eprintln!("preparing {mode} dataset of {size}-byte records in {}", dir.display());
             let ds = dataset(dir, format, size, data)?;
-            let rows = measure_size(&ds, mode, cold, args, &names, budget, &mut out)?;
+            let rows = best_of(args.repeat, || {
+                measure_round(&ds, mode, cold, args, &names, budget, &mut out)
+            })?;
             out.rows.extend(rows);
         }
     }
@@ -221,60 +223,76 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         for &(mode, cold) in modes {
             let dir = if cold { &args.cold_dir } else { &args.warm_dir };
             let ds = dataset(dir, Format::Ffrecord, crc_size, data)?;
-            for name in names.iter().filter(|n| *n != "memory" || !cold) {
-                let Some(backend) = reel::backend_by_name(name) else { continue };
-                // Off and on alternate `--repeat` times and each keeps its best run, like
-                // the readers above, so that a busy moment of the machine hits both alike.
-                let mut pair = [Run::default(); 2];
-                for _ in 0..args.repeat.max(1) {
-                    for (k, verify) in [false, true].into_iter().enumerate() {
-                        if cold {
-                            evict(&ds.path);
-                        }
-                        let run = reel_run(&ds, backend.clone(), verify, args, budget, cold)?;
-                        if run.records_per_sec() > pair[k].records_per_sec() {
-                            pair[k] = run;
-                        }
-                    }
-                }
-                let cost = pair[0].records_per_sec() / pair[1].records_per_sec().max(1e-9) - 1.0;
-                for (run, on) in [(pair[0], "off"), (pair[1], "on")] {
-                    let note = if on == "on" {
-                        format!("crc costs {:+.0}%", cost * 100.0)
-                    } else {
-                        String::new()
-                    };
-                    out.rows.push(Row {
-                        mode,
-                        size: crc_size,
-                        reader: format!("{name}, crc {on}"),
-                        run,
-                        note,
-                        remote: None,
-                    });
-                }
-            }
+            let subject = ds.subject(mode, cold);
+            let rows = crc_rows(&subject, args, &names, budget, &mut out)?;
+            out.rows.extend(rows);
         }
     }
     report(&out, args.json);
     Ok(())
 }
 
-/// Measures every reader `args.repeat` times, alternating them so that slow drifts of the
-/// device (a virtual disk's host cache, other tenants) hit all of them alike, and keeps
-/// each reader's best run.
-fn measure_size(
-    ds: &Dataset,
+/// What reel reads in one set of rows: a dataset, its format, how many records it has, the
+/// cache state, and the record size the rows are labelled with.
+#[derive(Clone, Copy)]
+struct Subject<'a> {
+    /// The dataset: a file or a directory.
+    path: &'a Path,
+    format: Format,
+    records: u64,
     mode: &'static str,
     cold: bool,
-    args: &BenchArgs,
-    names: &[String],
-    budget: Duration,
-    out: &mut Report,
+    /// The record size of the rows (the mean, for an existing dataset).
+    size: usize,
+    /// Warm, read the files through once before each reader (they may not be in memory).
+    read_through: bool,
+    /// Backends not measured cold (they would read from memory).
+    cold_skips: &'static [&'static str],
+}
+
+impl Subject<'_> {
+    fn row(&self, reader: impl Into<String>, run: Run, note: String) -> Row {
+        Row { mode: self.mode, size: self.size, reader: reader.into(), run, note, remote: None }
+    }
+
+    /// Before each reader: cold, the files' pages dropped; warm, read once if asked.
+    fn prepare(&self) -> reel::Result<()> {
+        if self.cold {
+            evict(self.path);
+        } else if self.read_through {
+            read_through(self.path)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads every file below `path` once, so that warm runs find it in the page cache.
+fn read_through(path: &Path) -> reel::Result<()> {
+    if path.is_dir() {
+        let entries = std::fs::read_dir(path)
+            .map_err(|e| reel::Error::io(e, "cannot list").with_path(path))?;
+        for entry in entries.flatten() {
+            read_through(&entry.path())?;
+        }
+    } else if path.is_file() {
+        let mut file = std::fs::File::open(path)
+            .map_err(|e| reel::Error::io(e, "cannot open").with_path(path))?;
+        std::io::copy(&mut file, &mut std::io::sink())
+            .map_err(|e| reel::Error::io(e, "cannot read").with_path(path))?;
+    }
+    Ok(())
+}
+
+/// Runs `round` `repeat` times (at least once) and keeps each reader's best run: the
+/// readers of a round alternate, so that slow drifts of the device (a virtual disk's host
+/// cache, other tenants) hit all of them alike.
+fn best_of(
+    repeat: usize,
+    mut round: impl FnMut() -> reel::Result<Vec<Row>>,
 ) -> reel::Result<Vec<Row>> {
     let mut best: Vec<Row> = Vec::new();
-    for _ in 0..args.repeat.max(1) {
-        for row in measure_round(ds, mode, cold, args, names, budget, out)? {
+    for _ in 0..repeat.max(1) {
+        for row in round()? {
             match best.iter_mut().find(|b| b.reader == row.reader) {
                 Some(b) if row.run.records_per_sec() > b.run.records_per_sec() => *b = row,
                 Some(_) => {}
@@ -285,6 +303,7 @@ fn measure_size(
     Ok(best)
 }
 
+/// One round of the generated matrix at one record size: the yardsticks and reel.
 fn measure_round(
     ds: &Dataset,
     mode: &'static str,
@@ -326,37 +345,150 @@ fn measure_round(
             rows.push(row(reader, run, note));
         }
     }
-    for name in names {
-        if cold && name == "memory" {
-            continue; // reads the whole file at open: never cold
-        }
-        let Some(backend) = reel::backend_by_name(name) else {
-            return Err(reel::Error::invalid_input(format!("unknown backend {name:?}")));
-        };
-        if cold {
-            evict(&ds.formatted);
-        }
+    rows.extend(reel_round(&ds.subject(mode, cold), args, names, budget, out)?);
+    Ok(rows)
+}
+
+/// reel's rows of one round: each backend of `names` (but the subject's `cold_skips`,
+/// cold) reading random batches, and with `--stream` the same through a `BatchStream`, each row
+/// labelled with the backend that actually read ([`label`]).
+fn reel_round(
+    subject: &Subject<'_>,
+    args: &BenchArgs,
+    names: &[String],
+    budget: Duration,
+    out: &mut Report,
+) -> reel::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for (name, backend) in backends(subject, names, out)? {
+        subject.prepare()?;
         let started = Instant::now();
-        let run = reel_run(ds, backend.clone(), false, args, budget, cold)?;
-        let mut note = String::new();
+        let measured = reel_run(subject, backend.clone(), false, args, budget)?;
+        let label = label(subject.format, name, measured.backend);
+        let mut notes = Vec::new();
         if started.elapsed() > budget * 4 {
-            note = "slow to open".into();
+            notes.push("slow to open".to_string());
         }
-        rows.push(row(name, run, note));
+        notes.extend(fallback_reason(name, &measured.files));
+        rows.push(subject.row(&label, measured.run, notes.join("; ")));
         if args.stream {
-            if cold {
-                evict(&ds.formatted);
-            }
-            let run = reel_stream_run(ds, backend.clone(), args, budget, cold)?;
-            rows.push(row(&format!("{name}, stream"), run, String::new()));
+            subject.prepare()?;
+            let run = reel_stream_run(subject, backend, args, budget)?;
+            rows.push(subject.row(format!("{label}, stream"), run, String::new()));
         }
     }
     Ok(rows)
 }
 
-/// fio at the record size and, cold, also at the record's page span: fio reads
-/// page-aligned blocks, while an O_DIRECT read of a packed record fetches every page it
-/// straddles, so the device's limit for reel is fio at that size.
+/// The backends of `names` to measure `subject` with, by name: none of its `cold_skips`
+/// when cold, and only one for a format that does its own I/O ([`reads_itself`]), with a note.
+fn backends<'n>(
+    subject: &Subject<'_>,
+    names: &'n [String],
+    out: &mut Report,
+) -> reel::Result<Vec<(&'n str, reel::Backend)>> {
+    let mut list = Vec::new();
+    for name in names {
+        let Some(backend) = reel::backend_by_name(name) else {
+            return Err(reel::Error::invalid_input(format!("unknown backend {name:?}")));
+        };
+        if subject.cold && subject.cold_skips.contains(&name.as_str()) {
+            continue;
+        }
+        list.push((name.as_str(), backend));
+    }
+    if reads_itself(subject.format) {
+        list.truncate(1);
+        out.note(format!(
+            "{} files are read by arrow-rs, which does its own I/O whatever the backend: one \
+             row, \"{ARROW_READER}\", however many --backends are asked for.",
+            subject.format.name()
+        ));
+    }
+    Ok(list)
+}
+
+/// The row of the reader of Parquet and Arrow IPC files.
+const ARROW_READER: &str = "arrow-rs reader";
+
+/// Whether `format`'s reader does its own I/O, so that reel's backends do not apply.
+fn reads_itself(format: Format) -> bool {
+    matches!(format, Format::Parquet | Format::ArrowIpc)
+}
+
+/// The row label of a reader asked for backend `asked` that read through `actual`
+/// ([`reel::RecordSource::backend_name`]): the backend's name when it read as asked,
+/// otherwise what read and what was asked (`io_uring(pread fallback), asked io_uring`).
+fn label(format: Format, asked: &str, actual: &str) -> String {
+    if reads_itself(format) {
+        ARROW_READER.to_string()
+    } else if actual.replace('+', "-") == asked {
+        asked.to_string()
+    } else {
+        format!("{actual}, asked {asked}")
+    }
+}
+
+/// Why backend `name` cannot read `files` the way it asks (io_uring unavailable, no
+/// `O_DIRECT` on their file system), if it cannot: what [`reel::uring::UringFiles`] says
+/// when it falls back, for the backends that read through it (`auto` for cold data).
+fn fallback_reason(name: &str, files: &[PathBuf]) -> Option<String> {
+    #[cfg(target_os = "linux")]
+    {
+        use reel::uring::{UringFiles, UringOptions};
+        let (options, whose) = match name {
+            "io_uring" => (UringOptions::default(), ""),
+            "io_uring-direct" => (UringOptions::default().direct(true), ""),
+            "auto" => (UringOptions::default().direct(true), "its ring for uncached data: "),
+            _ => return None,
+        };
+        if files.is_empty() {
+            return None;
+        }
+        match UringFiles::open_with(files, &options) {
+            Ok(f) => f.fallback_reason().map(|why| format!("{whose}{why}")),
+            Err(e) => Some(format!("{whose}cannot open for io_uring ({e})")),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (name, files);
+        None
+    }
+}
+
+/// Checksums off and on, alternating `--repeat` times (each keeps its best run, like the
+/// readers above, so that a busy moment of the machine hits both alike), on each backend.
+fn crc_rows(
+    subject: &Subject<'_>,
+    args: &BenchArgs,
+    names: &[String],
+    budget: Duration,
+    out: &mut Report,
+) -> reel::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for (name, backend) in backends(subject, names, out)? {
+        let mut pair = [Run::default(); 2];
+        let mut actual = name;
+        for _ in 0..args.repeat.max(1) {
+            for (k, verify) in [false, true].into_iter().enumerate() {
+                subject.prepare()?;
+                let measured = reel_run(subject, backend.clone(), verify, args, budget)?;
+                actual = measured.backend;
+                if measured.run.records_per_sec() > pair[k].records_per_sec() {
+                    pair[k] = measured.run;
+                }
+            }
+        }
+        let label = label(subject.format, name, actual);
+        let cost = pair[0].records_per_sec() / pair[1].records_per_sec().max(1e-9) - 1.0;
+        rows.push(subject.row(format!("{label}, crc off"), pair[0], String::new()));
+        let note = format!("crc costs {:+.0}%", cost * 100.0);
+        rows.push(subject.row(format!("{label}, crc on"), pair[1], note));
+    }
+    Ok(rows)
+}
+
 /// When fio fails, its row is left out and a note in `out` says why.
 fn fio_rows(
     ds: &Dataset,
@@ -393,50 +525,58 @@ fn fio_failed(why: &str) -> String {
     format!("No fio row: {why}. The ×fio ratios are left blank.")
 }
 
+/// A measured run of reel and what it read through.
+struct Measured {
+    run: Run,
+    /// The backend that read ([`reel::RecordSource::backend_name`]).
+    backend: &'static str,
+    /// The files the source read.
+    files: Vec<PathBuf>,
+}
+
 /// Random batches through reel on `backend`, each thread reusing one batch buffer.
 fn reel_run(
-    ds: &Dataset,
+    subject: &Subject<'_>,
     backend: Backend,
     verify: bool,
     args: &BenchArgs,
     budget: Duration,
-    cold: bool,
-) -> reel::Result<Run> {
+) -> reel::Result<Measured> {
     let options = reel::OpenOptions::default().backend(backend).verify(verify);
-    let reader = reel::open_as(&ds.formatted, ds.format, &options)?;
-    let warmup = if cold { 2 } else { 0 };
-    let eviction = ColdEviction::new(cold, &ds.formatted);
-    run_parallel(args.threads, budget, warmup, |t| {
+    let reader = reel::open_as(subject.path, subject.format, &options)?;
+    let warmup = if subject.cold { 2 } else { 0 };
+    let eviction = ColdEviction::new(subject.cold, subject.path);
+    let run = run_parallel(args.threads, budget, warmup, |t| {
         let (reader, eviction) = (&reader, &eviction);
         let mut out = RecordBatch::new();
-        let mut batches = Batches::new(ds.records, args.batch, SEED + t as u64);
+        let mut batches = Batches::new(subject.records, args.batch, SEED + t as u64);
         Ok(move || {
             eviction.tick();
             let idx = batches.next_batch();
             reader.read_batch_into(idx, &mut out)?;
             Ok((idx.len() as u64, out.buffer_len() as u64))
         })
-    })
+    })?;
+    Ok(Measured { run, backend: reader.backend_name(), files: reader.info().paths.clone() })
 }
 
 /// Random batches through a [`reel::BatchStream`] on `backend`: one helper thread per
 /// reader thread reads the next batches while the reader takes this one.
 fn reel_stream_run(
-    ds: &Dataset,
+    subject: &Subject<'_>,
     backend: Backend,
     args: &BenchArgs,
     budget: Duration,
-    cold: bool,
 ) -> reel::Result<Run> {
     let options = reel::OpenOptions::default().backend(backend).verify(false);
     let reader: std::sync::Arc<dyn RecordSource> =
-        std::sync::Arc::from(reel::open_as(&ds.formatted, ds.format, &options)?);
-    let warmup = if cold { 2 } else { 0 };
-    let eviction = ColdEviction::new(cold, &ds.formatted);
+        std::sync::Arc::from(reel::open_as(subject.path, subject.format, &options)?);
+    let warmup = if subject.cold { 2 } else { 0 };
+    let eviction = ColdEviction::new(subject.cold, subject.path);
     let stream_options = reel::StreamOptions::default().read_ahead(args.read_ahead);
     run_parallel(args.threads, budget, warmup, |t| {
         let eviction = &eviction;
-        let mut batches = Batches::new(ds.records, args.batch, SEED + t as u64);
+        let mut batches = Batches::new(subject.records, args.batch, SEED + t as u64);
         let plan = reel::BatchPlan::from_fn(move |out| {
             out.extend_from_slice(batches.next_batch());
             true
@@ -662,6 +802,29 @@ mod tests {
             checked_budget(&args(&["--secs", "0.05"])).ok(),
             Some(Duration::from_millis(100))
         );
+    }
+
+    #[test]
+    fn rows_are_labelled_with_the_backend_that_read() {
+        assert_eq!(label(Format::Ffrecord, "io_uring", "io_uring"), "io_uring");
+        assert_eq!(
+            label(Format::Ffrecord, "io_uring-direct", "io_uring+direct"),
+            "io_uring-direct"
+        );
+        assert_eq!(label(Format::Granular, "pread", "pread"), "pread");
+        assert_eq!(
+            label(Format::Ffrecord, "io_uring", "io_uring(pread fallback)"),
+            "io_uring(pread fallback), asked io_uring"
+        );
+        assert_eq!(
+            label(Format::Ffrecord, "io_uring-direct", "io_uring"),
+            "io_uring, asked io_uring-direct"
+        );
+        assert_eq!(label(Format::Parquet, "pread", "none"), ARROW_READER);
+        assert_eq!(label(Format::ArrowIpc, "auto", "none"), ARROW_READER);
+        // Backends that never fall back have no reason to give.
+        assert_eq!(fallback_reason("pread", &[PathBuf::from("/nonexistent")]), None);
+        assert_eq!(fallback_reason("io_uring", &[]), None);
     }
 
     #[test]

@@ -83,6 +83,22 @@ pub fn dataset(
 }
 
 impl Dataset {
+    /// What reel reads of this dataset, in cache state `mode`.
+    pub(super) fn subject(&self, mode: &'static str, cold: bool) -> super::Subject<'_> {
+        super::Subject {
+            path: &self.formatted,
+            format: self.format,
+            records: self.records,
+            mode,
+            cold,
+            size: self.record_size,
+            // Warm data lies on tmpfs, in memory already.
+            read_through: false,
+            // `memory` reads the whole file at open: never cold.
+            cold_skips: &["memory"],
+        }
+    }
+
     /// The bytes an `O_DIRECT` read of one record fetches: its range widened to whole
     /// 4 KiB pages. FFRecord packs records after its header at any offset, so most records
     /// straddle one page more than their size; this is the median over the records.
