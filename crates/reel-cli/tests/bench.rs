@@ -222,3 +222,28 @@ fn rows_name_the_backend_that_actually_read() {
         }
     }
 }
+
+/// Cold, a dataset small enough to be read through between two evictions is evicted before
+/// every batch, and a row that still read more than a quarter of it per eviction (a batch of
+/// every record) says it is partly warm.
+#[test]
+fn cold_rows_on_a_small_dataset_say_when_they_are_partly_warm() {
+    let dir = disk_dir();
+    let data = dir.path().join("d.ffr");
+    generate(&data, "ffrecord", 2000, 2048);
+    let cold = ["--mode", "cold", "--secs", "0.1", "--no-fio", "--crc-size", "0"];
+    let args: Vec<&str> =
+        cold.into_iter().chain(["--backends", "pread", "--batch", "2000"]).collect();
+    let (rows, _) = bench_json(&data, &args);
+    assert_eq!(readers(&rows), ["pread"]);
+    assert!(rows[0]["note"].as_str().unwrap().contains("partly warm"), "{}", rows[0]);
+    let out = reel().arg("bench").arg(&data).args(&args).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("too small a dataset (or too large a batch) to measure cold"), "{text}");
+
+    // Small batches, evicted before each: cold.
+    let args: Vec<&str> =
+        cold.into_iter().chain(["--backends", "pread", "--batch", "16"]).collect();
+    let (rows, _) = bench_json(&data, &args);
+    assert_eq!(rows[0]["note"], "", "{}", rows[0]);
+}

@@ -327,7 +327,7 @@ fn measure_round(
     if !args.no_baselines {
         let eviction = ColdEviction::new(cold, &ds.path);
         let run = baseline::pread_loop(ds, args.batch, args.threads, budget, warmup, &eviction)?;
-        rows.push(row("pread loop", run, String::new()));
+        rows.push(row("pread loop", run, eviction.warmth(&run).unwrap_or_default()));
     }
     if !cold && !args.no_baselines {
         rows.push(row(
@@ -370,11 +370,13 @@ fn reel_round(
             notes.push("slow to open".to_string());
         }
         notes.extend(fallback_reason(name, &measured.files));
+        notes.extend(measured.warmth);
         rows.push(subject.row(&label, measured.run, notes.join("; ")));
         if args.stream {
             subject.prepare()?;
-            let run = reel_stream_run(subject, backend, args, budget)?;
-            rows.push(subject.row(format!("{label}, stream"), run, String::new()));
+            let (run, warmth) = reel_stream_run(subject, backend, args, budget)?;
+            let warmth = warmth.filter(|_| !measured.backend.contains("+direct"));
+            rows.push(subject.row(format!("{label}, stream"), run, warmth.unwrap_or_default()));
         }
     }
     Ok(rows)
@@ -469,6 +471,7 @@ fn crc_rows(
     let mut rows = Vec::new();
     for (name, backend) in backends(subject, names, out)? {
         let mut pair = [Run::default(); 2];
+        let mut warmth = [None, None];
         let mut actual = name;
         for _ in 0..args.repeat.max(1) {
             for (k, verify) in [false, true].into_iter().enumerate() {
@@ -477,13 +480,16 @@ fn crc_rows(
                 actual = measured.backend;
                 if measured.run.records_per_sec() > pair[k].records_per_sec() {
                     pair[k] = measured.run;
+                    warmth[k] = measured.warmth;
                 }
             }
         }
         let label = label(subject.format, name, actual);
         let cost = pair[0].records_per_sec() / pair[1].records_per_sec().max(1e-9) - 1.0;
-        rows.push(subject.row(format!("{label}, crc off"), pair[0], String::new()));
+        let [off, on] = warmth;
+        rows.push(subject.row(format!("{label}, crc off"), pair[0], off.unwrap_or_default()));
         let note = format!("crc costs {:+.0}%", cost * 100.0);
+        let note = on.map_or_else(|| note.clone(), |w| format!("{note}; {w}"));
         rows.push(subject.row(format!("{label}, crc on"), pair[1], note));
     }
     Ok(rows)
@@ -532,6 +538,8 @@ struct Measured {
     backend: &'static str,
     /// The files the source read.
     files: Vec<PathBuf>,
+    /// Cold, why the run was partly warm ([`ColdEviction::warmth`]).
+    warmth: Option<String>,
 }
 
 /// Random batches through reel on `backend`, each thread reusing one batch buffer.
@@ -557,7 +565,10 @@ fn reel_run(
             Ok((idx.len() as u64, out.buffer_len() as u64))
         })
     })?;
-    Ok(Measured { run, backend: reader.backend_name(), files: reader.info().paths.clone() })
+    let backend = reader.backend_name();
+    // O_DIRECT reads bypass the page cache: what it holds does not matter to them.
+    let warmth = if backend.contains("+direct") { None } else { eviction.warmth(&run) };
+    Ok(Measured { run, backend, files: reader.info().paths.clone(), warmth })
 }
 
 /// Random batches through a [`reel::BatchStream`] on `backend`: one helper thread per
@@ -567,14 +578,14 @@ fn reel_stream_run(
     backend: Backend,
     args: &BenchArgs,
     budget: Duration,
-) -> reel::Result<Run> {
+) -> reel::Result<(Run, Option<String>)> {
     let options = reel::OpenOptions::default().backend(backend).verify(false);
     let reader: std::sync::Arc<dyn RecordSource> =
         std::sync::Arc::from(reel::open_as(subject.path, subject.format, &options)?);
     let warmup = if subject.cold { 2 } else { 0 };
     let eviction = ColdEviction::new(subject.cold, subject.path);
     let stream_options = reel::StreamOptions::default().read_ahead(args.read_ahead);
-    run_parallel(args.threads, budget, warmup, |t| {
+    let run = run_parallel(args.threads, budget, warmup, |t| {
         let eviction = &eviction;
         let mut batches = Batches::new(subject.records, args.batch, SEED + t as u64);
         let plan = reel::BatchPlan::from_fn(move |out| {
@@ -589,35 +600,91 @@ fn reel_stream_run(
                 .unwrap_or_else(|| Err(reel::Error::invalid_input("the stream ended")))?;
             Ok((batch.len() as u64, batch.buffer_len() as u64))
         })
-    })
+    })?;
+    let warmth = eviction.warmth(&run);
+    Ok((run, warmth))
 }
 
 /// Keeps a cold dataset cold while a buffered reader runs: its pages are dropped from the
-/// page cache when the run starts and then every 50 ms, so records a run reads twice (or
-/// that an earlier run read) are not served from memory. Does nothing for warm runs.
+/// page cache when the run starts and then every 50 ms, or before every batch for a dataset
+/// of at most [`EVICT_EVERY_BATCH`] bytes (which a run reads through between two evictions
+/// 50 ms apart), so records a run reads twice (or that an earlier run read) are not served
+/// from memory. Does nothing for warm runs.
 pub(crate) struct ColdEviction<'a> {
     path: Option<&'a Path>,
+    /// The dataset's bytes.
+    bytes: u64,
+    every_batch: bool,
     last: std::sync::Mutex<Instant>,
+    evictions: std::sync::atomic::AtomicU64,
 }
+
+/// Datasets up to this size are evicted before every batch (see [`ColdEviction`]).
+const EVICT_EVERY_BATCH: u64 = 64 << 20;
 
 impl<'a> ColdEviction<'a> {
     fn new(cold: bool, path: &'a Path) -> Self {
         let path = cold.then_some(path);
+        let bytes = path.map_or(0, total_size);
         if let Some(p) = path {
             evict(p);
         }
-        ColdEviction { path, last: std::sync::Mutex::new(Instant::now()) }
+        ColdEviction {
+            path,
+            bytes,
+            every_batch: bytes <= EVICT_EVERY_BATCH,
+            last: std::sync::Mutex::new(Instant::now()),
+            evictions: std::sync::atomic::AtomicU64::new(1),
+        }
     }
 
     /// Called before each batch by every reader thread; one of them evicts when it is due.
     pub(crate) fn tick(&self) {
         let Some(path) = self.path else { return };
         if let Ok(mut last) = self.last.try_lock()
-            && last.elapsed() > Duration::from_millis(50)
+            && (self.every_batch || last.elapsed() > Duration::from_millis(50))
         {
             evict(path);
+            self.evictions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             *last = Instant::now();
         }
+    }
+
+    /// For a cold `run` through the page cache: a warning when it read more than a quarter
+    /// of the dataset's bytes between two evictions, so that part of what it read again
+    /// came from memory and the row is warmer than its label.
+    fn warmth(&self, run: &Run) -> Option<String> {
+        self.path?;
+        let evictions = self.evictions.load(std::sync::atomic::Ordering::Relaxed).max(1);
+        let per_eviction = run.bytes / evictions;
+        (per_eviction.saturating_mul(4) > self.bytes).then(|| {
+            format!(
+                "{PARTLY_WARM}: {} read per eviction, dataset {}",
+                human_bytes(per_eviction),
+                human_bytes(self.bytes)
+            )
+        })
+    }
+}
+
+/// How a cold row read partly from memory starts its note ([`ColdEviction::warmth`]).
+const PARTLY_WARM: &str = "partly warm";
+
+/// The bytes of a file, or of every file below a directory.
+fn total_size(path: &Path) -> u64 {
+    if path.is_dir() {
+        let entries = std::fs::read_dir(path).into_iter().flatten().flatten();
+        entries.map(|e| total_size(&e.path())).sum()
+    } else {
+        std::fs::metadata(path).map_or(0, |m| m.len())
+    }
+}
+
+fn human_bytes(bytes: u64) -> String {
+    match bytes {
+        b if b >= 10 << 20 => format!("{} MiB", b >> 20),
+        b if b >= 10 << 10 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
     }
 }
 
@@ -748,6 +815,12 @@ fn report(out: &Report, json: bool) {
             );
         }
         println!("reel rows read with checksums off.");
+        if rows.iter().any(|r| r.note.contains(PARTLY_WARM)) {
+            println!(
+                "{PARTLY_WARM}: a cold row that read more than a quarter of the dataset between two page-cache evictions (before every batch up to {}, every 50 ms above) read part of it from memory: too small a dataset (or too large a batch) to measure cold.",
+                human_bytes(EVICT_EVERY_BATCH)
+            );
+        }
         if rows.iter().any(|r| r.reader.contains(", crc ")) {
             println!("The crc rows show the checksum's cost.");
         }
