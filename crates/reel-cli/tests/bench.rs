@@ -247,3 +247,41 @@ fn cold_rows_on_a_small_dataset_say_when_they_are_partly_warm() {
     let (rows, _) = bench_json(&data, &args);
     assert_eq!(rows[0]["note"], "", "{}", rows[0]);
 }
+
+/// On tmpfs nothing can be read cold: `--mode cold` is an error saying so (not an empty
+/// table), and `--mode both` measures warm with a note on why there are no cold rows.
+#[test]
+fn cold_on_tmpfs_says_why_instead_of_an_empty_table() {
+    let Ok(dir) = tempfile::tempdir_in("/dev/shm") else {
+        eprintln!("no /dev/shm: skipped");
+        return;
+    };
+    let tmpfs =
+        std::process::Command::new("stat").args(["-f", "-c", "%T"]).arg(dir.path()).output();
+    if !tmpfs.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "tmpfs") {
+        eprintln!("/dev/shm is not tmpfs: skipped");
+        return;
+    }
+    let data = dir.path().join("d.ffr");
+    generate(&data, "ffrecord", 200, 1024);
+    let quick = ["--secs", "0.1", "--no-fio", "--crc-size", "0", "--backends", "pread"];
+    let args: Vec<&str> =
+        [data.to_str().unwrap(), "--mode", "cold"].into_iter().chain(quick).collect();
+    refuses(&args, "is on tmpfs");
+    let args: Vec<&str> = ["--mode", "both"].into_iter().chain(quick).collect();
+    let (rows, notes) = bench_json(&data, &args);
+    assert_eq!(readers(&rows), ["pread"]);
+    assert_eq!(rows[0]["mode"], "warm");
+    assert!(notes.contains("No cold rows"), "{notes}");
+
+    // Generated records: the same for a --cold-dir on tmpfs.
+    let cold_dir = dir.path().join("cold");
+    let out = reel()
+        .args(["bench", "--mode", "cold", "--sizes", "1k", "--data", "1m", "--cold-dir"])
+        .arg(&cold_dir)
+        .args(quick)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--cold-dir"), "{}", stderr(&out));
+}

@@ -23,7 +23,7 @@ use reel::{Format, RecordBatch, RecordSource, Store};
 
 use super::measure::{Run, run_for};
 use super::workload::Batches;
-use super::{BenchArgs, ColdEviction, Report, Row, SEED, Subject, crc_rows, is_tmpfs, reel_round};
+use super::{BenchArgs, ColdEviction, Report, Row, SEED, Subject, crc_rows, reel_round};
 
 /// Measures `data` (a path or URL) and returns the report's rows.
 pub(super) fn run(
@@ -127,13 +127,11 @@ fn local(
     let store = reel::local_store();
     let target = Target::new(&*store, path, &reel::OpenOptions::default().verify(false))?;
     let largest = largest_file(&*store, path)?;
-    let on_tmpfs = is_tmpfs(path);
     let crc_size = super::parse_size(&args.crc_size)?;
     let mut out = Report::default();
     let modes = args.mode.modes();
     for &(mode, cold) in modes {
-        if cold && on_tmpfs {
-            eprintln!("{} is on tmpfs: it cannot be read cold, skipping cold", path.display());
+        if cold && !super::cold_possible(path, args.mode, "a copy on a disk", &mut out)? {
             continue;
         }
         let subject = Subject {

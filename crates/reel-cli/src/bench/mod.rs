@@ -205,8 +205,8 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         let dir = if cold { &args.cold_dir } else { &args.warm_dir };
         std::fs::create_dir_all(dir)
             .map_err(|e| reel::Error::io(e, "cannot create bench directory").with_path(dir))?;
-        if cold && is_tmpfs(dir) {
-            eprintln!("warning: {} is tmpfs: cold figures will be warm", dir.display());
+        if cold && !cold_possible(dir, args.mode, "a --cold-dir on a disk", &mut out)? {
+            continue;
         }
         for size in &args.sizes {
             let size = parse_size(size)? as usize;
@@ -222,6 +222,9 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
     if crc_size > 0 {
         for &(mode, cold) in modes {
             let dir = if cold { &args.cold_dir } else { &args.warm_dir };
+            if cold && is_tmpfs(dir) {
+                continue;
+            }
             let ds = dataset(dir, Format::Ffrecord, crc_size, data)?;
             let subject = ds.subject(mode, cold);
             let rows = crc_rows(&subject, args, &names, budget, &mut out)?;
@@ -700,6 +703,33 @@ fn evict(path: &Path) {
         // Best effort: a file whose pages stay cached only makes a cold row look warmer.
         let _ = rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed);
     }
+}
+
+/// Whether data at `path` can be read cold. On tmpfs it cannot: every file lives in memory,
+/// its pages cannot be dropped, and O_DIRECT reads there are copies out of memory too. With
+/// `--mode cold` that is an error (rather than an empty table, or warm figures labelled
+/// cold); with `--mode both` the cold rows are left out and a note says why. `moves` says
+/// how to read data from a disk instead.
+fn cold_possible(
+    path: &Path,
+    mode: Temperature,
+    moves: &str,
+    out: &mut Report,
+) -> reel::Result<bool> {
+    if !is_tmpfs(path) {
+        return Ok(true);
+    }
+    let why = format!(
+        "{} is on tmpfs, which keeps every file in memory: its pages cannot be dropped from \
+         the page cache nor read with O_DIRECT from a disk, so nothing there can be measured \
+         cold",
+        path.display()
+    );
+    if mode == Temperature::Cold {
+        return Err(reel::Error::invalid_input(format!("{why} (use {moves}, or --mode warm)")));
+    }
+    out.note(format!("No cold rows: {why}."));
+    Ok(false)
 }
 
 fn is_tmpfs(path: &Path) -> bool {
