@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use reel::ffrecord::{FfrecordReader, FfrecordWriter};
 use reel::{Format, Record, RecordSink, Value};
 
+use reel::loader::FeistelPermutation;
 use reel::synth::SplitMix;
 
 /// A benchmark dataset on disk: the records as a flat FFRecord file (what the yardsticks
@@ -150,8 +151,8 @@ fn fixed_size_record(format: Format, i: u64, payload: &[u8], out: &mut Record) {
 /// so that every reader pays nothing for them and reads the same batches in the same order.
 ///
 /// Each batch is the first `size` positions of its own random permutation of `0..n`
-/// ([`Permutation`]), so making it costs `size` steps and no memory beyond the batch,
-/// however close `size` comes to `n`. The cycle holds [`MAX_BATCHES`] batches, fewer when
+/// (the loader's [`FeistelPermutation`]), so making it costs `size` steps and no memory
+/// beyond the batch, however close `size` comes to `n`. The cycle holds [`MAX_BATCHES`] batches, fewer when
 /// they are large: together at most [`INDEX_BUDGET`] indices (1 MiB), or one batch.
 pub struct Batches {
     batches: Vec<Vec<u64>>,
@@ -176,8 +177,8 @@ impl Batches {
         let count = (INDEX_BUDGET / size).clamp(1, MAX_BATCHES);
         let batches = (0..count)
             .map(|_| {
-                let permutation = Permutation::new(n, rng.next_u64());
-                (0..size as u64).map(|i| permutation.at(i)).collect()
+                let permutation = FeistelPermutation::new(n, rng.next_u64());
+                (0..size as u64).map(|i| permutation.apply(i)).collect()
             })
             .collect();
         Batches { batches, next: 0 }
@@ -195,55 +196,6 @@ impl Batches {
     fn all(&self) -> &[Vec<u64>] {
         &self.batches
     }
-}
-
-/// A random permutation of `0..n`, evaluated one position at a time in constant memory: a
-/// four-round Feistel network over the smallest even number of bits that holds `n - 1`,
-/// whose values of `n` or more are walked on (encrypted again) until they fall below `n`.
-/// That domain is under `4n`, so a position takes fewer than four walks on average.
-struct Permutation {
-    n: u64,
-    half: u32,
-    mask: u64,
-    keys: [u64; 4],
-}
-
-impl Permutation {
-    /// The permutation of `0..n` (`n > 0`) that `seed` picks.
-    fn new(n: u64, seed: u64) -> Self {
-        let bits = (u64::BITS - n.saturating_sub(1).leading_zeros()).max(2);
-        let half = bits.div_ceil(2);
-        let mut g = SplitMix::new(seed);
-        let keys = [g.next_u64(), g.next_u64(), g.next_u64(), g.next_u64()];
-        Permutation { n: n.max(1), half, mask: (1u64 << half) - 1, keys }
-    }
-
-    /// The value at position `i` (`i < n`).
-    fn at(&self, i: u64) -> u64 {
-        let mut x = i;
-        loop {
-            x = self.encrypt(x);
-            if x < self.n {
-                return x;
-            }
-        }
-    }
-
-    fn encrypt(&self, x: u64) -> u64 {
-        let (mut left, mut right) = (x >> self.half, x & self.mask);
-        for key in self.keys {
-            let f = mix(right ^ key) & self.mask;
-            (left, right) = (right, left ^ f);
-        }
-        (left << self.half) | right
-    }
-}
-
-/// SplitMix64's finaliser: every input bit moves every output bit.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]
@@ -313,14 +265,5 @@ mod tests {
         // A batch of 0 reads one record; an empty dataset gives empty batches.
         assert_eq!(Batches::new(10, 0, 1).next_batch().len(), 1);
         assert!(Batches::new(0, 256, 1).next_batch().is_empty());
-    }
-
-    #[test]
-    fn permutation_covers_huge_ranges() {
-        let p = Permutation::new(u64::MAX, 5);
-        let values: Vec<u64> = (0..64).map(|i| p.at(i)).collect();
-        distinct_below(&values, u64::MAX);
-        let p = Permutation::new(1, 5);
-        assert_eq!(p.at(0), 0);
     }
 }
