@@ -29,13 +29,15 @@ pub struct ArrowOptions {
     /// `fixed_size_binary`, a struct holding such types …) is built as the reel values its
     /// type reads back as (integers for int32 and timestamps, text for a dictionary of
     /// text, arrays for lists of numbers) and cast to it with every value checked: a value
-    /// the type cannot hold (out of range, a float beyond float32's range) is an
+    /// the type cannot hold (out of range; a float beyond float32's range in a top-level
+    /// column — nested float32 fields are cast as Arrow casts, to infinity) is an
     /// [`ErrorKind::Schema`](reel_core::ErrorKind::Schema) error naming the field and the
     /// record, never wrapped nor made null. Types reel has no value for (decimal, union,
     /// interval) are refused naming the field. Bytes or text with 64-bit offsets anywhere
-    /// (`large_binary`, `large_utf8`) turn on [`large_types`](Self::large_types). Like
-    /// [`columns`](Self::columns) it selects: record fields it has no column for are left
-    /// out, and a column a record lacks is null.
+    /// (`large_binary`, `large_utf8`) turn on [`large_types`](Self::large_types). Reading
+    /// ([`SourceBatchReader`]), like [`columns`](Self::columns) it selects: record fields
+    /// it has no column for are left out. Writing (`ArrowSink`, `write_file`), such a field
+    /// is refused, naming it. A column a record lacks is null.
     pub schema: Option<SchemaRef>,
     /// Only these columns, in this order (default: every field). Other fields of the
     /// records are skipped; a name that is neither declared by the format, sampled, nor in
@@ -154,8 +156,8 @@ pub(crate) fn encoder_for<'a>(
     for (name, target) in &casts {
         encoder.cast_column(name, target)?;
     }
-    // A column selection, or a given schema with fewer columns than the records have
-    // fields, leaves the other fields out (a schema names what to write, as `columns`).
+    // A column selection, or (reading) a given schema with fewer columns than the records
+    // have fields, leaves the other fields out; writers turn the latter off again.
     encoder.skip_unknown(options.columns.is_some() || options.schema.is_some());
     Ok(encoder)
 }
@@ -252,6 +254,14 @@ impl<S: RecordSource> SourceBatchReader<S> {
     pub fn new(source: S, options: &ArrowOptions) -> Result<Self> {
         let len = source.len();
         Self::with_range(source, 0..len, options)
+    }
+
+    /// Makes a record field that the given [`schema`](ArrowOptions::schema) has no column
+    /// for an error naming it, instead of leaving it out: what writing a file needs, where
+    /// a stale schema must not drop a field unsaid. A [`columns`](ArrowOptions::columns)
+    /// selection still selects.
+    pub(crate) fn refuse_fields_outside_the_schema(&mut self) {
+        self.encoder.skip_unknown(self.options.columns.is_some());
     }
 
     /// A reader over records `range` of `source` (e.g. one Parquet part of many, or one

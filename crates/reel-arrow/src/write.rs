@@ -557,6 +557,8 @@ pub fn write_file(
 ) -> Result<SinkSummary> {
     let path = path.as_ref();
     let mut reader = SourceBatchReader::new(source, &options.arrow)?;
+    // Writing, a given schema names the columns (see `ArrowSink::start`).
+    reader.refuse_fields_outside_the_schema();
     let schema = reader.schema();
     let staged = StagedFile::create(path)?;
     let mut writer = Writer::new(kind, &staged, &schema, options)?;

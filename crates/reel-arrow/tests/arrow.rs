@@ -584,6 +584,11 @@ fn a_given_schema_with_fewer_columns_selects_them() {
     assert_eq!(err.kind(), reel_core::ErrorKind::Schema);
     assert!(err.to_string().contains("\"image\"") && err.to_string().contains("given"), "{err}");
     assert!(!path.exists());
+    // So does writing a whole source to a file.
+    let err = reel_arrow::write_parquet(&source, &path, &write).unwrap_err();
+    assert_eq!(err.kind(), reel_core::ErrorKind::Schema);
+    assert!(err.to_string().contains("\"image\""), "{err}");
+    assert!(!path.exists());
 }
 
 /// Records for the cast tests: integers, floats, millisecond times, text and float32
