@@ -373,11 +373,14 @@ impl Col {
                     },
                     _ => return here(&Kind::List(Box::new(Kind::Null))),
                 };
+                let last = offsets.last().copied().unwrap_or(0) as i64;
+                let next = i32::try_from(last + items.len() as i64).map_err(|_| {
+                    (String::new(), "more than 2^31 list items in one batch".to_string())
+                })?;
                 for (k, v) in items.iter().enumerate() {
                     item.push(*v).map_err(|(path, why)| (format!("[{k}]{path}"), why))?;
                 }
-                let last = offsets.last().copied().unwrap_or(0);
-                offsets.push(last + items.len() as i32);
+                offsets.push(next);
                 valid.append_non_null();
             }
             Col::Struct { fields, children, valid, len } => match value {

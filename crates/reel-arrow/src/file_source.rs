@@ -27,8 +27,10 @@ use crate::write::FileKind;
 #[derive(Clone, Debug)]
 pub struct ReadOptions {
     /// Only these columns, in this order (default: all). Columns not selected are never
-    /// decoded nor checked, so a file with a column reel has no value for (a decimal, a
-    /// union) opens when that column is left out.
+    /// decoded nor checked for a value type, so a file with a column reel has no value for
+    /// (a decimal, a union) opens when that column is left out. (The stated lengths of an
+    /// LZ4-compressed IPC batch are checked for every column: a damaged one in a column
+    /// left out still refuses the batch.)
     pub columns: Option<Vec<String>>,
     /// Leave these columns out (of [`columns`](Self::columns), or of all). A name the file
     /// has no column for is an error naming the columns it has.
@@ -292,9 +294,31 @@ fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
             ))),
         }
     };
+    let dictionaries = footer
+        .dictionaries()
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(k, b)| span("dictionary block", k, b))
+        .collect::<Result<Vec<_>>>()?;
+    let blocks = footer
+        .recordBatches()
+        .ok_or_else(|| ipc_corrupt(path, "the footer does not list the record batches"))?;
+    let spans = blocks
+        .iter()
+        .enumerate()
+        .map(|(k, b)| span("record batch block", k, b))
+        .collect::<Result<Vec<_>>>()?;
+    // Every message once: blocks that overlap (a hostile footer listing one large message
+    // a million times) are refused before any is read.
+    let mut sorted: Vec<(u64, u64)> =
+        dictionaries.iter().chain(&spans).map(|&(offset, _, end)| (offset, end)).collect();
+    sorted.sort_unstable();
+    if sorted.windows(2).any(|w| w[1].0 < w[0].1) {
+        return Err(ipc_corrupt(path, "the footer lists messages that overlap"));
+    }
     let mut meta_bytes = Vec::new();
-    for (k, block) in footer.dictionaries().iter().flatten().enumerate() {
-        let (offset, meta, end) = span("dictionary block", k, block)?;
+    for (k, &(offset, meta, end)) in dictionaries.iter().enumerate() {
         // arrow-rs decodes the dictionaries when it opens the file: LZ4 ones are checked
         // here, before that.
         let what = format!("dictionary batch {k}");
@@ -308,19 +332,6 @@ fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
         if let Some(lz4) = Lz4Buffers::of(&data, body, end - body, &bad)? {
             lz4.check(file, path, &what)?;
         }
-    }
-    let blocks = footer
-        .recordBatches()
-        .ok_or_else(|| ipc_corrupt(path, "the footer does not list the record batches"))?;
-    let spans = blocks
-        .iter()
-        .enumerate()
-        .map(|(k, b)| span("record batch block", k, b))
-        .collect::<Result<Vec<_>>>()?;
-    let mut sorted: Vec<(u64, u64)> = spans.iter().map(|&(offset, _, end)| (offset, end)).collect();
-    sorted.sort_unstable();
-    if sorted.windows(2).any(|w| w[1].0 < w[0].1) {
-        return Err(ipc_corrupt(path, "the footer lists record batches that overlap"));
     }
     let mut batch_rows = Vec::with_capacity(spans.len());
     let mut lz4 = Vec::with_capacity(spans.len());

@@ -134,8 +134,9 @@ pub struct OpenOptions {
     /// (libjpeg-turbo) reports. See `reel::gulp::JpegStrictness`.
     pub lenient_jpeg: bool,
     /// Parquet and Arrow IPC files: read only these columns, in this order (default: all).
-    /// Columns left out are never decoded nor checked, so a file with a column reel has no
-    /// value for (a decimal, a union) opens when that column is left out. Other formats
+    /// Columns left out are never decoded nor checked for a value type, so a file with a
+    /// column reel has no value for (a decimal, a union) opens when that column is left out
+    /// (`reel_arrow::ReadOptions::columns` says what is still checked). Other formats
     /// refuse a column selection (a conversion's [`FieldMap`](crate::convert::FieldMap)
     /// selects the fields of any format).
     pub columns: Option<Vec<String>>,
