@@ -150,6 +150,7 @@ fn local(
         let rows = super::best_of(args.repeat, || {
             let mut rows = Vec::new();
             if !args.no_fio
+                && !args.no_baselines
                 && let Some(file) = &largest
             {
                 rows.extend(fio_row(&target, file, mode, cold, budget, &mut out));
