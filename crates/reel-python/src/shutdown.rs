@@ -19,6 +19,11 @@
 //!   registered before `import reel` run after reel's) may still join threads that use
 //!   reel: those threads come back instead of parking.
 //!
+//! What is left: other exit hooks that run longer than [`FINALIZATION_WAIT`] while a
+//! thread keeps reading. A thread that gave up waiting may be taking the GIL back when
+//! finalization begins, and CPython ends it as before. Closing it needs CPython (3.14
+//! hangs such threads itself); stopping reading threads before exit avoids it.
+//!
 //! The thread that ran the hook runs the finalization too and never parks. The process
 //! ends around parked threads. Where neither function exists, a thread parks as soon as
 //! the exit is near.
@@ -52,8 +57,11 @@ thread_local! {
 
 /// How long a thread that finishes a wait after the exit hook waits for finalization to
 /// begin before it takes the GIL back: after reel's hook, finalization normally follows at
-/// once, unless other `atexit` hooks run first (which may be waiting for this very thread).
-const FINALIZATION_WAIT: Duration = Duration::from_millis(20);
+/// once, unless other `atexit` hooks run first (which may be waiting for this very thread,
+/// so it cannot wait for ever). Hooks that run longer than this while such a thread keeps
+/// reading leave a window: a thread that gave up waiting and is taking the GIL back when
+/// finalization begins is still ended by CPython, which aborts the process.
+const FINALIZATION_WAIT: Duration = Duration::from_millis(250);
 
 /// How long the exit hook waits for returning threads at most: they need only the GIL,
 /// which the hook releases, so this is a safety net that keeps an exit from hanging.
@@ -72,7 +80,8 @@ where
         let out = f();
         // Announce the return first, then look: with both sides sequentially consistent,
         // either this thread sees the mark, or the hook sees it returning and waits for it
-        // (with the GIL released) before finalization can begin.
+        // (with the GIL released) before finalization can begin. (A thread that sees the
+        // mark and later gives up waiting is covered by nothing: see the module docs.)
         RETURNING.fetch_add(1, SeqCst);
         if CLOSING.load(SeqCst) && !RUNS_EXIT.with(Cell::get) {
             RETURNING.fetch_sub(1, SeqCst);
