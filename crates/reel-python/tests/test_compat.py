@@ -3,7 +3,7 @@
 granular and gulpio2 are installed by name (tests/requirements.txt) and read the same golden
 files side by side with the shims; ffrecord and syrah have no installable reference, so their
 shims are checked against the reference behaviour recorded in the golden manifests here, and
-against the strict reference readers of refread in test_compat_refread.py.
+on every golden case in test_compat_golden.py.
 """
 
 from __future__ import annotations

@@ -1,25 +1,23 @@
-"""reel.compat.ffrecord and reel.compat.syrah against the strict reference readers.
+"""reel.compat.ffrecord and reel.compat.syrah on every golden case, against the manifests.
 
-ffrecord and syrah have no installable reference package, so besides the golden manifests
-(test_compat.py) every golden case of the two formats is read by the developers' reference
-reader ``refread`` (shared/tools/refread, beside the clone: ``../shared`` from the repository
-root, or REEL_REFREAD) and by the shims, and the two must agree record for record: the same
-count and bytes where refread reads, a refusal where refread refuses (at the record where it
-stops). Without refread these tests fail; they do not skip.
+ffrecord and syrah have no installable reference package, so the shims are held to what the
+golden manifests (tests/golden/<format>/<case>/expected.json) record of the references:
+every record of every readable case (its bytes, or its arrays' shapes and bytes), and, for
+the damaged and quirky cases, the reference reader's own recorded behaviour per call: where
+the reference opened or read, the shim does the same with the same bytes, and where the
+reference refused (an exception), the shim refuses with a reel.ReelError. Nothing here needs the
+reference packages or tools outside the repository.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import reel
-from conftest import REPO, check_bytes, golden_cases, golden_root, sha256
+from conftest import check_bytes, check_value, golden_cases, golden_root, manifest, sha256
 from reel.compat import ffrecord as cffrecord
 from reel.compat import syrah as csyrah
 
@@ -28,29 +26,9 @@ from reel.compat import syrah as csyrah
 MAX_COMPARED = 200
 
 
-def refread_path() -> Path:
-    """REEL_REFREAD, else shared/tools/refread beside the clone."""
-    path = Path(os.environ.get("REEL_REFREAD") or REPO.parent / "shared" / "tools" / "refread")
-    assert path.is_file(), (
-        f"the reference reader is not at {path}: CI has shared/ beside the clone; elsewhere set "
-        "REEL_REFREAD=/path/to/refread"
-    )
-    return path
-
-
-def refread(fmt: str, path: Path) -> tuple[list[dict], dict | None]:
-    """refread's records of `path`, and its error line if it stopped on one."""
-    run = subprocess.run(
-        [str(refread_path()), fmt, str(path)], capture_output=True, text=True, timeout=600
-    )
-    assert run.returncode in (0, 1), f"refread {fmt} {path}: exit {run.returncode}\n{run.stderr}"
-    rows = [json.loads(line) for line in run.stdout.splitlines() if line.strip()]
-    error = None
-    if run.returncode == 1:
-        assert rows and "error" in rows[-1], f"refread {fmt} {path} failed without saying why"
-        error = rows.pop()
-    assert all(row["index"] == k for k, row in enumerate(rows)), f"refread {fmt} {path}: indices"
-    return rows, error
+def behaviour(fmt: str, case: str) -> dict | None:
+    """The reference reader's recorded behaviour on a damaged (or quirky) case, if any."""
+    return manifest(fmt, case).get("reference_reader_behaviour")
 
 
 def sample(n: int) -> list[int]:
@@ -82,10 +60,11 @@ def ffrecord_path(case: str) -> Path:
 
 
 @pytest.mark.parametrize("case", all_cases("ffrecord"))
-def test_ffrecord_shim_reads_as_refread(case):
+def test_ffrecord_shim_reads_as_the_reference(case):
     path = ffrecord_path(case)
-    want, error = refread("ffrecord", path)
-    if error is None:
+    recorded = behaviour("ffrecord", case)
+    if recorded is None:
+        want = manifest("ffrecord", case)["records"]
         reader = cffrecord.FileReader(path, check_data=True)
         assert reader.n == len(want), case
         indices = sample(reader.n)
@@ -97,20 +76,26 @@ def test_ffrecord_shim_reads_as_refread(case):
         reader.validate()
         reader.close()
         return
-    # refread stopped at record len(want) (at the header where that is 0): the shim reads the
-    # records before it the same and refuses that one, at the open or at the read.
-    with pytest.raises(reel.ReelError):
-        reader = cffrecord.FileReader(path, check_data=True)
-        for i in sample(len(want)):
-            check_bytes(reader.read_one(i).tobytes(), want[i]["content"], f"{case} read_one({i})")
-        reader.read_one(len(want))
+    # FileReader(path, check_data=True), then read_one(i) for each record, as recorded.
+    if recorded["open_check_data_true"]["outcome"] != "ok":
+        with pytest.raises(reel.ReelError):
+            cffrecord.FileReader(path, check_data=True)
+        return
+    reader = cffrecord.FileReader(path, check_data=True)
+    for probe in recorded.get("read_one_check_data_true", []):
+        i = probe["index"]
+        if probe["outcome"] == "ok":
+            check_bytes(reader.read_one(i).tobytes(), probe["result"], f"{case} read_one({i})")
+        else:
+            with pytest.raises(reel.ReelError):
+                reader.read_one(i)
 
 
 # ---- syrah ------------------------------------------------------------------------------
 
 
 def check_syrah_array(actual, d: dict, where: str) -> None:
-    """`actual` (from the shim) against refread's descriptor of one decoded array."""
+    """`actual` (from the shim) against a manifest record's descriptor of one decoded array."""
     if "value" in d:
         assert isinstance(actual, str) and actual == d["value"], where
         return
@@ -125,11 +110,12 @@ def check_syrah_array(actual, d: dict, where: str) -> None:
 
 
 @pytest.mark.parametrize("case", all_cases("syrah"))
-def test_syrah_shim_reads_as_refread(case):
-    path = golden_root() / "syrah" / case / "data.syr"
-    want, error = refread("syrah", path)
-    if error is None:
-        with csyrah.File(str(path), "r") as f:
+def test_syrah_shim_reads_as_the_reference(case):
+    path = str(golden_root() / "syrah" / case / "data.syr")
+    recorded = behaviour("syrah", case)
+    if recorded is None:
+        want = manifest("syrah", case)["records"]
+        with csyrah.File(path, "r") as f:
             assert f.num_items() == len(want), case
             for i in sample(len(want)):
                 item = f.get_item(i)
@@ -139,10 +125,20 @@ def test_syrah_shim_reads_as_refread(case):
                     check_syrah_array(item[name], a["decoded"], f"{case} item {i} {name}")
                     check_syrah_array(f.get_array(i, name), a["decoded"], f"{case} get_array({i})")
         return
-    with pytest.raises(reel.ReelError):
-        with csyrah.File(str(path), "r") as f:
-            for i in sample(len(want)):
+    # File(path, "r"), then get_item(i) for each item, as recorded.
+    if recorded["open"]["outcome"] != "ok":
+        with pytest.raises(reel.ReelError):
+            with csyrah.File(path, "r") as f:
+                f.num_items()
+        return
+    with csyrah.File(path, "r") as f:
+        for probe in recorded.get("get_item", []):
+            i = probe["index"]
+            if probe["outcome"] == "ok":
                 item = f.get_item(i)
-                for name, a in want[i]["arrays"].items():
-                    check_syrah_array(item[name], a["decoded"], f"{case} item {i} {name}")
-            f.get_item(len(want))
+                assert list(item) == list(probe["result"]), f"{case} item {i}: names"
+                for name, d in probe["result"].items():
+                    check_value(item[name], d, f"{case} item {i} {name}")
+            else:
+                with pytest.raises(reel.ReelError):
+                    f.get_item(i)
