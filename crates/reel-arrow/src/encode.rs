@@ -132,9 +132,8 @@ fn array_items(a: reel_core::ArrayRef<'_>) -> Option<Vec<ValueRef<'static>>> {
         bool => ValueRef::Bool,
     );
     if a.dtype == reel_core::DType::F16 {
-        type F16 = <arrow_array::types::Float16Type as arrow_array::ArrowPrimitiveType>::Native;
         let bits = a.data.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-        return Some(bits.map(|b| ValueRef::Float(F16::from_bits(b).to_f64())).collect());
+        return Some(bits.map(|b| ValueRef::Float(f64::from(reel_core::f16_to_f32(b)))).collect());
     }
     None
 }
@@ -363,25 +362,29 @@ impl Col {
                 _ => return here(&Kind::NdArray),
             },
             Col::List { item, offsets, valid, .. } => {
-                // A 1-D array in a column of lists (other rows are lists: a Parquet list of
-                // numbers reads as a list where an item is null) goes in as its elements.
-                let items = match value {
-                    ValueRef::List(l) => l.iter().collect::<Vec<_>>(),
+                let mut push_items = |items: &mut dyn ExactSizeIterator<Item = ValueRef<'_>>| {
+                    let last = offsets.last().copied().unwrap_or(0) as i64;
+                    let next = i32::try_from(last + items.len() as i64).map_err(|_| {
+                        (String::new(), "more than 2^31 list items in one batch".to_string())
+                    })?;
+                    for (k, v) in items.enumerate() {
+                        item.push(v).map_err(|(path, why)| (format!("[{k}]{path}"), why))?;
+                    }
+                    offsets.push(next);
+                    valid.append_non_null();
+                    Ok::<(), (String, String)>(())
+                };
+                match value {
+                    ValueRef::List(l) => push_items(&mut l.iter())?,
+                    // A 1-D array in a column of lists (other rows are lists: a Parquet list
+                    // of numbers reads as a list where an item is null) goes in as its
+                    // elements.
                     ValueRef::Array(a) => match array_items(a) {
-                        Some(items) => items,
+                        Some(items) => push_items(&mut items.into_iter())?,
                         None => return here(&Kind::List(Box::new(Kind::Null))),
                     },
                     _ => return here(&Kind::List(Box::new(Kind::Null))),
-                };
-                let last = offsets.last().copied().unwrap_or(0) as i64;
-                let next = i32::try_from(last + items.len() as i64).map_err(|_| {
-                    (String::new(), "more than 2^31 list items in one batch".to_string())
-                })?;
-                for (k, v) in items.iter().enumerate() {
-                    item.push(*v).map_err(|(path, why)| (format!("[{k}]{path}"), why))?;
                 }
-                offsets.push(next);
-                valid.append_non_null();
             }
             Col::Struct { fields, children, valid, len } => match value {
                 ValueRef::Map(m) => {

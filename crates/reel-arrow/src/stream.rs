@@ -80,13 +80,15 @@ fn infer_kinds<'a>(
     // as, which the sample can only widen: its values may all be null in the sample, or
     // the large ones come later. Other formats' type names are weaker hints (a Granular
     // `int` may hold any integer), used only for fields no sampled record has.
-    let mut kinds: Vec<(String, Kind)> = declared
+    let (mut kinds, mut seen): (Vec<(String, Kind)>, Vec<bool>) = declared
         .unwrap_or_default()
         .iter()
-        .map(|f| (f.name.clone(), kind_of_type_name(&f.kind).unwrap_or(Kind::Null)))
-        .collect();
-    let mut seen: Vec<bool> =
-        declared.unwrap_or_default().iter().map(|f| kind_of_type_name(&f.kind).is_some()).collect();
+        .map(|f| {
+            let read = kind_of_type_name(&f.kind);
+            let known = read.is_some();
+            ((f.name.clone(), read.unwrap_or(Kind::Null)), known)
+        })
+        .unzip();
     for record in sample {
         // A new field goes right after the record's previous field, so that records whose
         // fields come in one order (OFRecord and Granular sort them) read back in it.
@@ -118,6 +120,14 @@ fn infer_kinds<'a>(
     kinds
 }
 
+/// What the batches of an encoder are for: read (a given schema then selects columns) or
+/// written to a file (a given schema names the columns, and a field it lacks is refused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    Reading,
+    Writing,
+}
+
 /// The encoder for records like `sample` (or for [`ArrowOptions::schema`] when given, the
 /// sample then unused): its columns, their selection ([`ArrowOptions::columns`]) and offset
 /// width. The batch reader and the sink both start here, so a conversion writes the batches
@@ -126,6 +136,7 @@ pub(crate) fn encoder_for<'a>(
     options: &ArrowOptions,
     declared: Option<&[FieldSpec]>,
     sample: impl IntoIterator<Item = RecordRef<'a>>,
+    purpose: Purpose,
 ) -> Result<Encoder> {
     let (mut kinds, casts) = match &options.schema {
         Some(schema) => kinds_of_schema(schema)?,
@@ -156,9 +167,11 @@ pub(crate) fn encoder_for<'a>(
     for (name, target) in &casts {
         encoder.cast_column(name, target)?;
     }
-    // A column selection, or (reading) a given schema with fewer columns than the records
-    // have fields, leaves the other fields out; writers turn the latter off again.
-    encoder.skip_unknown(options.columns.is_some() || options.schema.is_some());
+    // A column selection leaves the other fields out; so does a given schema with fewer
+    // columns than the records have fields, when reading. Writing, the schema names the
+    // columns: a field it lacks is refused (a stale schema must not drop it unsaid).
+    let selects = options.schema.is_some() && purpose == Purpose::Reading;
+    encoder.skip_unknown(options.columns.is_some() || selects);
     Ok(encoder)
 }
 
@@ -256,12 +269,11 @@ impl<S: RecordSource> SourceBatchReader<S> {
         Self::with_range(source, 0..len, options)
     }
 
-    /// Makes a record field that the given [`schema`](ArrowOptions::schema) has no column
-    /// for an error naming it, instead of leaving it out: what writing a file needs, where
-    /// a stale schema must not drop a field unsaid. A [`columns`](ArrowOptions::columns)
-    /// selection still selects.
-    pub(crate) fn refuse_fields_outside_the_schema(&mut self) {
-        self.encoder.skip_unknown(self.options.columns.is_some());
+    /// A reader over every record of `source` whose batches are written to a file
+    /// ([`Purpose::Writing`]).
+    pub(crate) fn for_writing(source: S, options: &ArrowOptions) -> Result<Self> {
+        let len = source.len();
+        Self::with_rows(source, Rows::Range(0..len), options, Purpose::Writing)
     }
 
     /// A reader over records `range` of `source` (e.g. one Parquet part of many, or one
@@ -270,7 +282,7 @@ impl<S: RecordSource> SourceBatchReader<S> {
         if range.end > source.len() || range.start > range.end {
             return Err(Error::out_of_range(range.end, source.len()));
         }
-        Self::with_rows(source, Rows::Range(range), options)
+        Self::with_rows(source, Rows::Range(range), options, Purpose::Reading)
     }
 
     /// A reader over the records at `indices` of `source`, in that order (repeats
@@ -280,15 +292,16 @@ impl<S: RecordSource> SourceBatchReader<S> {
         if let Some(&bad) = indices.iter().find(|&&i| i >= source.len()) {
             return Err(Error::out_of_range(bad, source.len()));
         }
-        Self::with_rows(source, Rows::List(indices), options)
+        Self::with_rows(source, Rows::List(indices), options, Purpose::Reading)
     }
 
-    fn with_rows(source: S, rows: Rows, options: &ArrowOptions) -> Result<Self> {
+    fn with_rows(source: S, rows: Rows, options: &ArrowOptions, purpose: Purpose) -> Result<Self> {
         let sampled = match &options.schema {
             Some(_) => reel_core::RecordBatch::new(),
             None => sample(&source, &rows, options)?,
         };
-        let encoder = encoder_for(options, source.info().schema.as_deref(), sampled.iter())?;
+        let declared = source.info().schema.as_deref();
+        let encoder = encoder_for(options, declared, sampled.iter(), purpose)?;
         Ok(SourceBatchReader {
             encoder,
             source,

@@ -17,7 +17,7 @@ use reel_core::{
 };
 
 use crate::encode::Encoder;
-use crate::stream::{ArrowOptions, SourceBatchReader, encoder_for};
+use crate::stream::{ArrowOptions, Purpose, SourceBatchReader, encoder_for};
 
 /// Which file to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -430,12 +430,9 @@ impl ArrowSink {
 
     /// Fixes the schema (from the given one or the sample) and writes the sample.
     fn start(&mut self) -> Result<()> {
-        let mut encoder =
-            encoder_for(&self.options.arrow, self.declared.as_deref(), self.sample.iter())?;
-        // Writing, a given schema names the columns, not a selection: a field it lacks is
-        // refused (naming it) rather than left out unsaid, which a stale schema file would
-        // otherwise do to a newer field. Only `columns` selects.
-        encoder.skip_unknown(self.options.arrow.columns.is_some());
+        let declared = self.declared.as_deref();
+        let encoder =
+            encoder_for(&self.options.arrow, declared, self.sample.iter(), Purpose::Writing)?;
         let staged = self.staged.as_ref().ok_or_else(closed)?;
         let writer = Writer::new(self.kind, staged, &encoder.schema(), &self.options)?;
         self.writing = Some(Writing { encoder, writer });
@@ -556,9 +553,7 @@ pub fn write_file(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SinkSummary> {
     let path = path.as_ref();
-    let mut reader = SourceBatchReader::new(source, &options.arrow)?;
-    // Writing, a given schema names the columns (see `ArrowSink::start`).
-    reader.refuse_fields_outside_the_schema();
+    let mut reader = SourceBatchReader::for_writing(source, &options.arrow)?;
     let schema = reader.schema();
     let staged = StagedFile::create(path)?;
     let mut writer = Writer::new(kind, &staged, &schema, options)?;
