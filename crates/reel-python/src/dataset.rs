@@ -363,12 +363,17 @@ fn has_bool_dtype(item: &Bound<'_, PyAny>) -> PyResult<bool> {
     if item.is_instance_of::<PyInt>() {
         return Ok(false);
     }
-    match item.getattr(pyo3::intern!(py, "dtype")) {
-        Ok(dtype) => {
-            let name = dtype.str()?;
-            Ok(matches!(name.to_str()?, "bool" | "torch.bool"))
+    // By the type's name first: NumPy integer scalars in a list of indices come here one by
+    // one, and looking their dtype up each time would cost more than reading the record.
+    match item.get_type().name()?.to_str()? {
+        // NumPy's bool scalar (`numpy.bool`, `numpy.bool_` before NumPy 2).
+        "bool" | "bool_" => Ok(true),
+        // Zero-dimensional arrays and tensors say it in their dtype.
+        "ndarray" | "Tensor" => {
+            let dtype = item.getattr(pyo3::intern!(py, "dtype"))?.str()?;
+            Ok(matches!(dtype.to_str()?, "bool" | "torch.bool"))
         }
-        Err(_) => Ok(false),
+        _ => Ok(false),
     }
 }
 
