@@ -38,6 +38,18 @@ impl FieldMap {
         }
     }
 
+    /// The name field `name` is written under (renamed, or as it is).
+    pub(crate) fn renamed<'a>(&'a self, name: &'a str) -> &'a str {
+        self.rename.iter().find(|(old, _)| old == name).map_or(name, |(_, new)| new)
+    }
+
+    /// The name field `name` is written under, or `None` when the mapping leaves it out.
+    pub(crate) fn written_name<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+        let kept = self.keep.as_ref().is_none_or(|keep| keep.iter().any(|n| n == name))
+            && !self.drop.iter().any(|n| n == name);
+        kept.then(|| self.renamed(name))
+    }
+
     /// The schema of the mapped records, given the source's; `None` when a field the
     /// mapping names is not declared (the records themselves then say what is wrong).
     pub(crate) fn apply_schema(&self, schema: &[FieldSpec]) -> Option<Vec<FieldSpec>> {
@@ -51,11 +63,7 @@ impl FieldMap {
                 .into_iter()
                 .filter(|f| !self.drop.contains(&f.name))
                 .map(|f| FieldSpec {
-                    name: self
-                        .rename
-                        .iter()
-                        .find(|(old, _)| *old == f.name)
-                        .map_or_else(|| f.name.clone(), |(_, new)| new.clone()),
+                    name: self.renamed(&f.name).to_string(),
                     kind: f.kind.clone(),
                 })
                 .collect(),
@@ -107,10 +115,7 @@ impl FieldMap {
                 )));
             }
         }
-        let new_name = |n: &str| -> String {
-            self.rename.iter().find(|(o, _)| o == n).map_or(n, |(_, new)| new).to_string()
-        };
-        let names: Vec<String> = chosen.iter().map(|n| new_name(n)).collect();
+        let names: Vec<String> = chosen.iter().map(|n| self.renamed(n).to_string()).collect();
         for (i, n) in names.iter().enumerate() {
             if names[..i].contains(n) {
                 return Err(Error::invalid_input(format!(

@@ -554,17 +554,9 @@ fn table_read_losses(
     };
     #[cfg(feature = "arrow")]
     {
-        let map = &options.fields;
-        let written = |name: &str| -> Option<String> {
-            let kept = map.keep.as_ref().is_none_or(|k| k.iter().any(|n| n == name))
-                && !map.drop.iter().any(|n| n == name);
-            kept.then(|| {
-                map.rename.iter().find(|(o, _)| o == name).map_or(name, |(_, n)| n).to_string()
-            })
-        };
         let mut arrays = Vec::new();
         for spec in schema {
-            let Some(name) = written(&spec.name) else { continue };
+            let Some(name) = options.fields.written_name(&spec.name) else { continue };
             for loss in reel_arrow::read_losses(spec) {
                 // The path below the column keeps its own names; the column is renamed.
                 let field =
@@ -572,7 +564,7 @@ fn table_read_losses(
                 rules::lose(losses, &field, &loss.what);
             }
             if reel_arrow::reads_as_arrays(spec) {
-                arrays.push((spec.name.clone(), name));
+                arrays.push((spec.name.clone(), name.to_string()));
             }
         }
         arrays
