@@ -38,9 +38,7 @@ pub fn run(args: &CatArgs) -> reel::Result<()> {
     // A Parquet or IPC file reads only the columns shown, so a column of a type reel has no
     // value for (a decimal) does not stop showing the others. With a payload decoded, the
     // fields shown are the payload's, not columns.
-    if matches!(format, reel::Format::Parquet | reel::Format::ArrowIpc)
-        && open.payload == reel::Payload::Raw
-    {
+    if format.reads_columns() && open.payload == reel::Payload::Raw {
         open.columns = args.fields.clone();
     }
     let source: std::sync::Arc<dyn reel::RecordSource> =

@@ -85,13 +85,8 @@ impl OpenArgs {
         let path = path.as_path();
         let format = self.format_in(&*options.store, path)?;
         // The readers opened directly below take no column selection: refuse it here, as
-        // the facade does for every format but Parquet and Arrow IPC.
-        if options.columns.is_some() && !matches!(format, Format::Parquet | Format::ArrowIpc) {
-            return Err(Error::invalid_input(format!(
-                "columns= applies to Parquet and Arrow IPC files, not to {format}"
-            ))
-            .with_path(path));
-        }
+        // the facade does.
+        options.check_column_selection(format, path)?;
         // Images decoded as the reference packages return them: the facade keeps the
         // stored JPEG/PNG bytes (lossless, for conversion), so these two open directly.
         if format == Format::Gulp && self.decode_images {

@@ -48,6 +48,12 @@ impl Format {
         Format::ArrowIpc,
     ];
 
+    /// Whether the format's files are tables whose columns can be selected when opening
+    /// ([`OpenOptions::columns`]): Parquet and Arrow IPC.
+    pub fn reads_columns(self) -> bool {
+        matches!(self, Format::Parquet | Format::ArrowIpc)
+    }
+
     /// The format's name (as in [`SourceInfo::format`](reel_core::SourceInfo)).
     pub fn name(self) -> &'static str {
         match self {
@@ -234,6 +240,21 @@ impl OpenOptions {
     pub(crate) fn selects_columns(&self) -> bool {
         self.columns.is_some() || !self.skip_columns.is_empty()
     }
+
+    /// Refuses a column selection for a `format` that has no columns to select (every
+    /// format but Parquet and Arrow IPC), naming `path`: code that opens readers itself
+    /// checks what [`open_as`] checks.
+    pub fn check_column_selection(&self, format: Format, path: &Path) -> Result<()> {
+        if self.selects_columns() && !format.reads_columns() {
+            return Err(Error::invalid_input(format!(
+                "a column selection (columns= in Python, OpenOptions::columns or skip_columns) \
+                 applies to Parquet and Arrow IPC files, not to {format} (a conversion's \
+                 --fields and --drop select the fields of any format)"
+            ))
+            .with_path(path));
+        }
+        Ok(())
+    }
 }
 
 /// Opens the dataset at `path` (a file or a directory), working out its format.
@@ -266,14 +287,7 @@ pub fn open_as(
         ))
         .with_path(path)
     })?;
-    if options.selects_columns() && !matches!(format, Format::Parquet | Format::ArrowIpc) {
-        return Err(Error::invalid_input(format!(
-            "a column selection (open options columns, skip_columns) applies to Parquet and \
-             Arrow IPC files, not to {format} (a conversion's --fields and --drop select the \
-             fields of any format)"
-        ))
-        .with_path(path));
-    }
+    options.check_column_selection(format, path)?;
     let source = (handler.open)(path, options)?;
     Ok(crate::payload::wrap(
         source,

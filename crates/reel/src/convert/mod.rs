@@ -248,7 +248,7 @@ fn push_down_fields(
 ) -> Option<(OpenOptions, ConvertOptions)> {
     let map = &options.fields;
     let selects = map.keep.is_some() || !map.drop.is_empty();
-    if !matches!(format, Format::Parquet | Format::ArrowIpc)
+    if !format.reads_columns()
         || !selects
         || open.selects_columns()
         || open.payload != crate::Payload::Raw
