@@ -188,21 +188,9 @@ fn fio_row(
 ) -> Option<Row> {
     let block = if cold { target.mean_record.div_ceil(4096) * 4096 } else { target.mean_record };
     let secs = budget.as_secs().max(2);
-    match super::baseline::fio_best(file, block, cold, secs) {
-        Ok((run, depth)) => {
-            let direct = if cold { ", O_DIRECT" } else { "" };
-            let note = format!(
-                "iodepth {depth}{direct}, {} blocks of {}",
-                super::human(block),
-                file.display()
-            );
-            Some(target.row(mode, "fio io_uring", run, note))
-        }
-        Err(why) => {
-            out.note(super::fio_failed(&why));
-            None
-        }
-    }
+    let (run, note) = super::fio_run(file, block, cold, secs, out)?;
+    let note = format!("{note}, {} blocks of {}", super::human(block), file.display());
+    Some(target.row(mode, "fio io_uring", run, note))
 }
 
 /// The largest object of the dataset at `path` (itself when it is one file), if any.

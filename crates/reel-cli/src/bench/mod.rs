@@ -506,27 +506,39 @@ fn fio_rows(
     out: &mut Report,
 ) -> Vec<(&'static str, Run, String)> {
     let mut rows = Vec::new();
-    match baseline::fio_best(&ds.path, ds.record_size, cold, secs) {
-        Ok((run, depth)) => {
-            let note = format!("iodepth {depth}{}", if cold { ", O_DIRECT" } else { "" });
-            rows.push(("fio io_uring", run, note));
-        }
-        Err(why) => out.note(fio_failed(&why)),
+    if let Some((run, note)) = fio_run(&ds.path, ds.record_size, cold, secs, out) {
+        rows.push(("fio io_uring", run, note));
     }
     if !cold {
         return rows;
     }
     let span = ds.direct_span();
-    if span != ds.record_size {
-        match baseline::fio_best(&ds.path, span, true, secs) {
-            Ok((run, depth)) => {
-                let note = format!("iodepth {depth}, O_DIRECT, {} blocks", human(span));
-                rows.push((FIO_SPAN, run, note));
-            }
-            Err(why) => out.note(fio_failed(&why)),
-        }
+    if span != ds.record_size
+        && let Some((run, note)) = fio_run(&ds.path, span, true, secs, out)
+    {
+        rows.push((FIO_SPAN, run, format!("{note}, {} blocks", human(span))));
     }
     rows
+}
+
+/// fio's best run on `path` in blocks of `block` bytes and its note ("iodepth N", with
+/// ", O_DIRECT" when `direct`), or `None` with a note in `out` saying why fio failed.
+fn fio_run(
+    path: &Path,
+    block: usize,
+    direct: bool,
+    secs: u64,
+    out: &mut Report,
+) -> Option<(Run, String)> {
+    match baseline::fio_best(path, block, direct, secs) {
+        Ok((run, depth)) => {
+            Some((run, format!("iodepth {depth}{}", if direct { ", O_DIRECT" } else { "" })))
+        }
+        Err(why) => {
+            out.note(fio_failed(&why));
+            None
+        }
+    }
 }
 
 /// The note for a fio row left out.
