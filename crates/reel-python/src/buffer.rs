@@ -59,17 +59,33 @@ impl Deref for HeldBatch {
 pub(crate) struct BatchBuffer {
     batch: Arc<HeldBatch>,
     record: usize,
+    /// The part of the buffer exposed; all of it when `None`.
+    window: Option<std::ops::Range<usize>>,
 }
 
 impl BatchBuffer {
     /// Exposes the buffer record `record` of `batch` points into.
     pub(crate) fn new(batch: Arc<HeldBatch>, record: usize) -> Self {
-        BatchBuffer { batch, record }
+        BatchBuffer { batch, record, window: None }
+    }
+
+    /// Exposes only `window` of that buffer (nothing if it lies outside): one object
+    /// instead of a view of the whole buffer and a slice of it, for packed reads.
+    pub(crate) fn window(
+        batch: Arc<HeldBatch>,
+        record: usize,
+        window: std::ops::Range<usize>,
+    ) -> Self {
+        BatchBuffer { batch, record, window: Some(window) }
     }
 
     /// The buffer: the batch's own bytes, or a memory-held file the batch keeps alive.
     pub(crate) fn bytes(&self) -> &[u8] {
-        self.batch.get(self.record).map_or(&[], |r| r.raw_buffer())
+        let all = self.batch.get(self.record).map_or(&[][..], |r| r.raw_buffer());
+        match &self.window {
+            None => all,
+            Some(window) => all.get(window.clone()).unwrap_or_default(),
+        }
     }
 }
 
