@@ -46,7 +46,14 @@ pub(super) fn run(
             let rows = remote(&PathBuf::from(url.to_string()), store, args, budget)?;
             Ok(Report { rows, notes: Vec::new() })
         }
-        Address::Local(path) => local(&path, args, names, budget),
+        Address::Local(path) => {
+            if args.concurrency.is_some() || args.coalesce_gap.is_some() {
+                return Err(reel::Error::invalid_input(
+                    "--concurrency and --coalesce-gap apply to a URL, not to a local dataset",
+                ));
+            }
+            local(&path, args, names, budget)
+        }
     }
 }
 

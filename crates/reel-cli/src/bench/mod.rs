@@ -59,30 +59,30 @@ pub struct BenchArgs {
     /// per record, with the requests and round trips each batch cost.
     #[arg(value_name = "DATA")]
     dataset: Option<String>,
-    /// Record sizes, with k/m suffixes.
-    #[arg(long, value_delimiter = ',', default_value = "1k,16k,256k")]
+    /// Record sizes, with k/m suffixes (generated records only).
+    #[arg(long, value_delimiter = ',', default_value = "1k,16k,256k", conflicts_with = "dataset")]
     sizes: Vec<String>,
     /// Records per batch.
     #[arg(long, default_value_t = 256)]
     batch: usize,
     /// The format reel reads (the yardsticks read the same payloads from a flat FFRecord
-    /// copy: the raw-bytes limit).
-    #[arg(long, default_value = "ffrecord")]
+    /// copy: the raw-bytes limit). Generated records only: DATA's format is read from it.
+    #[arg(long, default_value = "ffrecord", conflicts_with = "dataset")]
     format: String,
     /// Warm, cold or both.
     #[arg(long, value_enum, default_value_t = Temperature::Both)]
     mode: Temperature,
-    /// Bytes of data per dataset (k/m/g suffixes).
-    #[arg(long, default_value = "1g")]
+    /// Bytes of data per dataset (k/m/g suffixes; generated records only).
+    #[arg(long, default_value = "1g", conflicts_with = "dataset")]
     data: String,
     /// Seconds per measurement.
     #[arg(long, default_value_t = 2.0)]
     secs: f64,
-    /// Directory for warm datasets (should be tmpfs).
-    #[arg(long, default_value = "/dev/shm/reel-bench")]
+    /// Directory for warm datasets (should be tmpfs; generated records only).
+    #[arg(long, default_value = "/dev/shm/reel-bench", conflicts_with = "dataset")]
     warm_dir: PathBuf,
-    /// Directory for cold datasets (must be on a real disk).
-    #[arg(long, default_value = "reel-bench-data")]
+    /// Directory for cold datasets (must be on a real disk; generated records only).
+    #[arg(long, default_value = "reel-bench-data", conflicts_with = "dataset")]
     cold_dir: PathBuf,
     /// Backends to measure (default: all of this build).
     #[arg(long, value_delimiter = ',')]
@@ -106,19 +106,19 @@ pub struct BenchArgs {
     /// Also measure each backend through a `BatchStream` (rows "<backend>, stream").
     #[arg(long)]
     stream: bool,
-    /// Batches a stream reads ahead (with `--stream`).
-    #[arg(long, default_value_t = 2)]
+    /// Batches a stream reads ahead (with `--stream`, which it needs).
+    #[arg(long, default_value_t = 2, requires = "stream")]
     read_ahead: usize,
     /// Measure only the CRC-32 implementations (GB/s at 1 KiB, 100 KiB and 1 MiB: crc32fast,
     /// crc-fast and the one reel uses) and exit.
     #[arg(long)]
     crc: bool,
     /// From a URL: range requests in flight at once (default: reel's, 64).
-    #[arg(long)]
+    #[arg(long, requires = "dataset")]
     concurrency: Option<usize>,
     /// From a URL: merge two records' ranges into one request when at most this many bytes
     /// lie between them (k/m suffixes; default: reel's, 1m).
-    #[arg(long)]
+    #[arg(long, requires = "dataset")]
     coalesce_gap: Option<String>,
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -940,6 +940,30 @@ mod tests {
         // Backends that never fall back have no reason to give.
         assert_eq!(fallback_reason("pread", &[PathBuf::from("/nonexistent")]), None);
         assert_eq!(fallback_reason("io_uring", &[]), None);
+    }
+
+    /// Options a run would ignore are parse errors naming them, where leaving them at
+    /// their defaults is not.
+    #[test]
+    fn options_a_run_would_ignore_are_refused() {
+        let parse_error = |list: &[&str]| {
+            let argv = std::iter::once("bench").chain(list.iter().copied());
+            match Cli::try_parse_from(argv) {
+                Err(e) => e.to_string(),
+                Ok(_) => panic!("{list:?} accepted"),
+            }
+        };
+        for option in ["--sizes=1k", "--format=granular", "--data=1m", "--warm-dir=/tmp"] {
+            assert!(parse_error(&["data.ffr", option]).contains(option.split('=').next().unwrap()));
+        }
+        assert!(parse_error(&["data.ffr", "--cold-dir", "/tmp"]).contains("--cold-dir"));
+        assert!(parse_error(&["--read-ahead", "4"]).contains("--stream"));
+        assert!(parse_error(&["--concurrency", "8"]).contains("DATA"));
+        assert!(parse_error(&["--coalesce-gap", "1m"]).contains("DATA"));
+        // Defaults and the options each mode reads are accepted.
+        assert_eq!(args(&["data.ffr", "--batch", "64"]).dataset.as_deref(), Some("data.ffr"));
+        assert_eq!(args(&["--stream", "--read-ahead", "4"]).read_ahead, 4);
+        assert_eq!(args(&["--sizes", "1k", "--data", "1m"]).sizes, ["1k"]);
     }
 
     #[test]
