@@ -317,3 +317,29 @@ fn every_golden_case_of_every_format_on_every_backend() {
     }
     assert!(checked >= 60, "only {checked} golden cases found");
 }
+
+/// Every backend looks at the reading thread's cancel flag ([`reel::io::cancel`]) before it
+/// starts I/O: a read in the scope of a raised flag ends with a `Closed` error and nothing
+/// half-done, and one in the scope of a flag never raised reads as usual.
+#[test]
+fn every_backend_stops_a_cancelled_batch() {
+    use reel::io::cancel::CancelFlag;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data.ffr");
+    let records = sample(120);
+    dump(&records, &path, 1).unwrap();
+    let indices: Vec<u64> = (0..120).rev().collect();
+    for backend in backends() {
+        let source = open(&path, backend.clone()).unwrap();
+        let name = source.backend_name();
+        let mut batch = reel::RecordBatch::new();
+        let raised = CancelFlag::new();
+        raised.cancel();
+        let e = raised.scope(|| source.read_batch_into(&indices, &mut batch)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Closed, "{name}: {e}");
+        CancelFlag::new().scope(|| source.read_batch_into(&indices, &mut batch)).unwrap();
+        for (record, &i) in batch.iter().zip(&indices) {
+            assert_eq!(record.bytes("data").unwrap(), &records[i as usize][..], "{name}");
+        }
+    }
+}

@@ -101,6 +101,37 @@ fn a_random_batch_costs_few_requests() {
     assert!(server.gets() - before >= 200, "{} requests", server.gets() - before);
 }
 
+/// A read whose thread's cancel flag is raised ([`reel::io::cancel`]) starts no range
+/// request and ends with a `Closed` error, with the chunk cache or without; under a flag
+/// never raised it reads as usual.
+#[test]
+fn a_cancelled_batch_starts_no_requests() {
+    use reel::io::cancel::CancelFlag;
+    let dir = tempfile::tempdir().unwrap();
+    let records = ffrecord_dataset(dir.path(), 500, 1024);
+    let server = HttpServer::start(dir.path());
+    let url = format!("{}/data", server.url());
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cached = ReadSettings {
+        cache: Some(CacheSettings::new(cache_dir.path())),
+        ..ReadSettings::default()
+    };
+    let indices = conformance::shuffled(500, 3)[..64].to_vec();
+    for settings in [ReadSettings::default(), cached] {
+        let source = reel::open_with(&url, &options(settings)).unwrap();
+        let raised = CancelFlag::new();
+        raised.cancel();
+        let before = server.gets();
+        let e = raised.scope(|| read_batch(&*source, &indices)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+        assert_eq!(server.gets(), before, "requests made for a cancelled batch");
+        let got = CancelFlag::new().scope(|| read_batch(&*source, &indices)).unwrap();
+        for (k, &i) in indices.iter().enumerate() {
+            assert_eq!(got[k], records[i as usize], "record {i}");
+        }
+    }
+}
+
 /// The core stream over a bucket: while the consumer holds one batch, the next batch's
 /// range requests are already answered (read-ahead), and every batch comes in plan order
 /// with the right records.

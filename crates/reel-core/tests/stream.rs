@@ -256,6 +256,57 @@ fn dropping_the_stream_waits_for_reads_in_flight() {
     assert_eq!(probe.reads.load(Ordering::SeqCst), reads, "reads after drop");
 }
 
+/// Files in memory read one request at a time, slowly, counting the reads: a batch of
+/// them takes long enough to be dropped halfway.
+struct SlowFiles {
+    inner: reel_core::MemFiles,
+    delay: Duration,
+    reads: Arc<AtomicU64>,
+}
+
+impl reel_core::ReadAt for SlowFiles {
+    fn backend_name(&self) -> &'static str {
+        "slow"
+    }
+    fn file_count(&self) -> usize {
+        self.inner.file_count()
+    }
+    fn file_len(&self, file: u32) -> u64 {
+        self.inner.file_len(file)
+    }
+    fn file_path(&self, file: u32) -> &std::path::Path {
+        self.inner.file_path(file)
+    }
+    fn read_exact_at(&self, file: u32, offset: u64, buf: &mut [u8]) -> Result<()> {
+        std::thread::sleep(self.delay);
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.read_exact_at(file, offset, buf)
+    }
+}
+
+#[test]
+fn dropping_the_stream_cancels_the_batches_being_read() {
+    // One batch of 2,000 records that lie apart (no two merge into one read), at 1 ms a
+    // read: two seconds of reading. The stream is dropped after the first few reads.
+    let reads = Arc::new(AtomicU64::new(0));
+    let files = SlowFiles {
+        inner: reel_core::MemFiles::single("slow.bin", fixed::bytes(4000)),
+        delay: Duration::from_millis(1),
+        reads: reads.clone(),
+    };
+    let source = fixed::source_over(files, 4000);
+    let batch: Vec<u64> = (0..2000).map(|i| 2 * i).collect();
+    let plan = BatchPlan::from_batches(vec![batch]);
+    let stream = BatchStream::new(source, plan, &StreamOptions::default().threads(1)).unwrap();
+    wait_for(|| reads.load(Ordering::SeqCst) >= 5);
+    drop(stream);
+    let after_drop = reads.load(Ordering::SeqCst);
+    // Without cancelling, the drop waits for the whole batch: 2,000 reads.
+    assert!(after_drop < 1000, "{after_drop} reads before the drop returned");
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(reads.load(Ordering::SeqCst), after_drop, "reads after the drop");
+}
+
 #[test]
 fn a_panicking_source_fails_its_batch_only() {
     let mut probe = Probe::new(Duration::ZERO);

@@ -23,6 +23,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
+use reel_core::io::cancel::CancelCheck;
 use reel_core::{Error, ErrorKind, ReadAt, ReadReq, Result};
 
 use crate::ObjectPath;
@@ -336,12 +337,15 @@ impl ObjectFiles {
                 _ => runs.push((file, c..c + 1)),
             }
         }
+        // A cancelled read ([`reel_core::io::cancel`]) starts no more requests.
+        let cancel = &CancelCheck::current();
         let requests: Vec<_> = runs
             .iter()
             .map(|(file, run)| {
                 let object = &self.objects[*file as usize];
                 let bytes = run.start * chunk..(run.end * chunk).min(object.len);
                 async move {
+                    cancel.check()?;
                     let body = self.fetcher.fetch(object, bytes.clone()).await?;
                     Ok::<_, Error>((*file, run.clone(), bytes, body))
                 }
@@ -479,8 +483,16 @@ impl ReadAt for ObjectFiles {
         let concurrency = self.fetcher.settings.concurrency.max(1);
         // The futures are made here, outside the async block, so that block holds no
         // closure over borrowed data (which the Send bound of `block_on` cannot name).
-        let requests: Vec<_> =
-            fetches.iter().enumerate().map(|(i, f)| self.fetch_one(i, f)).collect();
+        // A cancelled read ([`reel_core::io::cancel`]) starts no more requests.
+        let cancel = &CancelCheck::current();
+        let requests: Vec<_> = fetches
+            .iter()
+            .enumerate()
+            .map(|(i, f)| async move {
+                cancel.check()?;
+                self.fetch_one(i, f).await
+            })
+            .collect();
         let bodies: Vec<(usize, Bytes)> = block_on(async move {
             futures_util::stream::iter(requests).buffer_unordered(concurrency).try_collect().await
         })??;

@@ -4,6 +4,7 @@
 //! them as one [`ReadAt`] addressed by file number. The backends differ only in how bytes
 //! get from the file into the caller's buffer.
 
+pub mod cancel;
 mod mem;
 mod mmap;
 mod pread;
@@ -55,10 +56,13 @@ pub trait ReadAt: Send + Sync {
     fn read_exact_at(&self, file: u32, offset: u64, buf: &mut [u8]) -> Result<()>;
 
     /// Performs every request of a batch. The default performs them one after another,
-    /// merging requests that are adjacent both in the file and in `dest`.
+    /// merging requests that are adjacent both in the file and in `dest`, and stops
+    /// between two of them once the read is cancelled ([`cancel`]).
     fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
         let mut warm = WarmSources::new(self, reqs);
+        let cancel = cancel::CancelCheck::current();
         for (r, run) in coalesce_runs(reqs) {
+            cancel.check()?;
             warm.through(run.end);
             let buf = dest_slice(dest, &r)?;
             self.read_exact_at(r.file, r.offset, buf)?;
@@ -95,7 +99,9 @@ pub trait ReadAt: Send + Sync {
             return Ok(());
         }
         let mut warm = WarmSources::new(self, reqs);
+        let cancel = cancel::CancelCheck::current();
         for (k, r) in reqs.iter().enumerate() {
+            cancel.check()?;
             warm.through(k + 1);
             let out = dest_slice(dest, r)?;
             let src = usize::try_from(r.offset)

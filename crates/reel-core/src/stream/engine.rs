@@ -10,6 +10,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
+use crate::io::cancel::CancelFlag;
 use crate::pool::{BatchPool, PooledBatch};
 use crate::{Error, ErrorKind, RecordBatch, Result};
 
@@ -85,8 +86,9 @@ pub struct Delivered<T> {
 /// Jobs read ahead of the consumer on helper threads and delivered in plan order; see the
 /// [module documentation](crate::stream).
 ///
-/// Dropping it stops the helpers and waits for the reads they are doing to end, so that no
-/// backend still writes into a buffer afterwards.
+/// Dropping it stops the helpers, cancels the reads they are doing (backends stop starting
+/// I/O for them: [`crate::io::cancel`]) and waits for the I/O already in flight to end, so
+/// that no backend still writes into a buffer afterwards.
 pub struct ReadAhead<W: StreamWork> {
     shared: Arc<Shared<W>>,
     threads: Vec<JoinHandle<()>>,
@@ -109,6 +111,9 @@ struct Shared<W: StreamWork> {
     max_ahead_bytes: u64,
     threads: usize,
     consumer_reads: ConsumerReads,
+    /// Raised when the engine is dropped: the helpers' reads stop starting I/O
+    /// ([`crate::io::cancel`]) and return once their reads in flight have ended.
+    cancel: CancelFlag,
 }
 
 struct State<W: StreamWork> {
@@ -190,7 +195,8 @@ impl<W: StreamWork> Shared<W> {
     /// Reads one job into a pooled buffer. A panic becomes the job's error.
     fn read(&self, reader: &mut W::Reader, number: usize) -> Result<PooledBatch> {
         let mut batch = self.pool.take(number);
-        match catch_unwind(AssertUnwindSafe(|| self.work.read(reader, &mut batch))) {
+        let read = || self.cancel.scope(|| self.work.read(reader, &mut batch));
+        match catch_unwind(AssertUnwindSafe(read)) {
             Ok(Ok(())) => Ok(batch),
             Ok(Err(e)) => Err(e),
             Err(panic) => Err(panic_error(panic, "a stream's reader")),
@@ -313,6 +319,7 @@ impl<W: StreamWork> ReadAhead<W> {
             max_ahead_bytes: options.max_ahead_bytes,
             threads,
             consumer_reads: options.consumer_reads,
+            cancel: CancelFlag::new(),
         });
         let mut engine = ReadAhead { shared, threads: Vec::with_capacity(threads), reader, number };
         for k in 0..threads {
@@ -426,6 +433,8 @@ impl<W: StreamWork> ReadAhead<W> {
 
 impl<W: StreamWork> Drop for ReadAhead<W> {
     fn drop(&mut self) {
+        // The reads the helpers are doing stop at their next submission.
+        self.shared.cancel.cancel();
         let waiting: Vec<_> = {
             let mut st = self.shared.lock();
             st.stop = true;
@@ -436,8 +445,9 @@ impl<W: StreamWork> Drop for ReadAhead<W> {
         self.shared.wake_helpers.notify_all();
         self.shared.wake_consumer.notify_all();
         for handle in self.threads.drain(..) {
-            // Joining waits for the read a helper is doing to end, so the backend has let
-            // go of its buffer. Panics in the plan and the reads are caught inside the
+            // Joining waits for the read a helper is doing to end (cancelled above, so
+            // only the I/O already in flight is waited for), so the backend has let go
+            // of its buffer. Panics in the plan and the reads are caught inside the
             // helper, so a join error is not expected and leaves nothing to clean up.
             let _ = handle.join();
         }

@@ -198,8 +198,11 @@ impl StreamOptions {
 /// it (with the record it belongs to, as [`RecordSource::read_batch_into`] reports it).
 /// After an error the stream goes on with the next batch; stop iterating to stop reading.
 ///
-/// Dropping the stream stops the helper threads and waits for the reads they are doing to
-/// end, so that no backend still writes into a buffer after the stream is gone.
+/// Dropping the stream stops the helper threads and cancels the batches they are reading:
+/// the backends stop starting I/O for them ([`crate::io::cancel`]; the default
+/// `read_many`, io_uring and object storage look between submissions), and the drop waits
+/// only for the reads already in flight, so that no backend still writes into a buffer
+/// after the stream is gone.
 pub struct BatchStream {
     engine: ReadAhead<IndexWork>,
 }

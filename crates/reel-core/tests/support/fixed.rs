@@ -62,3 +62,9 @@ pub fn source_with(data: Vec<u8>, limits: Limits) -> Arc<LayoutSource<Fixed, Mem
     let layout = Fixed { info: SourceInfo::new("fixed"), len, name: "data".into() };
     Arc::new(LayoutSource::new(layout, MemFiles::single("fixed.bin", data), limits))
 }
+
+/// A source of `records` records over `files`, whatever they are.
+pub fn source_over<F: reel_core::ReadAt>(files: F, records: u64) -> Arc<LayoutSource<Fixed, F>> {
+    let layout = Fixed { info: SourceInfo::new("fixed"), len: records, name: "data".into() };
+    Arc::new(LayoutSource::new(layout, files, Limits::default()))
+}

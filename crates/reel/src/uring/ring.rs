@@ -9,6 +9,7 @@ use std::io;
 use std::os::fd::RawFd;
 
 use io_uring::{IoUring, opcode, squeue, types};
+use reel_core::io::cancel::CancelCheck;
 use reel_core::io::{Arrived, coalesce_runs, dest_slice};
 use reel_core::{Error, ReadReq, Result};
 
@@ -146,10 +147,17 @@ impl Ring {
             FileSlots::Registered => Target::Fixed(types::Fixed(file)),
             FileSlots::Raw => Target::Fd(types::Fd(fds[file as usize])),
         };
+        let cancel = CancelCheck::current();
         let mut drain = Drain::new(&mut self.ring);
         let mut next = 0;
         let mut first_error: Option<Error> = None;
         while next < merged.len() || !retry.is_empty() || drain.in_flight > 0 {
+            // A cancelled batch submits nothing more and ends with the reads in flight.
+            if first_error.is_none()
+                && let Err(e) = cancel.check()
+            {
+                first_error = Some(e);
+            }
             while first_error.is_none() && drain.in_flight < RING_ENTRIES as usize {
                 let k = match retry.pop() {
                     Some(k) => k,
@@ -290,6 +298,7 @@ impl Ring {
         let (ops, order, left) = (&self.ops, &self.order, &mut self.left);
         let pieces = &mut self.pieces;
         let queue = &mut self.queue;
+        let cancel = CancelCheck::current();
         let mut drain = Drain::new(&mut self.ring);
         let mut first_error: Option<Error> = None;
         let mut next = 0;
@@ -305,6 +314,12 @@ impl Ring {
             queue.clear();
             queue.extend((wave_start..next).rev());
             while !queue.is_empty() || drain.in_flight > 0 {
+                // A cancelled batch submits nothing more and ends with the reads in flight.
+                if first_error.is_none()
+                    && let Err(e) = cancel.check()
+                {
+                    first_error = Some(e);
+                }
                 while first_error.is_none() && drain.in_flight < RING_ENTRIES as usize {
                     let Some(k) = queue.pop() else { break };
                     let p = &pieces[k];

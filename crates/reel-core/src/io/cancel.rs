@@ -1,0 +1,135 @@
+//! Stopping a batch read from another thread.
+//!
+//! A batch read can be long: thousands of records, a cold disk, object storage. When no one
+//! wants its result any more (its [`BatchStream`](crate::stream) was dropped), it should stop
+//! starting I/O and return as soon as the reads already in flight have ended, instead of
+//! reading the rest of the batch first. The read path has no argument to say so: it runs
+//! under [`RecordSource::read_batch_into`](crate::RecordSource::read_batch_into), whose
+//! signature every source shares. So the request travels beside it, in the reading thread:
+//! [`CancelFlag::scope`] marks the thread for the length of a read, and backends take a
+//! [`CancelCheck`] when a batch starts and look at it before each submission.
+//!
+//! A backend that never looks reads its batch to the end, as it would without a flag: the
+//! flag shortens a read, it is never needed for a correct one. A cancelled read returns an
+//! error of kind [`Closed`](crate::ErrorKind::Closed) once nothing writes into its buffer.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::{Error, ErrorKind, Result};
+
+thread_local! {
+    /// The flag of the read the thread is doing, if it runs in a [`CancelFlag::scope`].
+    static CURRENT: RefCell<Option<CancelFlag>> = const { RefCell::new(None) };
+}
+
+/// A request to stop the reads made inside [`CancelFlag::scope`]; clones share it.
+#[derive(Clone, Debug, Default)]
+pub struct CancelFlag(Arc<AtomicBool>);
+
+impl CancelFlag {
+    /// A flag not yet raised.
+    pub fn new() -> Self {
+        CancelFlag::default()
+    }
+
+    /// Asks every read in a scope of this flag (now or later) to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    /// Whether [`cancel`](Self::cancel) was called.
+    #[inline]
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Runs `f` with this flag as the calling thread's, so that the batch reads `f` makes
+    /// stop early once the flag is raised. The thread's previous flag (scopes nest) is put
+    /// back when `f` returns or unwinds.
+    pub fn scope<T>(&self, f: impl FnOnce() -> T) -> T {
+        /// Puts the previous flag back, on return and on unwinding alike.
+        struct Restore(Option<CancelFlag>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let previous = self.0.take();
+                CURRENT.with(|c| *c.borrow_mut() = previous);
+            }
+        }
+        let previous = CURRENT.with(|c| c.borrow_mut().replace(self.clone()));
+        let _restore = Restore(previous);
+        f()
+    }
+}
+
+/// The calling thread's [`CancelFlag`] as a batch read starts, for its backend to look at
+/// between submissions. Taken once per batch: looking costs one atomic load.
+#[derive(Debug, Default)]
+pub struct CancelCheck(Option<CancelFlag>);
+
+impl CancelCheck {
+    /// The flag of the scope the calling thread is in, if any.
+    pub fn current() -> Self {
+        CancelCheck(CURRENT.with(|c| c.borrow().clone()))
+    }
+
+    /// An error (kind [`Closed`](ErrorKind::Closed)) once the read was cancelled.
+    #[inline]
+    pub fn check(&self) -> Result<()> {
+        match &self.0 {
+            Some(flag) if flag.is_cancelled() => Err(cancelled()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The error of a cancelled read.
+#[cold]
+fn cancelled() -> Error {
+    Error::new(
+        ErrorKind::Closed,
+        "the read was cancelled: the stream it was reading for was dropped",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scope_sets_the_thread_flag_and_puts_the_previous_back() {
+        assert!(CancelCheck::current().check().is_ok());
+        let outer = CancelFlag::new();
+        let inner = CancelFlag::new();
+        inner.cancel();
+        outer.scope(|| {
+            assert!(CancelCheck::current().check().is_ok());
+            let e = inner.scope(|| CancelCheck::current().check()).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Closed);
+            assert!(CancelCheck::current().check().is_ok());
+            outer.cancel();
+            assert!(CancelCheck::current().check().is_err());
+        });
+        assert!(CancelCheck::current().check().is_ok());
+    }
+
+    #[test]
+    fn a_panic_inside_a_scope_puts_the_previous_flag_back() {
+        let flag = CancelFlag::new();
+        flag.cancel();
+        let unwound = std::panic::catch_unwind(|| flag.scope(|| panic!("in the read")));
+        assert!(unwound.is_err());
+        assert!(CancelCheck::current().check().is_ok());
+    }
+
+    #[test]
+    fn other_threads_are_not_in_the_scope() {
+        let flag = CancelFlag::new();
+        flag.cancel();
+        flag.scope(|| {
+            let elsewhere = std::thread::spawn(|| CancelCheck::current().check().is_ok());
+            assert!(elsewhere.join().unwrap());
+        });
+    }
+}
