@@ -319,8 +319,8 @@ fn every_golden_case_of_every_format_on_every_backend() {
 }
 
 /// Every backend looks at the reading thread's cancel flag ([`reel::io::cancel`]) before it
-/// starts I/O: a read in the scope of a raised flag ends with a `Closed` error and nothing
-/// half-done, and one in the scope of a flag never raised reads as usual.
+/// starts I/O: a read in the scope of a raised flag ends with a `Closed` error and leaves
+/// the batch empty, and one in the scope of a flag never raised reads as usual.
 #[test]
 fn every_backend_stops_a_cancelled_batch() {
     use reel::io::cancel::CancelFlag;
@@ -337,6 +337,7 @@ fn every_backend_stops_a_cancelled_batch() {
         raised.cancel();
         let e = raised.scope(|| source.read_batch_into(&indices, &mut batch)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Closed, "{name}: {e}");
+        assert!(batch.is_empty(), "{name}: a cancelled batch holds records");
         CancelFlag::new().scope(|| source.read_batch_into(&indices, &mut batch)).unwrap();
         for (record, &i) in batch.iter().zip(&indices) {
             assert_eq!(record.bytes("data").unwrap(), &records[i as usize][..], "{name}");

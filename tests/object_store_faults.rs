@@ -113,6 +113,40 @@ fn http_through_the_fault_proxy() {
     persistent_faults_fail_clearly(&url, http_options(), &proxy, "cannot read bytes 93612..94612");
 }
 
+/// A read whose requests hang is cancelled from another thread ([`reel::io::cancel`]): it
+/// ends with a `Closed` error at once, abandoning the requests in flight, instead of
+/// waiting out the deadlines and retries (three attempts of 5 s here).
+#[test]
+fn a_cancelled_read_abandons_its_hanging_requests() {
+    use reel::io::cancel::CancelFlag;
+    let dir = tempfile::tempdir().unwrap();
+    let records = ffrecord_dataset(dir.path(), 300, 1000);
+    let server = HttpServer::start(dir.path());
+    let proxy = FaultProxy::start(&server.url()).unwrap();
+    let url = format!("{}/data", proxy.endpoint());
+    let settings = ReadSettings { attempts: 3, ..ReadSettings::default() };
+    let source = reel::open_with(&url, &options(http_options(), settings)).unwrap();
+    proxy.set_faults(Faults { hang: true, ..Faults::default() });
+    let flag = CancelFlag::new();
+    let raise = {
+        let flag = flag.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            flag.cancel();
+        })
+    };
+    let started = Instant::now();
+    let e = flag.scope(|| read_batch(&*source, &[90, 200])).unwrap_err();
+    let took = started.elapsed();
+    raise.join().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+    assert!(took < Duration::from_secs(4), "the cancelled read took {took:?}");
+    // Nothing is left broken: the same source reads once the faults are gone.
+    proxy.set_faults(Faults::default());
+    let got = read_batch(&*source, &[90, 200]).unwrap();
+    assert_eq!(got, [records[90].clone(), records[200].clone()]);
+}
+
 #[test]
 #[ignore = "needs the moto S3 server; .ci/run runs it"]
 fn s3_through_the_fault_proxy() {

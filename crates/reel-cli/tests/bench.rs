@@ -168,6 +168,15 @@ fn a_url_refuses_the_local_options() {
     }
 }
 
+/// The URL options are refused for a local dataset, and the generated records' options
+/// with any dataset, rather than ignored.
+#[test]
+fn a_local_dataset_refuses_the_url_options() {
+    refuses(&["data.ffr", "--concurrency", "8"], "--concurrency");
+    refuses(&["data.ffr", "--coalesce-gap", "1m"], "--coalesce-gap");
+    refuses(&["data.ffr", "--sizes", "1k"], "--sizes");
+}
+
 /// Parquet and Arrow IPC files are read by arrow-rs whatever the backend: one row, named
 /// for that reader, and a note saying why.
 #[test]

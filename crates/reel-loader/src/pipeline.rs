@@ -133,7 +133,9 @@ impl StepWork {
     /// Names the failing record when the source's batch error does not: the records are
     /// read one by one (only on this error path) until one fails.
     fn locate(&self, error: Error, indices: &[u64]) -> Error {
-        if error.record().is_some() {
+        // A cancelled read (the loader was dropped) belongs to no record, and reading the
+        // records again would only delay the drop.
+        if error.record().is_some() || error.kind() == reel_core::ErrorKind::Closed {
             return error;
         }
         let mut record = Record::new();

@@ -337,7 +337,8 @@ impl ObjectFiles {
                 _ => runs.push((file, c..c + 1)),
             }
         }
-        // A cancelled read ([`reel_core::io::cancel`]) starts no more requests.
+        // A cancelled read ([`reel_core::io::cancel`]) starts no more requests and
+        // abandons those in flight.
         let cancel = &CancelCheck::current();
         let requests: Vec<_> = runs
             .iter()
@@ -345,8 +346,8 @@ impl ObjectFiles {
                 let object = &self.objects[*file as usize];
                 let bytes = run.start * chunk..(run.end * chunk).min(object.len);
                 async move {
-                    cancel.check()?;
-                    let body = self.fetcher.fetch(object, bytes.clone()).await?;
+                    let body =
+                        unless_cancelled(cancel, self.fetcher.fetch(object, bytes.clone())).await?;
                     Ok::<_, Error>((*file, run.clone(), bytes, body))
                 }
             })
@@ -483,15 +484,13 @@ impl ReadAt for ObjectFiles {
         let concurrency = self.fetcher.settings.concurrency.max(1);
         // The futures are made here, outside the async block, so that block holds no
         // closure over borrowed data (which the Send bound of `block_on` cannot name).
-        // A cancelled read ([`reel_core::io::cancel`]) starts no more requests.
+        // A cancelled read ([`reel_core::io::cancel`]) starts no more requests and
+        // abandons those in flight.
         let cancel = &CancelCheck::current();
         let requests: Vec<_> = fetches
             .iter()
             .enumerate()
-            .map(|(i, f)| async move {
-                cancel.check()?;
-                self.fetch_one(i, f).await
-            })
+            .map(|(i, f)| unless_cancelled(cancel, self.fetch_one(i, f)))
             .collect();
         let bodies: Vec<(usize, Bytes)> = block_on(async move {
             futures_util::stream::iter(requests).buffer_unordered(concurrency).try_collect().await
@@ -505,6 +504,37 @@ impl ReadAt for ObjectFiles {
             }
         }
         Ok(())
+    }
+}
+
+/// How often a request in flight looks at the cancel flag of the read it belongs to.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+/// `request` (one range request, with its retries), or a `Closed` error once the read it
+/// belongs to is cancelled ([`reel_core::io::cancel`]): before it starts, or within
+/// [`CANCEL_POLL`] while it waits for an answer, a retry or a backoff. The request is
+/// then dropped, abandoning its connection; nothing else holds its bytes, which it would
+/// have copied into the batch only once answered.
+async fn unless_cancelled<T>(
+    cancel: &CancelCheck,
+    request: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    cancel.check()?;
+    if !cancel.watched() {
+        return request.await;
+    }
+    let watch = async {
+        loop {
+            tokio::time::sleep(CANCEL_POLL).await;
+            if let Err(e) = cancel.check() {
+                return e;
+            }
+        }
+    };
+    futures_util::pin_mut!(request, watch);
+    match futures_util::future::select(request, watch).await {
+        futures_util::future::Either::Left((answer, _)) => answer,
+        futures_util::future::Either::Right((cancelled, _)) => Err(cancelled),
     }
 }
 

@@ -9,9 +9,18 @@
 //! [`CancelFlag::scope`] marks the thread for the length of a read, and backends take a
 //! [`CancelCheck`] when a batch starts and look at it before each submission.
 //!
-//! A backend that never looks reads its batch to the end, as it would without a flag: the
-//! flag shortens a read, it is never needed for a correct one. A cancelled read returns an
-//! error of kind [`Closed`](crate::ErrorKind::Closed) once nothing writes into its buffer.
+//! Which reads look: every source built on [`LayoutSource`](crate::LayoutSource) (every
+//! record format), over the default [`ReadAt::read_many`](crate::ReadAt::read_many)
+//! (between reads), io_uring (before each refill of its queue) and object storage (before
+//! each range request, and every 10 ms while one is in flight). A backend or source that
+//! never looks (Parquet and Arrow IPC files, read by arrow-rs) reads its batch to the end,
+//! as it would without a flag: the flag shortens a read, it is never needed for a correct
+//! one. A cancelled read returns an error of kind [`Closed`](crate::ErrorKind::Closed) once
+//! nothing writes into its buffer.
+//!
+//! Scopes nest, and a read looks at the innermost flag only. A stream's reads, even those
+//! it makes on the consumer's thread, run in the stream's own scope: a stream is cancelled
+//! by dropping it.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -74,6 +83,12 @@ impl CancelCheck {
         CancelCheck(CURRENT.with(|c| c.borrow().clone()))
     }
 
+    /// Whether the read runs in a scope at all: if not, nothing can cancel it, and a
+    /// backend need not watch for it.
+    pub fn watched(&self) -> bool {
+        self.0.is_some()
+    }
+
     /// An error (kind [`Closed`](ErrorKind::Closed)) once the read was cancelled.
     #[inline]
     pub fn check(&self) -> Result<()> {
@@ -89,7 +104,7 @@ impl CancelCheck {
 fn cancelled() -> Error {
     Error::new(
         ErrorKind::Closed,
-        "the read was cancelled: the stream it was reading for was dropped",
+        "the read was cancelled (the stream reading it was dropped, or its CancelFlag raised)",
     )
 }
 
