@@ -2,12 +2,11 @@
 //! field (see [`crate::decode`] for how types map).
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
-use arrow_ipc::reader::FileReader;
 use arrow_schema::SchemaRef;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
@@ -21,6 +20,7 @@ use reel_core::{
 
 use crate::decode::{Column, catch_panics, columns_of, decode_row};
 use crate::input::FileInput;
+use crate::ipc_file::{IpcFile, ipc_corrupt, ipc_layout};
 use crate::write::FileKind;
 
 /// How to read a Parquet or Arrow IPC file.
@@ -107,11 +107,8 @@ enum Cursor {
         reader: Option<(ParquetRecordBatchReader, u64)>,
     },
     Ipc {
-        reader: Box<FileReader<BufReader<FileInput>>>,
+        file: Box<IpcFile>,
         batch_starts: Vec<u64>,
-        /// The file again, for checking a batch's LZ4 buffers before it is decoded.
-        file: FileInput,
-        lz4: Vec<Option<Lz4Buffers>>,
     },
 }
 
@@ -137,245 +134,6 @@ pub struct ArrowFileSource {
 
 fn pq_err(e: impl std::fmt::Display, path: &Path) -> Error {
     Error::corrupt(format!("Parquet: {e}")).with_format("parquet").with_path(path)
-}
-
-fn ipc_err(e: arrow_schema::ArrowError, path: &Path) -> Error {
-    Error::corrupt(format!("Arrow IPC: {e}")).with_format("arrow").with_path(path)
-}
-
-fn ipc_corrupt(path: &Path, what: &str) -> Error {
-    Error::corrupt(format!("Arrow IPC: {what}")).with_format("arrow").with_path(path)
-}
-
-/// What an Arrow IPC file's footer and message headers say, checked against the file.
-struct IpcLayout {
-    /// The file's schema (every column).
-    schema: arrow_schema::Schema,
-    /// Rows of each record batch, in the footer's order.
-    batch_rows: Vec<u64>,
-    /// The buffers of each record batch compressed with LZ4, to check before decoding it.
-    lz4: Vec<Option<Lz4Buffers>>,
-}
-
-/// Where an LZ4-compressed message's buffers lie in the file (offset, length).
-///
-/// Each starts with the length it decompresses to, and arrow-rs reserves that much memory
-/// before decompressing: a damaged or hostile length (2^60) would abort the process, which
-/// no error handling can catch. LZ4 expands at most about 255 times, so a length beyond
-/// that bound is damage, refused before the decoder sees it.
-struct Lz4Buffers(Vec<(u64, u64)>);
-
-/// How far LZ4 can expand: 255 times (a frame's block of literal runs), with room for
-/// the frame's own header.
-fn lz4_bound(compressed: u64) -> u64 {
-    compressed.saturating_mul(256).saturating_add(1024)
-}
-
-impl Lz4Buffers {
-    /// The buffers of `batch` (a record batch or dictionary message's data) if it is
-    /// LZ4-compressed; its body starts at `body` and is `body_len` bytes long.
-    fn of(
-        batch: &arrow_ipc::RecordBatch<'_>,
-        body: u64,
-        body_len: u64,
-        bad: &dyn Fn(&str) -> Error,
-    ) -> Result<Option<Self>> {
-        let lz4 =
-            batch.compression().is_some_and(|c| c.codec() == arrow_ipc::CompressionType::LZ4_FRAME);
-        if !lz4 {
-            return Ok(None);
-        }
-        let mut out = Vec::new();
-        for b in batch.buffers().iter().flatten() {
-            let (Ok(offset), Ok(len)) = (u64::try_from(b.offset()), u64::try_from(b.length()))
-            else {
-                return Err(bad("a buffer has a negative offset or length"));
-            };
-            if offset.checked_add(len).is_none_or(|end| end > body_len) {
-                return Err(bad("a buffer lies outside its message's body"));
-            }
-            if len >= 8 {
-                out.push((body + offset, len));
-            }
-        }
-        Ok(Some(Lz4Buffers(out)))
-    }
-
-    /// Reads each buffer's stated length and refuses one beyond what LZ4 can expand to.
-    fn check(&self, file: &FileInput, path: &Path, what: &str) -> Result<()> {
-        for &(at, len) in &self.0 {
-            let mut prefix = [0u8; 8];
-            read_at(file, at, &mut prefix, path)?;
-            let stated = i64::from_le_bytes(prefix);
-            // -1: stored uncompressed; 0: empty.
-            if stated > 0 && stated as u64 > lz4_bound(len - 8) {
-                return Err(ipc_corrupt(
-                    path,
-                    &format!(
-                        "{what}: an LZ4 buffer of {} bytes says it holds {stated} bytes, more \
-                         than LZ4 expands to",
-                        len - 8
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Bytes at the start of an IPC file before its first message: `ARROW1` and two bytes of
-/// padding.
-const IPC_HEAD: u64 = 8;
-/// Bytes at the end of an IPC file after its footer: the footer's length and `ARROW1`.
-const IPC_TAIL: u64 = 10;
-
-/// Reads exactly `buf.len()` bytes of `file` at `offset`.
-fn read_at(file: &FileInput, offset: u64, buf: &mut [u8], path: &Path) -> Result<()> {
-    use std::io::{Seek, SeekFrom};
-    let mut f = file.try_clone().map_err(|e| e.with_path(path))?;
-    f.seek(SeekFrom::Start(offset))
-        .and_then(|_| f.read_exact(buf))
-        .map_err(|e| Error::io(e, "cannot read the Arrow IPC file").with_path(path))
-}
-
-/// Reads the footer of the IPC file `file` and the header of each record batch message it
-/// lists, without their bodies: the schema and every batch's row count (the record batch
-/// header's `length`). Every offset and length read from the file is checked against its
-/// size before anything is read through it (by this function or, later, by arrow-rs's
-/// reader, which trusts them): a block outside the space between the header and the
-/// footer, negative lengths, sums that overflow and record batch blocks that overlap (each
-/// batch is one message, so the headers read add up to at most the file's size) are
-/// [`ErrorKind::Corrupt`] errors naming the file.
-fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
-    use parquet::file::reader::Length;
-    let size = Length::len(file);
-    if size < IPC_HEAD + IPC_TAIL {
-        return Err(ipc_corrupt(path, &format!("the file is too short ({size} bytes)")));
-    }
-    let mut tail = [0u8; IPC_TAIL as usize];
-    read_at(file, size - IPC_TAIL, &mut tail, path)?;
-    let footer_len = arrow_ipc::reader::read_footer_length(tail).map_err(|e| ipc_err(e, path))?;
-    let body_end = (size - IPC_TAIL)
-        .checked_sub(footer_len as u64)
-        .filter(|&end| end >= IPC_HEAD)
-        .ok_or_else(|| {
-            ipc_corrupt(
-                path,
-                &format!(
-                    "the footer's length ({footer_len} bytes) is beyond the file ({size} bytes)"
-                ),
-            )
-        })?;
-    let mut footer_bytes = vec![0u8; footer_len];
-    read_at(file, body_end, &mut footer_bytes, path)?;
-    let footer = arrow_ipc::root_as_footer(&footer_bytes)
-        .map_err(|e| ipc_corrupt(path, &format!("the footer does not parse ({e})")))?;
-    let schema = footer
-        .schema()
-        .ok_or_else(|| ipc_corrupt(path, "the footer has no schema"))
-        .and_then(|s| arrow_ipc::convert::try_fb_to_schema(s).map_err(|e| ipc_err(e, path)))?;
-    // Where a block's message lies, once its offset and lengths are checked.
-    let span = |what: &str, k: usize, block: &arrow_ipc::Block| -> Result<(u64, u64, u64)> {
-        let bad = |why: String| ipc_corrupt(path, &format!("{what} {k} of the footer: {why}"));
-        let offset = u64::try_from(block.offset())
-            .map_err(|_| bad(format!("negative offset {}", block.offset())))?;
-        let meta = u64::try_from(block.metaDataLength())
-            .ok()
-            .filter(|&m| m > 0)
-            .ok_or_else(|| bad(format!("metadata length {}", block.metaDataLength())))?;
-        let body = u64::try_from(block.bodyLength())
-            .map_err(|_| bad(format!("negative body length {}", block.bodyLength())))?;
-        let end = offset.checked_add(meta).and_then(|e| e.checked_add(body));
-        match end {
-            Some(end) if offset >= IPC_HEAD && end <= body_end => Ok((offset, meta, end)),
-            _ => Err(bad(format!(
-                "bytes {offset}+{meta}+{body} are outside the file's batches (bytes \
-                 {IPC_HEAD}..{body_end})"
-            ))),
-        }
-    };
-    let dictionaries = footer
-        .dictionaries()
-        .iter()
-        .flatten()
-        .enumerate()
-        .map(|(k, b)| span("dictionary block", k, b))
-        .collect::<Result<Vec<_>>>()?;
-    let blocks = footer
-        .recordBatches()
-        .ok_or_else(|| ipc_corrupt(path, "the footer does not list the record batches"))?;
-    let spans = blocks
-        .iter()
-        .enumerate()
-        .map(|(k, b)| span("record batch block", k, b))
-        .collect::<Result<Vec<_>>>()?;
-    // Every message once: blocks that overlap (a hostile footer listing one large message
-    // a million times) are refused before any is read.
-    let mut sorted: Vec<(u64, u64)> =
-        dictionaries.iter().chain(&spans).map(|&(offset, _, end)| (offset, end)).collect();
-    sorted.sort_unstable();
-    if sorted.windows(2).any(|w| w[1].0 < w[0].1) {
-        return Err(ipc_corrupt(path, "the footer lists messages that overlap"));
-    }
-    let mut meta_bytes = Vec::new();
-    for (k, &(offset, meta, end)) in dictionaries.iter().enumerate() {
-        // arrow-rs decodes the dictionaries when it opens the file: LZ4 ones are checked
-        // here, before that.
-        let what = format!("dictionary batch {k}");
-        let bad = |why: &str| ipc_corrupt(path, &format!("{what}: {why}"));
-        let message = read_message(file, offset, meta, &mut meta_bytes, path, &bad)?;
-        let data = message
-            .header_as_dictionary_batch()
-            .and_then(|d| d.data())
-            .ok_or_else(|| bad("the block holds no dictionary batch message"))?;
-        let body = offset + meta;
-        if let Some(lz4) = Lz4Buffers::of(&data, body, end - body, &bad)? {
-            lz4.check(file, path, &what)?;
-        }
-    }
-    let mut batch_rows = Vec::with_capacity(spans.len());
-    let mut lz4 = Vec::with_capacity(spans.len());
-    for (k, &(offset, meta, end)) in spans.iter().enumerate() {
-        let bad = |why: &str| ipc_corrupt(path, &format!("record batch {k}: {why}"));
-        let message = read_message(file, offset, meta, &mut meta_bytes, path, &bad)?;
-        let header = message
-            .header_as_record_batch()
-            .ok_or_else(|| bad("the block holds no record batch message"))?;
-        let rows = u64::try_from(header.length())
-            .map_err(|_| bad(&format!("negative row count {}", header.length())))?;
-        batch_rows.push(rows);
-        let body = offset + meta;
-        lz4.push(Lz4Buffers::of(&header, body, end - body, &bad)?);
-    }
-    Ok(IpcLayout { schema, batch_rows, lz4 })
-}
-
-/// Reads the message of the block at `offset` (`meta` bytes) into `bytes` and parses its
-/// header.
-fn read_message<'b>(
-    file: &FileInput,
-    offset: u64,
-    meta: u64,
-    bytes: &'b mut Vec<u8>,
-    path: &Path,
-    bad: &dyn Fn(&str) -> Error,
-) -> Result<arrow_ipc::Message<'b>> {
-    bytes.resize(meta as usize, 0);
-    read_at(file, offset, bytes, path)?;
-    // An encapsulated message: a continuation marker (0xFFFFFFFF) and the flatbuffer's
-    // length, or (before format 0.15) the length alone; then the flatbuffer.
-    let (start, len) = match bytes.get(..4) {
-        Some([0xff, 0xff, 0xff, 0xff]) => (8usize, bytes.get(4..8)),
-        _ => (4, bytes.get(..4)),
-    };
-    let flatbuffer = len
-        .and_then(|b| <[u8; 4]>::try_from(b).ok())
-        .map(i32::from_le_bytes)
-        .and_then(|l| usize::try_from(l).ok())
-        .and_then(|l| bytes.get(start..start.checked_add(l)?))
-        .ok_or_else(|| bad("the message length is outside its block"))?;
-    arrow_ipc::root_as_message(flatbuffer)
-        .map_err(|e| bad(&format!("the message header does not parse ({e})")))
 }
 
 /// Indices in `schema` of the columns `options` selects (`columns` in their order, or all,
@@ -510,12 +268,7 @@ impl ArrowFileSource {
                 // every batch, which held the largest batch in memory only to count it.
                 let layout = ipc_layout(&file, path)?;
                 let order = projection(&layout.schema, options, path)?;
-                let checks = file.try_clone().map_err(|e| e.with_path(path))?;
-                let reader = FileReader::try_new(file.buffered(), Some(order.clone()))
-                    .map_err(|e| ipc_err(e, path))?;
-                if reader.num_batches() != layout.batch_rows.len() {
-                    return Err(ipc_corrupt(path, "the footer lists its batches inconsistently"));
-                }
+                let ipc = IpcFile::open(file, path, &layout, order)?;
                 let mut batch_starts = Vec::with_capacity(layout.batch_rows.len());
                 let mut total = 0u64;
                 for &rows in &layout.batch_rows {
@@ -525,19 +278,9 @@ impl ArrowFileSource {
                     })?;
                 }
                 info.facts.push(("record batches".into(), batch_starts.len().to_string()));
-                let schema = reader.schema();
+                let schema = ipc.schema();
                 let n = schema.fields().len();
-                (
-                    Cursor::Ipc {
-                        reader: Box::new(reader),
-                        batch_starts,
-                        file: checks,
-                        lz4: layout.lz4,
-                    },
-                    schema,
-                    total,
-                    (0..n).collect(),
-                )
+                (Cursor::Ipc { file: Box::new(ipc), batch_starts }, schema, total, (0..n).collect())
             }
         };
         let (columns, specs) = columns_of(&schema, &order).map_err(|e| e.with_path(path))?;
@@ -609,19 +352,11 @@ impl ArrowFileSource {
                     }
                 }
             }
-            Cursor::Ipc { reader, batch_starts, file, lz4 } => {
+            Cursor::Ipc { file, batch_starts } => {
                 // Only the batch holding the row is read (its message and whole body, every
                 // column's buffers): memory per read is bounded by that batch.
                 let b = batch_starts.partition_point(|&s| s <= index).saturating_sub(1);
-                if let Some(Some(buffers)) = lz4.get(b) {
-                    buffers.check(file, path, &format!("record batch {b}"))?;
-                }
-                reader.set_index(b).map_err(|e| ipc_err(e, path))?;
-                let batch = reader
-                    .next()
-                    .transpose()
-                    .map_err(|e| ipc_err(e, path))?
-                    .ok_or_else(|| Error::corrupt("IPC batch vanished").with_path(path))?;
+                let batch = file.read_batch(b, path)?;
                 // The length the header gave at open is the one the decoder builds the
                 // batch with; a difference means the file changed since it was opened.
                 let end = batch_starts.get(b + 1).copied().unwrap_or(self.len);

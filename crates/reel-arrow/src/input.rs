@@ -12,7 +12,8 @@ use parquet::file::reader::{ChunkReader, Length};
 use reel_core::{Error, Result, StoreRef};
 
 /// Bytes a buffered reader of an object asks for at once: large enough that a Parquet
-/// page or IPC body scan costs a few requests rather than one per 8 KiB.
+/// page scan costs a few requests rather than one per 8 KiB. (IPC batches are read one
+/// block, one request, at a time.)
 const REMOTE_BUFFER: usize = 1 << 20;
 
 /// A Parquet or IPC file being read.

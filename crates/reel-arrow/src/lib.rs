@@ -52,6 +52,7 @@ mod decode;
 mod encode;
 mod file_source;
 mod input;
+mod ipc_file;
 mod kind;
 mod losses;
 mod stream;
