@@ -124,27 +124,32 @@ fn a_cancelled_read_abandons_its_hanging_requests() {
     let server = HttpServer::start(dir.path());
     let proxy = FaultProxy::start(&server.url()).unwrap();
     let url = format!("{}/data", proxy.endpoint());
-    let settings = ReadSettings { attempts: 3, ..ReadSettings::default() };
-    let source = reel::open_with(&url, &options(http_options(), settings)).unwrap();
-    proxy.set_faults(Faults { hang: true, ..Faults::default() });
-    let flag = CancelFlag::new();
-    let raise = {
-        let flag = flag.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(200));
-            flag.cancel();
-        })
-    };
-    let started = Instant::now();
-    let e = flag.scope(|| read_batch(&*source, &[90, 200])).unwrap_err();
-    let took = started.elapsed();
-    raise.join().unwrap();
-    assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
-    assert!(took < Duration::from_secs(4), "the cancelled read took {took:?}");
-    // Nothing is left broken: the same source reads once the faults are gone.
-    proxy.set_faults(Faults::default());
-    let got = read_batch(&*source, &[90, 200]).unwrap();
-    assert_eq!(got, [records[90].clone(), records[200].clone()]);
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = reel::store::CacheSettings::new(cache_dir.path());
+    // Without the local chunk cache and with it (whose batches store chunks as they come).
+    for cache in [None, Some(cache)] {
+        let settings = ReadSettings { attempts: 3, cache, ..ReadSettings::default() };
+        let source = reel::open_with(&url, &options(http_options(), settings)).unwrap();
+        proxy.set_faults(Faults { hang: true, ..Faults::default() });
+        let flag = CancelFlag::new();
+        let raise = {
+            let flag = flag.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                flag.cancel();
+            })
+        };
+        let started = Instant::now();
+        let e = flag.scope(|| read_batch(&*source, &[90, 200])).unwrap_err();
+        let took = started.elapsed();
+        raise.join().unwrap();
+        assert_eq!(e.kind(), ErrorKind::Closed, "{e}");
+        assert!(took < Duration::from_secs(4), "the cancelled read took {took:?}");
+        // Nothing is left broken: the same source reads once the faults are gone.
+        proxy.set_faults(Faults::default());
+        let got = read_batch(&*source, &[90, 200]).unwrap();
+        assert_eq!(got, [records[90].clone(), records[200].clone()]);
+    }
 }
 
 #[test]

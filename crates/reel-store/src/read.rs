@@ -346,8 +346,8 @@ impl ObjectFiles {
                 let object = &self.objects[*file as usize];
                 let bytes = run.start * chunk..(run.end * chunk).min(object.len);
                 async move {
-                    let body =
-                        unless_cancelled(cancel, self.fetcher.fetch(object, bytes.clone())).await?;
+                    cancel.check()?;
+                    let body = self.fetcher.fetch(object, bytes.clone()).await?;
                     Ok::<_, Error>((*file, run.clone(), bytes, body))
                 }
             })
@@ -358,7 +358,9 @@ impl ObjectFiles {
         // whether or not every request succeeded.
         let mut added = 0u64;
         let added_ref = &mut added;
-        let result = block_on(async move {
+        // Each answer is copied and stored whole between two awaits, so a batch abandoned
+        // when it is cancelled leaves no chunk half-stored.
+        let result = block_on(unless_cancelled(cancel, async move {
             let mut arriving = futures_util::stream::iter(requests).buffer_unordered(concurrency);
             while let Some(answer) = arriving.next().await {
                 let (file, run, bytes, body) = answer?;
@@ -380,7 +382,7 @@ impl ObjectFiles {
                 }
             }
             Ok(())
-        });
+        }));
         cache.count_added(added);
         result?
     }
@@ -490,11 +492,15 @@ impl ReadAt for ObjectFiles {
         let requests: Vec<_> = fetches
             .iter()
             .enumerate()
-            .map(|(i, f)| unless_cancelled(cancel, self.fetch_one(i, f)))
+            .map(|(i, f)| async move {
+                cancel.check()?;
+                self.fetch_one(i, f).await
+            })
             .collect();
-        let bodies: Vec<(usize, Bytes)> = block_on(async move {
+        let all = async move {
             futures_util::stream::iter(requests).buffer_unordered(concurrency).try_collect().await
-        })??;
+        };
+        let bodies: Vec<(usize, Bytes)> = block_on(unless_cancelled(cancel, all))??;
         for (i, body) in bodies {
             let f = &fetches[i];
             for r in &sorted[f.members.clone()] {
@@ -510,18 +516,19 @@ impl ReadAt for ObjectFiles {
 /// How often a request in flight looks at the cancel flag of the read it belongs to.
 const CANCEL_POLL: Duration = Duration::from_millis(10);
 
-/// `request` (one range request, with its retries), or a `Closed` error once the read it
-/// belongs to is cancelled ([`reel_core::io::cancel`]): before it starts, or within
-/// [`CANCEL_POLL`] while it waits for an answer, a retry or a backoff. The request is
-/// then dropped, abandoning its connection; nothing else holds its bytes, which it would
-/// have copied into the batch only once answered.
+/// `requests` (a batch's range requests, with their retries), or a `Closed` error once the
+/// read they belong to is cancelled ([`reel_core::io::cancel`]): before they start, or
+/// within [`CANCEL_POLL`] while they wait for answers, retries or backoffs. They are then
+/// dropped, abandoning their connections; an answer is copied into the batch only whole.
+/// One watch per batch, not per request: a timer per request in flight woke the runtime
+/// thousands of times a second.
 async fn unless_cancelled<T>(
     cancel: &CancelCheck,
-    request: impl std::future::Future<Output = Result<T>>,
+    requests: impl std::future::Future<Output = Result<T>>,
 ) -> Result<T> {
     cancel.check()?;
     if !cancel.watched() {
-        return request.await;
+        return requests.await;
     }
     let watch = async {
         loop {
@@ -531,8 +538,8 @@ async fn unless_cancelled<T>(
             }
         }
     };
-    futures_util::pin_mut!(request, watch);
-    match futures_util::future::select(request, watch).await {
+    futures_util::pin_mut!(requests, watch);
+    match futures_util::future::select(requests, watch).await {
         futures_util::future::Either::Left((answer, _)) => answer,
         futures_util::future::Either::Right((cancelled, _)) => Err(cancelled),
     }
