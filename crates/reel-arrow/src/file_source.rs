@@ -39,11 +39,19 @@ pub struct ReadOptions {
     /// selected columns (for IPC, one of the file's record batches). Parquet windows hold
     /// fewer rows where rows are large, so that a window stays near [`WINDOW_BYTES`].
     pub window_rows: usize,
+    /// Map a local Arrow IPC file into memory (default `true`) and decode its batches
+    /// where they lie: a random read then costs the header of its batch (and the
+    /// decompression of a compressed one) instead of reading the whole batch, and memory
+    /// holds no copy of it, only the mapped pages the kernel may drop. A file another
+    /// process truncates while it is mapped crashes the process (SIGBUS), as with the mmap
+    /// backend; `false` reads each batch into memory instead. Objects in a store are always
+    /// read; Parquet files are unaffected.
+    pub map: bool,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { columns: None, skip_columns: Vec::new(), window_rows: 1024 }
+        ReadOptions { columns: None, skip_columns: Vec::new(), window_rows: 1024, map: true }
     }
 }
 
@@ -268,7 +276,7 @@ impl ArrowFileSource {
                 // every batch, which held the largest batch in memory only to count it.
                 let layout = ipc_layout(&file, path)?;
                 let order = projection(&layout.schema, options, path)?;
-                let ipc = IpcFile::open(file, path, &layout, order)?;
+                let ipc = IpcFile::open(file, path, &layout, order, options.map)?;
                 let mut batch_starts = Vec::with_capacity(layout.batch_rows.len());
                 let mut total = 0u64;
                 for &rows in &layout.batch_rows {

@@ -1,6 +1,8 @@
 //! Arrow IPC files read by record batch: the footer parsed and checked once, each batch
-//! read as one block (message and body in one read), checked in memory, and decoded with
-//! arrow-ipc's [`FileDecoder`].
+//! taken as one block (message and body) where it lies in the file's mapping or read in
+//! one read, checked in memory, and decoded with arrow-ipc's [`FileDecoder`]. Decoded from
+//! a mapping, an uncompressed batch's arrays point into the mapped file: reading a batch
+//! costs its header, not its bytes.
 //!
 //! arrow-rs's `FileReader` trusts the offsets and lengths a file gives, and its LZ4 decoder
 //! reserves the length a compressed buffer says it holds before decompressing: a damaged
@@ -40,6 +42,9 @@ pub(crate) struct IpcLayout {
     pub(crate) batch_rows: Vec<u64>,
     /// The metadata version the footer states, which every message must have.
     version: arrow_ipc::MetadataVersion,
+    /// Whether the file's byte order is this machine's (the only one arrow-rs decodes; the
+    /// schema can be described either way).
+    native_byte_order: bool,
     /// The dictionary batches' blocks, checked.
     dictionaries: Vec<Block>,
     /// The record batches' blocks, checked, in the footer's order.
@@ -109,13 +114,17 @@ const IPC_HEAD: u64 = 8;
 /// Bytes at the end of an IPC file after its footer: the footer's length and `ARROW1`.
 const IPC_TAIL: u64 = 10;
 
-/// Reads exactly `buf.len()` bytes of `file` at `offset`.
+/// Reads exactly `buf.len()` bytes of `file` at `offset`: a positioned read of a local
+/// file (no shared file position, no duplicated descriptor), one range of an object.
 fn read_at(file: &FileInput, offset: u64, buf: &mut [u8], path: &Path) -> Result<()> {
+    let failed = |e| Error::io(e, "cannot read the Arrow IPC file").with_path(path);
+    #[cfg(unix)]
+    if let FileInput::Local(f) = file {
+        return std::os::unix::fs::FileExt::read_exact_at(f, buf, offset).map_err(failed);
+    }
     use std::io::{Seek, SeekFrom};
     let mut f = file.try_clone().map_err(|e| e.with_path(path))?;
-    f.seek(SeekFrom::Start(offset))
-        .and_then(|_| f.read_exact(buf))
-        .map_err(|e| Error::io(e, "cannot read the Arrow IPC file").with_path(path))
+    f.seek(SeekFrom::Start(offset)).and_then(|_| f.read_exact(buf)).map_err(failed)
 }
 
 /// The offset, metadata length and end of `block`, a message the footer lists.
@@ -159,14 +168,7 @@ pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
     let footer = arrow_ipc::root_as_footer(&footer_bytes)
         .map_err(|e| ipc_corrupt(path, &format!("the footer does not parse ({e})")))?;
     let fb_schema = footer.schema().ok_or_else(|| ipc_corrupt(path, "the footer has no schema"))?;
-    if !fb_schema.endianness().equals_to_target_endianness() {
-        return Err(Error::new(
-            ErrorKind::Unsupported,
-            "Arrow IPC: the file's byte order is not this machine's",
-        )
-        .with_format("arrow")
-        .with_path(path));
-    }
+    let native_byte_order = fb_schema.endianness().equals_to_target_endianness();
     let schema = arrow_ipc::convert::try_fb_to_schema(fb_schema).map_err(|e| ipc_err(e, path))?;
     // A block whose offset and lengths lie in the file's batches, or an error.
     let checked = |what: &str, k: usize, block: &Block| -> Result<Block> {
@@ -231,7 +233,14 @@ pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
             .map_err(|_| bad(&format!("negative row count {}", header.length())))?;
         batch_rows.push(rows);
     }
-    Ok(IpcLayout { schema, batch_rows, version: footer.version(), dictionaries, batches })
+    Ok(IpcLayout {
+        schema,
+        batch_rows,
+        version: footer.version(),
+        native_byte_order,
+        dictionaries,
+        batches,
+    })
 }
 
 /// Parses the header of the encapsulated message at the start of `bytes` (a block's
@@ -259,6 +268,10 @@ fn parse_message<'b>(
 /// An Arrow IPC file open for reading its record batches by number.
 pub(crate) struct IpcFile {
     file: FileInput,
+    /// The whole file mapped into memory, when it is local and mapping was asked for:
+    /// batches are then decoded where they lie, without reading them into a buffer, and
+    /// reading an uncompressed batch costs its header, not its bytes.
+    mapped: Option<bytes::Bytes>,
     decoder: FileDecoder,
     batches: Vec<Block>,
     /// The schema of the batches read: the selected columns, in the order selected.
@@ -268,21 +281,36 @@ pub(crate) struct IpcFile {
 impl IpcFile {
     /// Opens `file` as `layout` describes it, decoding the columns `projection` selects,
     /// in that order. The dictionaries are read, checked and decoded now.
+    /// With `map`, a local file is mapped into memory ([`reel_core::MmapFiles`], with the
+    /// mmap backend's one hazard: another process truncating the file while it is mapped).
     pub(crate) fn open(
         file: FileInput,
         path: &Path,
         layout: &IpcLayout,
         projection: Vec<usize>,
+        map: bool,
     ) -> Result<Self> {
+        if !layout.native_byte_order {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "Arrow IPC: the file's byte order is not this machine's",
+            )
+            .with_format("arrow")
+            .with_path(path));
+        }
         let schema = Arc::new(layout.schema.project(&projection).map_err(|e| ipc_err(e, path))?);
         let mut decoder = FileDecoder::new(Arc::new(layout.schema.clone()), layout.version)
             .with_projection(projection);
+        let mapped = match file {
+            FileInput::Local(_) if map => mapping(path)?,
+            _ => None,
+        };
         for (k, block) in layout.dictionaries.iter().enumerate() {
             let bad = |why: &str| ipc_corrupt(path, &format!("dictionary batch {k}: {why}"));
-            let bytes = read_block(&file, block, path, &bad)?;
-            decoder.read_dictionary(block, &bytes).map_err(|e| ipc_err(e, path))?;
+            let bytes = block_bytes(&file, mapped.as_ref(), block, path, &bad)?;
+            decoder.read_dictionary(block, &bytes).map_err(|e| bad(&e.to_string()))?;
         }
-        Ok(IpcFile { file, decoder, batches: layout.batches.clone(), schema })
+        Ok(IpcFile { file, mapped, decoder, batches: layout.batches.clone(), schema })
     }
 
     /// The schema of the batches [`read_batch`](Self::read_batch) returns.
@@ -295,12 +323,49 @@ impl IpcFile {
     pub(crate) fn read_batch(&self, b: usize, path: &Path) -> Result<RecordBatch> {
         let bad = |why: &str| ipc_corrupt(path, &format!("record batch {b}: {why}"));
         let block = self.batches.get(b).ok_or_else(|| bad("no such batch"))?;
-        let bytes = read_block(&self.file, block, path, &bad)?;
+        let bytes = block_bytes(&self.file, self.mapped.as_ref(), block, path, &bad)?;
         self.decoder
             .read_record_batch(block, &bytes)
-            .map_err(|e| ipc_err(e, path))?
+            .map_err(|e| bad(&e.to_string()))?
             .ok_or_else(|| bad("the block holds no record batch message"))
     }
+}
+
+/// The bytes of `block` (checked by [`ipc_layout`]), with its LZ4 buffers checked: where
+/// they lie in `mapped`, the file's mapping, or read whole into an aligned buffer.
+fn block_bytes(
+    file: &FileInput,
+    mapped: Option<&bytes::Bytes>,
+    block: &Block,
+    path: &Path,
+    bad: &dyn Fn(&str) -> Error,
+) -> Result<Buffer> {
+    let Some(mapped) = mapped else {
+        return read_block(file, block, path, bad);
+    };
+    let (offset, meta, end) = block_span(block);
+    let range = usize::try_from(offset).ok().zip(usize::try_from(end).ok());
+    let bytes = match range {
+        // The mapping was made after the checks against the file's size: a file that
+        // shrank since is damage, not a panic.
+        Some((offset, end)) if end <= mapped.len() => mapped.slice(offset..end),
+        _ => return Err(bad("the block lies beyond the end of the file (was it truncated?)")),
+    };
+    check_lz4(&bytes, meta as usize, bad)?;
+    Ok(Buffer::from(bytes))
+}
+
+/// The file at `path` mapped into memory, whole, as shared bytes; `None` when it is empty.
+fn mapping(path: &Path) -> Result<Option<bytes::Bytes>> {
+    /// The mapping as `Bytes` own it: slices of it keep it alive.
+    struct Mapped(reel_core::SharedBytes);
+    impl AsRef<[u8]> for Mapped {
+        fn as_ref(&self) -> &[u8] {
+            &self.0
+        }
+    }
+    let files = reel_core::MmapFiles::open(&[path.to_path_buf()])?;
+    Ok(reel_core::ReadAt::shared_bytes(&files, 0).map(|m| bytes::Bytes::from_owner(Mapped(m))))
 }
 
 /// Reads `block` (checked by [`ipc_layout`]) whole into an aligned buffer and checks its
@@ -315,7 +380,8 @@ fn read_block(
     let len = usize::try_from(end - offset).map_err(|_| bad("the block is too large"))?;
     // Zeroed rather than grown as bytes arrive: the length was checked against the file's
     // size, and arrow's buffers want the 64-byte alignment this gives.
-    let mut bytes = MutableBuffer::from_len_zeroed(len);
+    let mut bytes = MutableBuffer::try_from_len_zeroed(len)
+        .map_err(|e| bad(&format!("cannot allocate {len} bytes for the batch ({e})")))?;
     read_at(file, offset, bytes.as_slice_mut(), path)?;
     check_lz4(bytes.as_slice(), meta as usize, bad)?;
     Ok(bytes.into())

@@ -84,9 +84,13 @@ fn every_codec_reads() {
     ] {
         let path = tmp.path().join(format!("{name}.arrow"));
         ipc_file(&path, &batch, codec);
-        let src = ArrowFileSource::open(&path, &ReadOptions::default())
-            .unwrap_or_else(|e| panic!("ipc {name}: {e}"));
-        check_sample(&src, &format!("ipc {name}"));
+        // Mapped (decoded where the batches lie) and read into memory.
+        for map in [true, false] {
+            let options = ReadOptions { map, ..ReadOptions::default() };
+            let src = ArrowFileSource::open(&path, &options)
+                .unwrap_or_else(|e| panic!("ipc {name} (map {map}): {e}"));
+            check_sample(&src, &format!("ipc {name} (map {map})"));
+        }
     }
 }
 
@@ -514,16 +518,24 @@ fn patch_file(path: &Path, from: &[u8], to: &[u8]) {
 /// allocation. Dictionaries, decoded when the file opens, are checked at open.
 #[test]
 fn lz4_buffers_that_claim_more_than_lz4_expands_to_are_refused() {
+    // Mapped (batches decoded where they lie) and read into memory alike.
+    for map in [true, false] {
+        lz4_lengths_are_checked(&ReadOptions { map, ..ReadOptions::default() });
+    }
+}
+
+fn lz4_lengths_are_checked(options: &ReadOptions) {
     use reel_core::ErrorKind;
     let tmp = tempfile::tempdir().unwrap();
     let huge = (1u64 << 60).to_le_bytes();
     // 300 int64 ids: a data buffer stated as 2400 bytes.
     let path = tmp.path().join("lz4.arrow");
     ipc_file(&path, &sample_batch(), Some(arrow_ipc::CompressionType::LZ4_FRAME));
-    let fine = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+    let fine = ArrowFileSource::open(&path, options).unwrap();
     assert_eq!(fine.read(7).unwrap().get("id").unwrap().as_i64(), Some(7));
+    drop(fine);
     patch_file(&path, &2400u64.to_le_bytes(), &huge);
-    let src = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+    let src = ArrowFileSource::open(&path, options).unwrap();
     let err = src.read(7).err().unwrap();
     assert_eq!(err.kind(), ErrorKind::Corrupt);
     let text = err.to_string();
@@ -537,9 +549,9 @@ fn lz4_buffers_that_claim_more_than_lz4_expands_to_are_refused() {
     let batch = RecordBatch::try_from_iter([("w", Arc::new(dict) as ArrayRef)]).unwrap();
     let path = tmp.path().join("dict.arrow");
     ipc_file(&path, &batch, Some(arrow_ipc::CompressionType::LZ4_FRAME));
-    assert!(ArrowFileSource::open(&path, &ReadOptions::default()).is_ok());
+    assert!(ArrowFileSource::open(&path, options).is_ok());
     patch_file(&path, &2400u64.to_le_bytes(), &huge);
-    let err = ArrowFileSource::open(&path, &ReadOptions::default()).err().unwrap();
+    let err = ArrowFileSource::open(&path, options).err().unwrap();
     assert_eq!(err.kind(), ErrorKind::Corrupt);
     assert!(err.to_string().contains("dictionary batch 0"), "{err}");
 }

@@ -403,12 +403,26 @@ fn backends<'n>(
         list.push((name.as_str(), backend));
     }
     if reads_itself(subject.format) {
-        list.truncate(1);
-        out.note(format!(
-            "{} files are read by arrow-rs, which does its own I/O whatever the backend: one \
-             row, \"{ARROW_READER}\", however many --backends are asked for.",
-            subject.format.name()
-        ));
+        // One row per way the file is read, whatever the backends' names.
+        let mut ways = Vec::new();
+        list.retain(|(name, _)| {
+            let way = arrow_way(subject.format, name);
+            let first = !ways.contains(&way);
+            ways.push(way);
+            first
+        });
+        out.note(match subject.format {
+            Format::ArrowIpc => format!(
+                "arrow files are decoded by arrow-rs: where they lie in a mapping under auto \
+                 and mmap (\"{ARROW_READER}, mapped\"), read batch by batch under the other \
+                 backends (\"{ARROW_READER}, read\"): one row for each that --backends asks for."
+            ),
+            format => format!(
+                "{} files are read by arrow-rs, which does its own I/O whatever the backend: \
+                 one row, \"{ARROW_READER}\", however many --backends are asked for.",
+                format.name()
+            ),
+        });
     }
     Ok(list)
 }
@@ -421,12 +435,25 @@ fn reads_itself(format: Format) -> bool {
     matches!(format, Format::Parquet | Format::ArrowIpc)
 }
 
+/// How a file of a format that reads itself is read under backend `asked`: an Arrow IPC
+/// file is mapped under `auto` and `mmap` and read otherwise; Parquet is read one way.
+fn arrow_way(format: Format, asked: &str) -> Option<&'static str> {
+    match format {
+        Format::ArrowIpc if matches!(asked, "auto" | "mmap") => Some("mapped"),
+        Format::ArrowIpc => Some("read"),
+        _ => None,
+    }
+}
+
 /// The row label of a reader asked for backend `asked` that read through `actual`
 /// ([`reel::RecordSource::backend_name`]): the backend's name when it read as asked,
 /// otherwise what read and what was asked (`io_uring(pread fallback), asked io_uring`).
 fn label(format: Format, asked: &str, actual: &str) -> String {
     if reads_itself(format) {
-        ARROW_READER.to_string()
+        match arrow_way(format, asked) {
+            Some(way) => format!("{ARROW_READER}, {way}"),
+            None => ARROW_READER.to_string(),
+        }
     } else if actual.replace('+', "-") == asked {
         asked.to_string()
     } else {
@@ -936,7 +963,8 @@ mod tests {
             "io_uring, asked io_uring-direct"
         );
         assert_eq!(label(Format::Parquet, "pread", "none"), ARROW_READER);
-        assert_eq!(label(Format::ArrowIpc, "auto", "none"), ARROW_READER);
+        assert_eq!(label(Format::ArrowIpc, "auto", "none"), "arrow-rs reader, mapped");
+        assert_eq!(label(Format::ArrowIpc, "pread", "none"), "arrow-rs reader, read");
         // Backends that never fall back have no reason to give.
         assert_eq!(fallback_reason("pread", &[PathBuf::from("/nonexistent")]), None);
         assert_eq!(fallback_reason("io_uring", &[]), None);

@@ -20,12 +20,14 @@ fn sniff_ipc(store: &dyn Store, path: &Path) -> bool {
 }
 
 // Parquet and IPC have their own page and body checksums where they have any; the reader
-// and backend options of the record formats do not apply. The column selection does: the
-// columns left out are never decoded nor checked.
+// options of the record formats do not apply. The column selection does: the columns left
+// out are never decoded nor checked. Of the backend, only whether files may be mapped
+// applies: a local IPC file is mapped under `auto` and `mmap`, and read otherwise.
 fn read_options(options: &OpenOptions) -> ReadOptions {
     ReadOptions {
         columns: options.columns.clone(),
         skip_columns: options.skip_columns.clone(),
+        map: matches!(options.backend.name(), "auto" | "mmap"),
         ..ReadOptions::default()
     }
 }
