@@ -2,7 +2,7 @@
 
 use crate::Result;
 use crate::io::SharedBytes;
-use crate::record::{Arena, Field, RecordOut, RecordRef};
+use crate::record::{Arena, FieldList, RecordOut, RecordRef};
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Slot {
@@ -42,7 +42,7 @@ pub(crate) struct Slot {
 #[derive(Default)]
 pub struct RecordBatch {
     pub(crate) arena: Arena,
-    pub(crate) fields: Vec<Field>,
+    pub(crate) fields: FieldList,
     pub(crate) scratch: crate::layout::Scratch,
     pub(crate) slots: Vec<Slot>,
     /// Memory-held files that borrowed records point into
@@ -75,7 +75,11 @@ impl RecordBatch {
             0 => self.arena.as_slice(),
             b => self.shared.get(b as usize - 1).map_or(&[][..], |m| &m[..]),
         };
-        Some(RecordRef::new(s.index, buf, &self.fields[s.first_field..s.end_field]))
+        Some(RecordRef::new(
+            s.index,
+            buf,
+            self.fields.as_slice().get(s.first_field..s.end_field).unwrap_or_default(),
+        ))
     }
 
     /// The records in order (also `for record in &batch`).

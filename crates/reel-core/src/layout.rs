@@ -11,7 +11,7 @@ use crate::batch::Slot;
 use crate::checksum::{Crc32, crc32_combine};
 use crate::io::{Observe, ReadAt, ReadReq};
 use crate::limits::check_within;
-use crate::record::{Arena, Field, RecordOut};
+use crate::record::{Arena, FieldList, RecordOut};
 use crate::value::Span;
 use crate::{Error, Limits, Record, RecordBatch, RecordSource, Result, SourceInfo};
 
@@ -477,7 +477,7 @@ struct Steps<'a, 'f> {
 
 struct Buffers<'a> {
     arena: &'a mut Arena,
-    fields: &'a mut Vec<Field>,
+    fields: &'a mut FieldList,
     scratch: &'a mut Scratch,
 }
 

@@ -187,7 +187,7 @@ impl Layout for FfrecordLayout {
         let [span] = raw else {
             return Err(Error::corrupt("an FFRecord record is read as exactly one range"));
         };
-        out.push(self.field.clone(), Value::Bytes(*span));
+        out.push_named(&self.field, Value::Bytes(*span));
         Ok(())
     }
 

@@ -197,7 +197,7 @@ impl Layout for BagLayout {
         let [span] = raw else {
             return Err(Error::corrupt("a bag record is read as exactly one range"));
         };
-        out.push(self.field.clone(), Value::Bytes(*span));
+        out.push_named(&self.field, Value::Bytes(*span));
         Ok(())
     }
 }

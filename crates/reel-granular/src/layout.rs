@@ -452,7 +452,7 @@ impl GranularLayout {
                     Err(_) => e,
                 }
             })?;
-            out.push(column.name.clone(), value);
+            out.push_named(&column.name, value);
             Ok(())
         })
     }

@@ -395,11 +395,11 @@ impl GulpLayout {
             _ => return Err(Error::corrupt("meta_data changed since the directory was opened")),
         };
         let [id_name, meta_name, frames_name, extra_name] = &self.names;
-        out.push(id_name.clone(), id);
-        out.push(meta_name.clone(), meta);
-        out.push(frames_name.clone(), Value::List(values));
+        out.push_named(id_name, id);
+        out.push_named(meta_name, meta);
+        out.push_named(frames_name, Value::List(values));
         if !extra.is_empty() {
-            out.push(extra_name.clone(), Value::List(extra));
+            out.push_named(extra_name, Value::List(extra));
         }
         Ok(())
     }

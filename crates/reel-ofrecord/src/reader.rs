@@ -237,7 +237,7 @@ fn raw_field(_: u64, raw: &[reel_core::Span], out: &mut reel_core::RecordOut<'_>
     let [span] = raw else {
         return Err(Error::corrupt("an OFRecord record is read as exactly one range"));
     };
-    out.push(RAW_NAME.clone(), Value::Bytes(*span));
+    out.push_named(&RAW_NAME, Value::Bytes(*span));
     Ok(())
 }
 

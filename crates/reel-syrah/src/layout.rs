@@ -366,7 +366,7 @@ fn decode_columns(
             Error::new(e.kind(), format!("array {:?}: {}", column.name(), e.message()))
                 .with_offset(loc.offset)
         })?;
-        out.push(column.field_name().clone(), value);
+        out.push_named(column.field_name(), value);
     }
     Ok(())
 }
