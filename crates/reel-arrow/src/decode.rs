@@ -200,7 +200,7 @@ pub(crate) fn decode_row(
         }
         let v = value(plan, array.as_ref(), row, out)
             .map_err(|e| Error::new(e.kind(), format!("column {name:?}: {}", e.message())))?;
-        out.push(name.clone(), v);
+        out.push_named(name, v);
     }
     Ok(())
 }

@@ -75,11 +75,7 @@ impl RecordBatch {
             0 => self.arena.as_slice(),
             b => self.shared.get(b as usize - 1).map_or(&[][..], |m| &m[..]),
         };
-        Some(RecordRef::new(
-            s.index,
-            buf,
-            self.fields.as_slice().get(s.first_field..s.end_field).unwrap_or_default(),
-        ))
+        Some(RecordRef::new(s.index, buf, &self.fields.as_slice()[s.first_field..s.end_field]))
     }
 
     /// The records in order (also `for record in &batch`).
