@@ -72,6 +72,16 @@ fn read_all(what: &str, source: &dyn reel::RecordSource) {
 /// leave the fuzzer far from the code behind it.
 #[test]
 fn dataset_seeds_open_and_read() {
+    for (name, _) in seeds("arrow_file") {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/arrow_file").join(&name);
+        for map in [true, false] {
+            let options = reel::arrow::ReadOptions { map, ..Default::default() };
+            let source = reel::arrow::ArrowFileSource::open(&path, &options)
+                .unwrap_or_else(|e| panic!("arrow_file seed {name} does not open: {e}"));
+            read_all(&name, &source);
+        }
+    }
     for (name, data) in seeds("granular_dataset") {
         let reader = harness::granular::dataset_reader(&data)
             .unwrap_or_else(|| panic!("granular_dataset seed {name} does not open"));

@@ -6,6 +6,7 @@
 //! in reel (or a violated invariant such as "a batch equals one-by-one reads").
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod arrow;
 pub mod dir;
 pub mod ffrecord;
 pub mod granular;
@@ -40,6 +41,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("backends_agree", dir::backends_agree),
     ("open_dir", dir::open_dir),
     ("payload_pickle", payload::payload_pickle),
+    ("arrow_file", arrow::arrow_file),
 ];
 
 /// Limits small enough that a fuzz input cannot make a run slow or large.

@@ -8,8 +8,9 @@
 //! reserves the length a compressed buffer says it holds before decompressing: a damaged
 //! file could make it read far outside its batches or abort the process. Here every block
 //! the footer lists is checked against the file's size and against the others at open,
-//! and every LZ4 buffer's stated length against what LZ4 can expand to, on the very bytes
-//! the decoder then decodes (a file changed since it was opened cannot slip past).
+//! and every buffer of a batch against its body and every compressed buffer's stated
+//! length against what LZ4 or zstd can expand to, on the very bytes the decoder then decodes (a file
+//! changed since it was opened cannot slip past).
 
 use std::io::Read;
 use std::path::Path;
@@ -57,15 +58,28 @@ fn lz4_bound(compressed: u64) -> u64 {
     compressed.saturating_mul(256).saturating_add(1024)
 }
 
-/// Checks the LZ4 buffers of the message in `block` (its `meta` bytes of header, then its
+/// How far a codec's output can be, given its input's length.
+type ExpansionBound = fn(u64) -> u64;
+
+/// How far zstd can expand: an RLE block of 4 bytes (a 3-byte header and the byte)
+/// stands for up to 128 KiB, 32,768 times, with room for one more block.
+fn zstd_bound(compressed: u64) -> u64 {
+    compressed.saturating_mul(32 * 1024).saturating_add(128 * 1024)
+}
+
+/// Checks the buffers of the message in `block` (its `meta` bytes of header, then its
 /// body) before arrow-rs decodes it.
 ///
-/// Each LZ4 buffer starts with the length it decompresses to, and arrow-rs reserves that
-/// much memory before decompressing: a damaged or hostile length (2^60) would abort the
-/// process, which no error handling can catch. LZ4 expands at most about 255 times, so a
-/// length beyond that bound is damage, refused here. Buffers outside the body are refused
-/// too. A message that is not LZ4-compressed passes.
-fn check_lz4(block: &[u8], meta: usize, bad: &dyn Fn(&str) -> Error) -> Result<()> {
+/// Every buffer must lie inside the body: arrow-rs slices the body by the offsets and
+/// lengths the header states and panics on one outside it (a fuzzer found a negative
+/// offset), which reel would catch, but a panic is no way to report damage.
+///
+/// Each compressed buffer starts with the length it decompresses to, and arrow-rs (LZ4)
+/// or zstd reserves that much memory before decompressing: a damaged or hostile length
+/// (2^60) could abort the process, which no error handling can catch. LZ4 expands at most
+/// about 255 times and zstd 32,768 times, so a length beyond that bound is damage, refused
+/// here. (A fuzzer found the zstd case: 2^54 bytes stated for a 5 KiB file.)
+fn check_buffers(block: &[u8], meta: usize, bad: &dyn Fn(&str) -> Error) -> Result<()> {
     let message = parse_message(block.get(..meta).unwrap_or_default(), bad)?;
     let batch = match message.header_type() {
         arrow_ipc::MessageHeader::RecordBatch => message.header_as_record_batch(),
@@ -78,11 +92,11 @@ fn check_lz4(block: &[u8], meta: usize, bad: &dyn Fn(&str) -> Error) -> Result<(
         // Not a batch: arrow-rs refuses it with its own error.
         return Ok(());
     };
-    let lz4 =
-        batch.compression().is_some_and(|c| c.codec() == arrow_ipc::CompressionType::LZ4_FRAME);
-    if !lz4 {
-        return Ok(());
-    }
+    let bound: Option<(&str, ExpansionBound)> = match batch.compression().map(|c| c.codec()) {
+        Some(arrow_ipc::CompressionType::LZ4_FRAME) => Some(("LZ4", lz4_bound)),
+        Some(arrow_ipc::CompressionType::ZSTD) => Some(("zstd", zstd_bound)),
+        _ => None,
+    };
     let body = block.get(meta..).unwrap_or_default();
     for b in batch.buffers().iter().flatten() {
         let (Ok(offset), Ok(len)) = (usize::try_from(b.offset()), usize::try_from(b.length()))
@@ -92,15 +106,15 @@ fn check_lz4(block: &[u8], meta: usize, bad: &dyn Fn(&str) -> Error) -> Result<(
         let Some(buffer) = offset.checked_add(len).and_then(|end| body.get(offset..end)) else {
             return Err(bad("a buffer lies outside its message's body"));
         };
-        let Some(prefix) = buffer.first_chunk::<8>() else {
+        let (Some((codec, bound)), Some(prefix)) = (bound, buffer.first_chunk::<8>()) else {
             continue;
         };
         let stated = i64::from_le_bytes(*prefix);
         // -1: stored uncompressed; 0: empty.
-        if stated > 0 && stated as u64 > lz4_bound(len as u64 - 8) {
+        if stated > 0 && stated as u64 > bound(len as u64 - 8) {
             return Err(bad(&format!(
-                "an LZ4 buffer of {} bytes says it holds {stated} bytes, more than LZ4 \
-                 expands to",
+                "{codec} buffer of {} bytes says it holds {stated} bytes, more than \
+                 {codec} expands to",
                 len - 8
             )));
         }
@@ -318,7 +332,7 @@ impl IpcFile {
         self.schema.clone()
     }
 
-    /// Record batch `b`: its block read in one piece, its LZ4 buffers checked, decoded.
+    /// Record batch `b`: its block read in one piece, its buffers checked, decoded.
     /// Memory holds that one batch (every column's buffers, selected or not).
     pub(crate) fn read_batch(&self, b: usize, path: &Path) -> Result<RecordBatch> {
         let bad = |why: &str| ipc_corrupt(path, &format!("record batch {b}: {why}"));
@@ -331,7 +345,7 @@ impl IpcFile {
     }
 }
 
-/// The bytes of `block` (checked by [`ipc_layout`]), with its LZ4 buffers checked: where
+/// The bytes of `block` (checked by [`ipc_layout`]), with its buffers checked: where
 /// they lie in `mapped`, the file's mapping, or read whole into an aligned buffer.
 fn block_bytes(
     file: &FileInput,
@@ -351,7 +365,7 @@ fn block_bytes(
         Some((offset, end)) if end <= mapped.len() => mapped.slice(offset..end),
         _ => return Err(bad("the block lies beyond the end of the file (was it truncated?)")),
     };
-    check_lz4(&bytes, meta as usize, bad)?;
+    check_buffers(&bytes, meta as usize, bad)?;
     Ok(Buffer::from(bytes))
 }
 
@@ -369,7 +383,7 @@ fn mapping(path: &Path) -> Result<Option<bytes::Bytes>> {
 }
 
 /// Reads `block` (checked by [`ipc_layout`]) whole into an aligned buffer and checks its
-/// LZ4 buffers.
+/// buffers.
 fn read_block(
     file: &FileInput,
     block: &Block,
@@ -383,7 +397,7 @@ fn read_block(
     let mut bytes = MutableBuffer::try_from_len_zeroed(len)
         .map_err(|e| bad(&format!("cannot allocate {len} bytes for the batch ({e})")))?;
     read_at(file, offset, bytes.as_slice_mut(), path)?;
-    check_lz4(bytes.as_slice(), meta as usize, bad)?;
+    check_buffers(bytes.as_slice(), meta as usize, bad)?;
     Ok(bytes.into())
 }
 
@@ -396,5 +410,7 @@ mod tests {
         assert_eq!(lz4_bound(0), 1024);
         assert_eq!(lz4_bound(1000), 257_024);
         assert_eq!(lz4_bound(u64::MAX), u64::MAX);
+        assert_eq!(zstd_bound(4), 4 * 32 * 1024 + 128 * 1024);
+        assert_eq!(zstd_bound(u64::MAX), u64::MAX);
     }
 }

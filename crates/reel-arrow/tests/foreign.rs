@@ -512,25 +512,36 @@ fn patch_file(path: &Path, from: &[u8], to: &[u8]) {
     std::fs::write(path, bytes).unwrap();
 }
 
-/// An LZ4 buffer states the length it decompresses to, and arrow-rs reserves that much
-/// before decompressing: a stated length far beyond what LZ4 expands to (2^60 bytes) is
-/// refused as damage, naming the file and batch, instead of aborting the process on the
-/// allocation. Dictionaries, decoded when the file opens, are checked at open.
+/// A compressed buffer states the length it decompresses to, and the decoder reserves that
+/// much before decompressing: a stated length far beyond what LZ4 or zstd expands to
+/// (2^60 bytes) is refused as damage, naming the file and batch, instead of aborting the
+/// process on the allocation. Dictionaries, decoded when the file opens, are checked at
+/// open.
 #[test]
-fn lz4_buffers_that_claim_more_than_lz4_expands_to_are_refused() {
-    // Mapped (batches decoded where they lie) and read into memory alike.
+fn compressed_buffers_that_claim_more_than_their_codec_expands_to_are_refused() {
+    // Mapped (batches decoded where they lie) and read into memory alike, LZ4 and zstd
+    // (which a fuzzer found stating 2^54 bytes).
     for map in [true, false] {
-        lz4_lengths_are_checked(&ReadOptions { map, ..ReadOptions::default() });
+        for (codec, name) in [
+            (arrow_ipc::CompressionType::LZ4_FRAME, "LZ4"),
+            (arrow_ipc::CompressionType::ZSTD, "zstd"),
+        ] {
+            stated_lengths_are_checked(&ReadOptions { map, ..ReadOptions::default() }, codec, name);
+        }
     }
 }
 
-fn lz4_lengths_are_checked(options: &ReadOptions) {
+fn stated_lengths_are_checked(
+    options: &ReadOptions,
+    codec: arrow_ipc::CompressionType,
+    name: &str,
+) {
     use reel_core::ErrorKind;
     let tmp = tempfile::tempdir().unwrap();
     let huge = (1u64 << 60).to_le_bytes();
     // 300 int64 ids: a data buffer stated as 2400 bytes.
     let path = tmp.path().join("lz4.arrow");
-    ipc_file(&path, &sample_batch(), Some(arrow_ipc::CompressionType::LZ4_FRAME));
+    ipc_file(&path, &sample_batch(), Some(codec));
     let fine = ArrowFileSource::open(&path, options).unwrap();
     assert_eq!(fine.read(7).unwrap().get("id").unwrap().as_i64(), Some(7));
     drop(fine);
@@ -539,7 +550,8 @@ fn lz4_lengths_are_checked(options: &ReadOptions) {
     let err = src.read(7).err().unwrap();
     assert_eq!(err.kind(), ErrorKind::Corrupt);
     let text = err.to_string();
-    assert!(text.contains("record batch 0") && text.contains("LZ4"), "{text}");
+    assert!(text.contains("record batch 0") && text.contains(name), "{text}");
+    assert!(text.contains("says it holds"), "{text}");
     assert!(text.contains("lz4.arrow"), "{text}");
 
     // A dictionary of 200 distinct 12-byte words: its values buffer is stated as 2400 bytes.
@@ -548,12 +560,13 @@ fn lz4_lengths_are_checked(options: &ReadOptions) {
     let dict = arrow_array::DictionaryArray::new(keys, Arc::new(StringArray::from(words)));
     let batch = RecordBatch::try_from_iter([("w", Arc::new(dict) as ArrayRef)]).unwrap();
     let path = tmp.path().join("dict.arrow");
-    ipc_file(&path, &batch, Some(arrow_ipc::CompressionType::LZ4_FRAME));
+    ipc_file(&path, &batch, Some(codec));
     assert!(ArrowFileSource::open(&path, options).is_ok());
     patch_file(&path, &2400u64.to_le_bytes(), &huge);
     let err = ArrowFileSource::open(&path, options).err().unwrap();
     assert_eq!(err.kind(), ErrorKind::Corrupt);
     assert!(err.to_string().contains("dictionary batch 0"), "{err}");
+    assert!(err.to_string().contains("says it holds"), "{err}");
 }
 
 /// A Parquet list of numbers reads as 1-D arrays, and as lists where an item is null; the
