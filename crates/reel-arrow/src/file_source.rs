@@ -105,12 +105,17 @@ struct Window {
     batch: RecordBatch,
 }
 
+// One cursor per source: the size of the larger variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 enum Cursor {
     Parquet {
         file: FileInput,
         meta: ArrowReaderMetadata,
         mask: ProjectionMask,
         group_starts: Vec<u64>,
+        /// Whether a selected column is repeated (has lists), so that rows are decoded
+        /// rather than skipped (see `seek_unguarded`).
+        repeated: bool,
         /// An open reader and the row it returns next.
         reader: Option<(ParquetRecordBatchReader, u64)>,
     },
@@ -226,6 +231,11 @@ impl ArrowFileSource {
                 let mut sorted = order.clone();
                 sorted.sort_unstable();
                 let mask = ProjectionMask::roots(meta.parquet_schema(), sorted.iter().copied());
+                let leaves = meta.parquet_schema().columns();
+                let repeated = leaves
+                    .iter()
+                    .enumerate()
+                    .any(|(i, c)| mask.leaf_included(i) && c.max_rep_level() > 0);
                 let mut group_starts = Vec::new();
                 let mut total = 0u64;
                 let mut row_bytes = 1u64;
@@ -264,7 +274,7 @@ impl ArrowFileSource {
                 let fit = usize::try_from(WINDOW_BYTES as u64 / row_bytes).unwrap_or(usize::MAX);
                 window_rows = window_rows.min(fit.max(1));
                 (
-                    Cursor::Parquet { file, meta, mask, group_starts, reader: None },
+                    Cursor::Parquet { file, meta, mask, group_starts, repeated, reader: None },
                     pschema,
                     total,
                     order,
@@ -324,26 +334,33 @@ impl ArrowFileSource {
         }
         let path = &self.path;
         match &mut state.cursor {
-            Cursor::Parquet { file, meta, mask, group_starts, reader } => {
+            Cursor::Parquet { file, meta, mask, group_starts, repeated, reader } => {
                 // Keep reading forward when the row is near; otherwise start a reader at it.
                 let near = matches!(reader, Some((_, next)) if *next <= index
                     && index - *next < 4 * self.window_rows as u64);
                 if !near {
                     let g = group_starts.partition_point(|&s| s <= index).saturating_sub(1);
-                    let skip = index - group_starts[g];
-                    let rest = self.len - group_starts[g];
                     let f = file.try_clone().map_err(|e| e.with_path(path))?;
                     let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta.clone())
                         .with_projection(mask.clone())
                         .with_row_groups((g..group_starts.len()).collect())
                         .with_batch_size(self.window_rows);
-                    if skip > 0 {
+                    // The rows before the one wanted are skipped with a row selection, or,
+                    // where a selected column is repeated (a list), decoded window by
+                    // window: parquet's skip of repetition levels looped for good on a
+                    // damaged list column (a fuzzer found it; decoding the same rows fails
+                    // at once), and a read must never hang. Decoding costs more: random
+                    // reads of a flat file of 16 MiB row groups ran 4x faster skipping.
+                    let mut start = group_starts[g];
+                    if !*repeated && index > start {
+                        let (skip, rest) = (index - start, self.len - start);
                         b = b.with_row_selection(RowSelection::from(vec![
                             RowSelector::skip(skip as usize),
                             RowSelector::select((rest - skip) as usize),
                         ]));
+                        start = index;
                     }
-                    *reader = Some((b.build().map_err(|e| pq_err(e, path))?, index));
+                    *reader = Some((b.build().map_err(|e| pq_err(e, path))?, start));
                 }
                 let Some((r, next)) = reader else { return Err(Error::corrupt("no reader")) };
                 loop {
