@@ -27,11 +27,19 @@ pub fn arrow_file(data: &[u8]) {
 /// arrow-rs and parquet panic on some damaged files (an array breaking its own invariants,
 /// a page naming a dictionary its column chunk lacks), and reel catches those panics around
 /// every decoder call and reports `Corrupt` errors: by design, no panic leaves reel. The
-/// hook libfuzzer-sys installs aborts on every panic, caught or not, so this target puts a
-/// silent one in its place. A panic that escapes reel still fails the run: libfuzzer-sys
-/// aborts when the target itself unwinds.
+/// hook libfuzzer-sys installs aborts on every panic, caught or not, so this target keeps
+/// that hook only for panics raised outside the crates of the registry: a panic in reel's
+/// own code still fails the run, with its message, even where reel would catch it.
 #[cfg(fuzzing)]
 fn let_reel_catch_decoder_panics() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| std::panic::set_hook(Box::new(|_| {})));
+    ONCE.call_once(|| {
+        let fuzzer_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let foreign = info.location().is_some_and(|l| l.file().contains("/registry/src/"));
+            if !foreign {
+                fuzzer_hook(info);
+            }
+        }));
+    });
 }
