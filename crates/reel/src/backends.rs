@@ -46,3 +46,10 @@ pub fn default_backend() -> Backend {
         Backend::Mmap
     }
 }
+
+/// Whether a local Arrow IPC file is mapped (its batches decoded where they lie) under the
+/// backend called `name`: under `auto` and `mmap`, which map record files too; the others
+/// read each batch into memory. One rule for the reader and for `reel bench`'s row labels.
+pub fn maps_ipc_files(name: &str) -> bool {
+    matches!(name, "auto" | "mmap")
+}

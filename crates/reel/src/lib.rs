@@ -38,7 +38,7 @@ pub mod synth;
 pub mod uring;
 mod verify;
 
-pub use backends::{all_backends, backend_by_name, backend_names, default_backend};
+pub use backends::{all_backends, backend_by_name, backend_names, default_backend, maps_ipc_files};
 pub use convert::{ConvertOptions, ConvertReport, Loss, convert, create_part, part_names};
 pub use create::{CreateOptions, create, create_like, create_like_with};
 pub use open::{Format, OpenOptions, locate, open, open_as, open_with, sniff, sniff_in};

@@ -439,7 +439,7 @@ fn reads_itself(format: Format) -> bool {
 /// file is mapped under `auto` and `mmap` and read otherwise; Parquet is read one way.
 fn arrow_way(format: Format, asked: &str) -> Option<&'static str> {
     match format {
-        Format::ArrowIpc if matches!(asked, "auto" | "mmap") => Some("mapped"),
+        Format::ArrowIpc if reel::maps_ipc_files(asked) => Some("mapped"),
         Format::ArrowIpc => Some("read"),
         _ => None,
     }

@@ -27,7 +27,7 @@ fn read_options(options: &OpenOptions) -> ReadOptions {
     ReadOptions {
         columns: options.columns.clone(),
         skip_columns: options.skip_columns.clone(),
-        map: matches!(options.backend.name(), "auto" | "mmap"),
+        map: crate::maps_ipc_files(options.backend.name()),
         ..ReadOptions::default()
     }
 }
