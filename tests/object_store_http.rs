@@ -363,3 +363,23 @@ fn parquet_and_arrow_ipc_files_read_in_place() {
         assert_eq!(read_batch(&*there, &batch).unwrap(), want, "{name}");
     }
 }
+
+/// An Arrow IPC file's object gone after it was opened: the read fails as `NotFound`, the
+/// store's own kind, naming the object (not a generic I/O failure).
+#[test]
+fn an_arrow_ipc_object_gone_after_open_is_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    ffrecord_dataset(dir.path(), 3000, 1024);
+    let server = HttpServer::start(dir.path());
+    let local = dir.path().join("t.arrow");
+    // Small batches, so that the records read below lie in batches opening did not read.
+    let mut convert = reel::ConvertOptions::new(reel::Format::ArrowIpc);
+    convert.arrow.arrow.batch_rows = 100;
+    reel::convert(&dir.path().join("data"), &local, &convert).unwrap();
+    let url = format!("{}/t.arrow", server.url());
+    let there = reel::open_with(&url, &options(ReadSettings::default())).unwrap();
+    std::fs::remove_file(&local).unwrap();
+    let e = there.read(2500).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("t.arrow"), "{e}");
+}

@@ -47,6 +47,43 @@ impl FileInput {
         }
     }
 
+    /// Reads exactly `buf.len()` bytes at `offset`: a positioned read of a local file (no
+    /// shared file position, no duplicated descriptor), or one range request of an object,
+    /// whose error keeps its kind (a cancelled read stays `Closed`, a vanished object
+    /// `NotFound`). `path` names the file in errors.
+    pub(crate) fn read_exact_at(&self, offset: u64, buf: &mut [u8], path: &Path) -> Result<()> {
+        let len = buf.len();
+        let failed = |e| {
+            Error::io(e, format!("cannot read {len} bytes")).with_path(path).with_offset(offset)
+        };
+        match self {
+            #[cfg(unix)]
+            FileInput::Local(file) => {
+                std::os::unix::fs::FileExt::read_exact_at(file, buf, offset).map_err(failed)
+            }
+            #[cfg(not(unix))]
+            FileInput::Local(file) => {
+                let mut file = file.try_clone().map_err(failed)?;
+                file.seek(SeekFrom::Start(offset))
+                    .and_then(|_| file.read_exact(buf))
+                    .map_err(failed)
+            }
+            FileInput::Store { store, path: object, .. } => {
+                let bytes = store.read_range(object, offset, buf.len() as u64)?;
+                // A store answers exactly the range asked for; one that does not is not
+                // trusted with a copy that would panic.
+                if bytes.len() != len {
+                    return Err(failed(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!("the store answered {} bytes", bytes.len()),
+                    )));
+                }
+                buf.copy_from_slice(&bytes);
+                Ok(())
+            }
+        }
+    }
+
     /// A buffered reader of the file, sized for where it lies.
     pub(crate) fn buffered(self) -> BufReader<FileInput> {
         match self {

@@ -12,7 +12,6 @@
 //! length against what LZ4 or zstd can expand to, on the very bytes the decoder then decodes (a file
 //! changed since it was opened cannot slip past).
 
-use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -128,19 +127,6 @@ const IPC_HEAD: u64 = 8;
 /// Bytes at the end of an IPC file after its footer: the footer's length and `ARROW1`.
 const IPC_TAIL: u64 = 10;
 
-/// Reads exactly `buf.len()` bytes of `file` at `offset`: a positioned read of a local
-/// file (no shared file position, no duplicated descriptor), one range of an object.
-fn read_at(file: &FileInput, offset: u64, buf: &mut [u8], path: &Path) -> Result<()> {
-    let failed = |e| Error::io(e, "cannot read the Arrow IPC file").with_path(path);
-    #[cfg(unix)]
-    if let FileInput::Local(f) = file {
-        return std::os::unix::fs::FileExt::read_exact_at(f, buf, offset).map_err(failed);
-    }
-    use std::io::{Seek, SeekFrom};
-    let mut f = file.try_clone().map_err(|e| e.with_path(path))?;
-    f.seek(SeekFrom::Start(offset)).and_then(|_| f.read_exact(buf)).map_err(failed)
-}
-
 /// The offset, metadata length and end of `block`, a message the footer lists.
 fn block_span(block: &Block) -> (u64, u64, u64) {
     // Checked by `ipc_layout` before any block is kept.
@@ -164,7 +150,7 @@ pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
         return Err(ipc_corrupt(path, &format!("the file is too short ({size} bytes)")));
     }
     let mut tail = [0u8; IPC_TAIL as usize];
-    read_at(file, size - IPC_TAIL, &mut tail, path)?;
+    file.read_exact_at(size - IPC_TAIL, &mut tail, path)?;
     let footer_len = arrow_ipc::reader::read_footer_length(tail).map_err(|e| ipc_err(e, path))?;
     let body_end = (size - IPC_TAIL)
         .checked_sub(footer_len as u64)
@@ -178,7 +164,7 @@ pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
             )
         })?;
     let mut footer_bytes = vec![0u8; footer_len];
-    read_at(file, body_end, &mut footer_bytes, path)?;
+    file.read_exact_at(body_end, &mut footer_bytes, path)?;
     let footer = arrow_ipc::root_as_footer(&footer_bytes)
         .map_err(|e| ipc_corrupt(path, &format!("the footer does not parse ({e})")))?;
     let fb_schema = footer.schema().ok_or_else(|| ipc_corrupt(path, "the footer has no schema"))?;
@@ -238,7 +224,7 @@ pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
         let bad = |why: &str| ipc_corrupt(path, &format!("record batch {k}: {why}"));
         let (offset, meta, _) = block_span(block);
         meta_bytes.resize(meta as usize, 0);
-        read_at(file, offset, &mut meta_bytes, path)?;
+        file.read_exact_at(offset, &mut meta_bytes, path)?;
         let message = parse_message(&meta_bytes, &bad)?;
         let header = message
             .header_as_record_batch()
@@ -396,7 +382,7 @@ fn read_block(
     // size, and arrow's buffers want the 64-byte alignment this gives.
     let mut bytes = MutableBuffer::try_from_len_zeroed(len)
         .map_err(|e| bad(&format!("cannot allocate {len} bytes for the batch ({e})")))?;
-    read_at(file, offset, bytes.as_slice_mut(), path)?;
+    file.read_exact_at(offset, bytes.as_slice_mut(), path)?;
     check_buffers(bytes.as_slice(), meta as usize, bad)?;
     Ok(bytes.into())
 }
