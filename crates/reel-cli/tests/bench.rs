@@ -162,7 +162,16 @@ fn a_format_without_checksums_says_so() {
 /// The options a URL cannot honour are refused, before anything is fetched.
 #[test]
 fn a_url_refuses_the_local_options() {
-    for option in [&["--threads", "2"][..], &["--repeat", "2"], &["--stream"]] {
+    for option in [
+        &["--threads", "2"][..],
+        &["--repeat", "2"],
+        &["--stream"],
+        &["--mode", "warm"],
+        &["--backends", "pread"],
+        &["--no-fio"],
+        &["--no-baselines"],
+        &["--crc-size", "0"],
+    ] {
         let args: Vec<&str> = ["s3://bucket/none.ffr"].iter().chain(option).copied().collect();
         refuses(&args, option[0]);
     }

@@ -11,8 +11,9 @@
 //! reads (coalesced, concurrent range requests) are
 //! measured beside the same records read one request at a time, as a file object of
 //! `s3fs`/`fsspec` reads them under a reference reader; both rows count the requests each
-//! batch cost, and the round trips it took when one round trip can be timed. `--threads`,
-//! `--repeat` and `--stream` are refused there.
+//! batch cost, and the round trips it took when one round trip can be timed. The options
+//! that do not apply there (`--threads`, `--repeat`, `--stream`, `--mode`, `--backends`,
+//! `--no-fio`, `--no-baselines`, `--crc-size`) are refused.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -57,11 +58,21 @@ pub(super) fn run(
     }
 }
 
-/// From a URL reel's batched reads are measured once, on one thread, batch by batch: the
-/// options that would change that are refused rather than ignored.
+/// From a URL reel's batched reads are measured once, on one thread, batch by batch,
+/// against one request per record, as the store answers (no warm or cold, no backends, no
+/// fio, no checksum rows): the options that would change that are refused rather than
+/// ignored.
 fn refuse_for_urls(args: &BenchArgs) -> reel::Result<()> {
-    let refused =
-        [(args.threads > 1, "--threads"), (args.repeat > 1, "--repeat"), (args.stream, "--stream")];
+    let refused = [
+        (args.threads > 1, "--threads"),
+        (args.repeat > 1, "--repeat"),
+        (args.stream, "--stream"),
+        (args.mode.is_some(), "--mode"),
+        (args.backends.is_some(), "--backends"),
+        (args.no_fio, "--no-fio"),
+        (args.no_baselines, "--no-baselines"),
+        (args.crc_size.is_some(), "--crc-size"),
+    ];
     for (given, option) in refused {
         if given {
             return Err(reel::Error::invalid_input(format!(
@@ -134,11 +145,11 @@ fn local(
     let store = reel::local_store();
     let target = Target::new(&*store, path, &reel::OpenOptions::default().verify(false))?;
     let largest = largest_file(&*store, path)?;
-    let crc_size = super::parse_size(&args.crc_size)?;
+    let crc_size = args.crc_bytes()?;
     let mut out = Report::default();
-    let modes = args.mode.modes();
+    let modes = args.temperature().modes();
     for &(mode, cold) in modes {
-        if cold && !super::cold_possible(path, args.mode, "a copy on a disk", &mut out)? {
+        if cold && !super::cold_possible(path, args.temperature(), "a copy on a disk", &mut out)? {
             continue;
         }
         let subject = Subject {

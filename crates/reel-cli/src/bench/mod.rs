@@ -69,9 +69,9 @@ pub struct BenchArgs {
     /// copy: the raw-bytes limit). Generated records only: DATA's format is read from it.
     #[arg(long, default_value = "ffrecord", conflicts_with = "dataset")]
     format: String,
-    /// Warm, cold or both.
-    #[arg(long, value_enum, default_value_t = Temperature::Both)]
-    mode: Temperature,
+    /// Warm, cold or both [default: both] (not with a URL, which is read as it comes).
+    #[arg(long, value_enum)]
+    mode: Option<Temperature>,
     /// Bytes of data per dataset (k/m/g suffixes; generated records only).
     #[arg(long, default_value = "1g", conflicts_with = "dataset")]
     data: String,
@@ -93,9 +93,11 @@ pub struct BenchArgs {
     /// Measure only reel's backends (no pread loop, raw copies or fio).
     #[arg(long)]
     no_baselines: bool,
-    /// Record size for the checksum on/off comparison on each backend (0 to skip).
-    #[arg(long, default_value = "100k")]
-    crc_size: String,
+    /// Record size for the checksum on/off comparison on each backend (0 to skip)
+    /// [default: 100k]. With DATA, any size but 0 compares the dataset's own records
+    /// (FFRecord only).
+    #[arg(long)]
+    crc_size: Option<String>,
     /// Reader threads sharing one source (each reads its own batches; fio keeps its best
     /// single-job queue depth).
     #[arg(long, default_value_t = 1)]
@@ -123,6 +125,18 @@ pub struct BenchArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+impl BenchArgs {
+    /// The cache states to measure (`--mode`, both by default).
+    fn temperature(&self) -> Temperature {
+        self.mode.unwrap_or(Temperature::Both)
+    }
+
+    /// The record size of the checksum on/off rows (`--crc-size`, 100 KiB by default).
+    fn crc_bytes(&self) -> reel::Result<u64> {
+        parse_size(self.crc_size.as_deref().unwrap_or("100k"))
+    }
 }
 
 /// Parses `16k`, `1m`, `2g` or a plain number of bytes ([`reel::store::parse_size`]).
@@ -200,12 +214,12 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         return Ok(());
     }
     let mut out = Report::default();
-    let modes = args.mode.modes();
+    let modes = args.temperature().modes();
     for &(mode, cold) in modes {
         let dir = if cold { &args.cold_dir } else { &args.warm_dir };
         std::fs::create_dir_all(dir)
             .map_err(|e| reel::Error::io(e, "cannot create bench directory").with_path(dir))?;
-        if cold && !cold_possible(dir, args.mode, "a --cold-dir on a disk", &mut out)? {
+        if cold && !cold_possible(dir, args.temperature(), "a --cold-dir on a disk", &mut out)? {
             continue;
         }
         for size in &args.sizes {
@@ -218,7 +232,7 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
             out.rows.extend(rows);
         }
     }
-    let crc_size = parse_size(&args.crc_size)? as usize;
+    let crc_size = args.crc_bytes()? as usize;
     if crc_size > 0 {
         for &(mode, cold) in modes {
             let dir = if cold { &args.cold_dir } else { &args.warm_dir };
