@@ -383,3 +383,25 @@ fn an_arrow_ipc_object_gone_after_open_is_not_found() {
     assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
     assert!(e.to_string().contains("t.arrow"), "{e}");
 }
+
+/// A random batch from an Arrow IPC file reads each record batch it touches once, however
+/// its records are ordered (one range request each), and returns them in the order asked.
+#[test]
+fn a_random_batch_reads_each_ipc_record_batch_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = ffrecord_dataset(dir.path(), 3000, 1024);
+    let server = HttpServer::start(dir.path());
+    let local = dir.path().join("t.arrow");
+    let mut convert = reel::ConvertOptions::new(reel::Format::ArrowIpc);
+    convert.arrow.arrow.batch_rows = 100;
+    reel::convert(&dir.path().join("data"), &local, &convert).unwrap();
+    let url = format!("{}/t.arrow", server.url());
+    let there = reel::open_with(&url, &options(ReadSettings::default())).unwrap();
+    // Records of IPC batches 25 and 1, alternating, one of them twice.
+    let batch = [2500, 150, 2510, 160, 2520, 150];
+    let before = server.gets();
+    let got = read_batch(&*there, &batch).unwrap();
+    assert_eq!(server.gets() - before, 2, "range requests for a batch touching two IPC batches");
+    let want: Vec<Vec<u8>> = batch.iter().map(|&i| records[i as usize].clone()).collect();
+    assert_eq!(got, want);
+}

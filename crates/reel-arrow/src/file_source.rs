@@ -439,14 +439,28 @@ impl RecordSource for ArrowFileSource {
         result.map_err(|e| e.with_record(index).with_path(&self.path))
     }
 
+    /// Decodes the records in file order, so that each window (an IPC record batch, a run
+    /// of a Parquet row group) is read and decoded once however the indices are ordered,
+    /// and then puts them in the order asked for. In the order asked, a random batch
+    /// decoded a window for nearly every record: a whole record batch, decompressed,
+    /// per record of a compressed IPC file.
     fn read_batch_into(&self, indices: &[u64], out: &mut ReelBatch) -> Result<()> {
         out.clear();
+        if let Some(&index) = indices.iter().find(|&&i| i >= self.len) {
+            return Err(Error::out_of_range(index, self.len).with_path(&self.path));
+        }
+        // Positions in `indices`, in file order (stable: repeats keep their order).
+        let in_order = indices.is_sorted();
+        let by_position: Vec<usize> = if in_order {
+            Vec::new()
+        } else {
+            let mut by_position: Vec<usize> = (0..indices.len()).collect();
+            by_position.sort_by_key(|&k| indices[k]);
+            by_position
+        };
         let mut state = self.lock()?;
-        for &index in indices {
-            if index >= self.len {
-                out.clear();
-                return Err(Error::out_of_range(index, self.len).with_path(&self.path));
-            }
+        for j in 0..indices.len() {
+            let index = indices[if in_order { j } else { by_position[j] }];
             let r = self.seek(&mut state, index).and_then(|()| {
                 let window = state.window.as_ref().ok_or_else(|| Error::corrupt("no window"))?;
                 out.push_with(index, |o| self.decode(window, index, o))
@@ -455,6 +469,15 @@ impl RecordSource for ArrowFileSource {
                 out.clear();
                 return Err(e.with_record(index).with_path(&self.path));
             }
+        }
+        if !in_order {
+            // Record `j` of the batch is `indices[by_position[j]]`: the `k`-th asked for is
+            // the `j` with `by_position[j] == k`.
+            let mut order = vec![0; indices.len()];
+            for (j, &k) in by_position.iter().enumerate() {
+                order[k] = j;
+            }
+            out.reorder(&order)?;
         }
         Ok(())
     }

@@ -319,6 +319,38 @@ fn damaged_files_are_errors() {
     }
 }
 
+/// Parquet files of many row groups and IPC files of many batches pass the core conformance
+/// checks (batches of every size, reversed, with repeats, shuffled, borrowed, and four
+/// threads sharing the source), mapped and read, windows smaller than row groups included,
+/// and every record reads as it was written.
+#[test]
+fn parquet_and_ipc_sources_pass_the_conformance_checks() {
+    let records: Vec<Record> = (0..150).map(labelled).collect();
+    let source = VecSource::new(records.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let write = WriteOptions {
+        arrow: ArrowOptions { batch_rows: 16, ..Default::default() },
+        row_group_rows: 16,
+        ..Default::default()
+    };
+    let parquet = dir.path().join("t.parquet");
+    let ipc = dir.path().join("t.arrow");
+    write_parquet(&source, &parquet, &write).unwrap();
+    reel_arrow::write_ipc(&source, &ipc, &write).unwrap();
+    for (path, map, window_rows) in
+        [(&parquet, false, 1024), (&parquet, false, 5), (&ipc, true, 1024), (&ipc, false, 1024)]
+    {
+        let label = format!("{} map={map} window_rows={window_rows}", path.display());
+        let options = ReadOptions { map, window_rows, ..Default::default() };
+        let back = ArrowFileSource::open(path, &options).unwrap();
+        let outcomes = reel_core::testing::conformance::check_source(&back);
+        assert_eq!(outcomes.len(), records.len(), "{label}");
+        for (i, (got, want)) in outcomes.iter().zip(&records).enumerate() {
+            assert_eq!(got.as_ref().unwrap(), want, "{label}: record {i}");
+        }
+    }
+}
+
 #[test]
 fn ranges_index_lists_and_column_selections() {
     let records: Vec<Record> = (0..40).map(labelled).collect();

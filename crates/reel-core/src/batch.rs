@@ -125,6 +125,36 @@ impl RecordBatch {
         Ok(())
     }
 
+    /// Puts the records in another order: record `k` becomes the record that is `order[k]`
+    /// now. Only their places change; no bytes are copied.
+    ///
+    /// For sources that fill a batch in an order of their own (by position in the file,
+    /// so that each block is read or decoded once) and must return the records in the
+    /// order asked for. `order` must name every record exactly once (a permutation of
+    /// `0..len`); anything else is an [`ErrorKind::InvalidInput`](crate::ErrorKind) error
+    /// and leaves the batch as it was.
+    pub fn reorder(&mut self, order: &[usize]) -> Result<()> {
+        let n = self.slots.len();
+        let not_a_permutation = || {
+            crate::Error::invalid_input(format!(
+                "cannot reorder a batch of {n} records: the order must name each record once"
+            ))
+        };
+        if order.len() != n {
+            return Err(not_a_permutation());
+        }
+        let mut seen = vec![false; n];
+        for &k in order {
+            match seen.get_mut(k) {
+                Some(s) if !*s => *s = true,
+                _ => return Err(not_a_permutation()),
+            }
+        }
+        let slots: Vec<Slot> = order.iter().map(|&k| self.slots[k]).collect();
+        self.slots = slots;
+        Ok(())
+    }
+
     /// Adds a copy of `record`.
     pub fn push_copy(&mut self, record: RecordRef<'_>) {
         let first_field = self.fields.len();
@@ -179,5 +209,58 @@ impl std::fmt::Debug for RecordBatch {
     /// The records, each with its fields (not the raw buffer).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ErrorKind, Value};
+
+    /// A batch of records `indices`, each with one bytes field holding its index as text.
+    fn batch_of(indices: &[u64]) -> RecordBatch {
+        let mut batch = RecordBatch::new();
+        for &i in indices {
+            batch
+                .push_with(i, |o| {
+                    let v = Value::Bytes(o.append(i.to_string().as_bytes()));
+                    o.push("data".into(), v);
+                    Ok(())
+                })
+                .unwrap();
+        }
+        batch
+    }
+
+    fn contents(batch: &RecordBatch) -> Vec<(u64, Vec<u8>)> {
+        batch
+            .iter()
+            .map(|r| (r.index(), r.bytes("data").expect("a bytes field").to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn reorder_moves_whole_records() {
+        let mut batch = batch_of(&[10, 20, 30, 40]);
+        batch.reorder(&[2, 0, 3, 1]).unwrap();
+        let want: Vec<(u64, Vec<u8>)> =
+            [30u64, 10, 40, 20].iter().map(|&i| (i, i.to_string().into_bytes())).collect();
+        assert_eq!(contents(&batch), want);
+        // A batch reordered is filled again like any other.
+        batch.clear();
+        assert!(batch.is_empty());
+    }
+
+    #[test]
+    fn reorder_refuses_what_is_not_a_permutation_and_keeps_the_batch() {
+        let mut batch = batch_of(&[1, 2, 3]);
+        let before = contents(&batch);
+        for order in [&[0usize, 1][..], &[0, 1, 2, 3], &[0, 0, 1], &[0, 1, 3]] {
+            let e = batch.reorder(order).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{order:?}");
+            assert_eq!(contents(&batch), before, "{order:?}");
+        }
+        batch.reorder(&[]).unwrap_err();
+        RecordBatch::new().reorder(&[]).unwrap();
     }
 }
