@@ -375,7 +375,7 @@ fn an_arrow_ipc_object_gone_after_open_is_not_found() {
     // Small batches, so that the records read below lie in batches opening did not read.
     let mut convert = reel::ConvertOptions::new(reel::Format::ArrowIpc);
     convert.arrow.arrow.batch_rows = 100;
-    reel::convert(&dir.path().join("data"), &local, &convert).unwrap();
+    reel::convert(dir.path().join("data"), &local, &convert).unwrap();
     let url = format!("{}/t.arrow", server.url());
     let there = reel::open_with(&url, &options(ReadSettings::default())).unwrap();
     std::fs::remove_file(&local).unwrap();
@@ -394,7 +394,7 @@ fn a_random_batch_reads_each_ipc_record_batch_once() {
     let local = dir.path().join("t.arrow");
     let mut convert = reel::ConvertOptions::new(reel::Format::ArrowIpc);
     convert.arrow.arrow.batch_rows = 100;
-    reel::convert(&dir.path().join("data"), &local, &convert).unwrap();
+    reel::convert(dir.path().join("data"), &local, &convert).unwrap();
     let url = format!("{}/t.arrow", server.url());
     let there = reel::open_with(&url, &options(ReadSettings::default())).unwrap();
     // Records of IPC batches 25 and 1, alternating, one of them twice.
