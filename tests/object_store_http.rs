@@ -11,7 +11,7 @@ mod ffrecord_data;
 #[path = "common/http_server.rs"]
 mod http_server;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ffrecord_data::{ffrecord_dataset, read_batch};
@@ -364,20 +364,27 @@ fn parquet_and_arrow_ipc_files_read_in_place() {
     }
 }
 
+/// An Arrow IPC file of 3,000 records in batches of 100, served over HTTP from `dir`: its
+/// records, the server, the local file and the source opened from its URL. Small batches, so
+/// that the records the tests read lie in batches opening did not read.
+fn ipc_over_http(dir: &Path) -> (Vec<Vec<u8>>, HttpServer, PathBuf, Box<dyn RecordSource>) {
+    let records = ffrecord_dataset(dir, 3000, 1024);
+    let server = HttpServer::start(dir);
+    let local = dir.join("t.arrow");
+    let mut convert = reel::ConvertOptions::new(reel::Format::ArrowIpc);
+    convert.arrow.arrow.batch_rows = 100;
+    reel::convert(dir.join("data"), &local, &convert).unwrap();
+    let url = format!("{}/t.arrow", server.url());
+    let source = reel::open_with(&url, &options(ReadSettings::default())).unwrap();
+    (records, server, local, source)
+}
+
 /// An Arrow IPC file's object gone after it was opened: the read fails as `NotFound`, the
 /// store's own kind, naming the object (not a generic I/O failure).
 #[test]
 fn an_arrow_ipc_object_gone_after_open_is_not_found() {
     let dir = tempfile::tempdir().unwrap();
-    ffrecord_dataset(dir.path(), 3000, 1024);
-    let server = HttpServer::start(dir.path());
-    let local = dir.path().join("t.arrow");
-    // Small batches, so that the records read below lie in batches opening did not read.
-    let mut convert = reel::ConvertOptions::new(reel::Format::ArrowIpc);
-    convert.arrow.arrow.batch_rows = 100;
-    reel::convert(dir.path().join("data"), &local, &convert).unwrap();
-    let url = format!("{}/t.arrow", server.url());
-    let there = reel::open_with(&url, &options(ReadSettings::default())).unwrap();
+    let (_, _server, local, there) = ipc_over_http(dir.path());
     std::fs::remove_file(&local).unwrap();
     let e = there.read(2500).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
@@ -389,14 +396,7 @@ fn an_arrow_ipc_object_gone_after_open_is_not_found() {
 #[test]
 fn a_random_batch_reads_each_ipc_record_batch_once() {
     let dir = tempfile::tempdir().unwrap();
-    let records = ffrecord_dataset(dir.path(), 3000, 1024);
-    let server = HttpServer::start(dir.path());
-    let local = dir.path().join("t.arrow");
-    let mut convert = reel::ConvertOptions::new(reel::Format::ArrowIpc);
-    convert.arrow.arrow.batch_rows = 100;
-    reel::convert(dir.path().join("data"), &local, &convert).unwrap();
-    let url = format!("{}/t.arrow", server.url());
-    let there = reel::open_with(&url, &options(ReadSettings::default())).unwrap();
+    let (records, server, _, there) = ipc_over_http(dir.path());
     // Records of IPC batches 25 and 1, alternating, one of them twice.
     let batch = [2500, 150, 2510, 160, 2520, 150];
     let before = server.gets();
