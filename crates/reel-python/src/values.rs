@@ -115,7 +115,10 @@ impl<'py, 'a> Converter<'py, 'a> {
             // (a value decoded elsewhere) is copied.
             if start <= buffer.len() && b.len() <= buffer.len() - start {
                 let end = start + b.len();
-                let slice = PySlice::new(self.py, start as isize, end as isize, 1);
+                // `slice(start, end)` made by calling the type, not `PySlice::new`: pyo3
+                // 0.28's `PySlice::new` hands `PySlice_New` new references to its bounds
+                // and never releases them, which leaked two ints per value read.
+                let slice = self.py.get_type::<PySlice>().call1((start, end))?;
                 return view.as_any().get_item(slice);
             }
         }
