@@ -140,7 +140,11 @@ impl ArrowStream {
         requested_schema: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema;
-        let reader = self.reader.lock().unwrap_or_else(|p| p.into_inner()).take();
+        // The lock is taken with the GIL released: a thread reading a batch holds it
+        // while it waits for the GIL (see `__next__`).
+        let reader = crate::shutdown::detach(py, || {
+            self.reader.lock().unwrap_or_else(|p| p.into_inner()).take()
+        });
         let reader = reader.ok_or_else(|| {
             crate::errors::to_py(
                 py,
@@ -160,18 +164,22 @@ impl ArrowStream {
     /// The next batch as a `pyarrow.RecordBatch` (pyarrow imported on call). Unlike the C
     /// stream, whose consumers see a failed read as their own error type with reel's text,
     /// a failed read raises reel's own exception here (kind, path, record, offset).
+    ///
+    /// Threads may share the stream: each batch goes to one of them. The stream's lock is
+    /// taken with the GIL released, since the thread holding it takes the GIL back at the
+    /// end of its read (taking the lock while holding the GIL deadlocked two threads).
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let mut guard = self.reader.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(reader) = guard.as_mut() else {
-            return Err(crate::errors::to_py(
-                py,
-                reel::Error::new(
+        let batch = crate::shutdown::detach(py, || {
+            let mut guard = self.reader.lock().unwrap_or_else(|p| p.into_inner());
+            match guard.as_mut() {
+                Some(reader) => reader.next_batch(),
+                None => Err(reel::Error::new(
                     reel::ErrorKind::Closed,
                     "this Arrow stream was already consumed; ask the dataset for a new one",
-                ),
-            ));
-        };
-        let batch = crate::shutdown::detach(py, || reader.next_batch()).py_err(py)?;
+                )),
+            }
+        })
+        .py_err(py)?;
         match batch {
             Some(batch) => pyarrow_batch(py, &batch).map(Some),
             None => Ok(None),

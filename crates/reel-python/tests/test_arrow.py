@@ -201,6 +201,28 @@ def test_a_stream_is_consumed_once_and_names_its_columns(tmp_path):
         pa.table(stream)
 
 
+def test_threads_sharing_a_stream_each_take_batches(tmp_path):
+    # Two threads iterating one stream deadlocked: one held the stream's lock waiting for
+    # the GIL, the other held the GIL waiting for the lock.
+    import threading
+
+    reel.generate(tmp_path / "d.ffr", records=20000, max_record=64)
+    stream = reel.open(tmp_path / "d.ffr").arrow_stream(batch_rows=100)
+    rows = [0, 0]
+
+    def drain(k: int) -> None:
+        for batch in stream:
+            rows[k] += batch.num_rows
+
+    threads = [threading.Thread(target=drain, args=(k,), daemon=True) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads)
+    assert sum(rows) == 20000
+
+
 def test_a_damaged_record_raises_reels_error_while_reading_batches(tmp_path):
     """The error of a record read after the schema sample (here: every record, the schema
     being given) is reel's own, with its record number, from to_batches and to_arrow."""
