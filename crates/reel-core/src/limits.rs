@@ -58,13 +58,18 @@ impl Default for Limits {
             max_batch_bytes: 1 << 30,
             max_records: 1 << 40,
             max_metadata_bytes: 2 << 30,
-            max_nesting: 128,
+            max_nesting: Limits::DEFAULT_MAX_NESTING,
             max_decoded_bytes: 4 << 30,
         }
     }
 }
 
 impl Limits {
+    /// The default [`max_nesting`](Self::max_nesting): writers that take nested values
+    /// from users (Python's) refuse deeper ones, so that nothing is written that the
+    /// readers would refuse by default.
+    pub const DEFAULT_MAX_NESTING: u32 = 128;
+
     /// Limits for untrusted input in tests and fuzzing: small enough to fail fast.
     pub fn strict() -> Self {
         Limits {

@@ -28,7 +28,7 @@ pub(crate) fn record_from(obj: &Bound<'_, PyAny>) -> PyResult<Record> {
         let (name, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
         let name: String =
             name.extract().map_err(|_| PyTypeError::new_err("field names are str"))?;
-        let value = to_value(&mut out, &value)
+        let value = to_value(&mut out, &value, 0)
             .map_err(|e| prefix(obj.py(), e, &format!("field {name:?}")))?;
         out.push(FieldName::from(name.as_str()), value);
     }
@@ -46,8 +46,14 @@ fn prefix(py: Python<'_>, err: PyErr, what: &str) -> PyErr {
     }
 }
 
-/// One value.
-fn to_value(out: &mut RecordOut<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+/// Lists, tuples and dicts a value may nest: what reel's readers follow
+/// ([`reel::Limits::max_nesting`]), so that nothing is written that they would refuse. It
+/// also ends the walk of a list or dict that contains itself, which recursed until the
+/// stack overflowed.
+const MAX_NESTING: u32 = reel::Limits::DEFAULT_MAX_NESTING;
+
+/// One value, `depth` lists, tuples or dicts down.
+fn to_value(out: &mut RecordOut<'_>, obj: &Bound<'_, PyAny>, depth: u32) -> PyResult<Value> {
     let py = obj.py();
     if obj.is_none() {
         return Ok(Value::Null);
@@ -80,16 +86,27 @@ fn to_value(out: &mut RecordOut<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Value> 
     if let Ok(array) = obj.cast::<numpy::PyUntypedArray>() {
         return array_value(out, array.as_any());
     }
+    let nested = obj.is_instance_of::<PyList>()
+        || obj.is_instance_of::<PyTuple>()
+        || obj.is_instance_of::<PyDict>();
+    if nested && depth >= MAX_NESTING {
+        return Err(PyValueError::new_err(format!(
+            "lists, tuples and dicts nest more than {MAX_NESTING} deep (or one contains \
+             itself): reel's readers refuse values nested deeper"
+        )));
+    }
     if let Ok(list) = obj.cast::<PyList>() {
-        return list.iter().map(|v| to_value(out, &v)).collect::<PyResult<_>>().map(Value::List);
+        let values = list.iter().map(|v| to_value(out, &v, depth + 1));
+        return values.collect::<PyResult<_>>().map(Value::List);
     }
     if let Ok(tuple) = obj.cast::<PyTuple>() {
-        return tuple.iter().map(|v| to_value(out, &v)).collect::<PyResult<_>>().map(Value::List);
+        let values = tuple.iter().map(|v| to_value(out, &v, depth + 1));
+        return values.collect::<PyResult<_>>().map(Value::List);
     }
     if let Ok(dict) = obj.cast::<PyDict>() {
         let mut entries = Vec::with_capacity(dict.len());
         for (k, v) in dict.iter() {
-            entries.push((to_value(out, &k)?, to_value(out, &v)?));
+            entries.push((to_value(out, &k, depth + 1)?, to_value(out, &v, depth + 1)?));
         }
         return Ok(Value::Map(entries));
     }
@@ -97,7 +114,7 @@ fn to_value(out: &mut RecordOut<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Value> 
     if obj.hasattr("item")? && obj.hasattr("dtype")? {
         let item = obj.call_method0("item")?;
         if !item.is(obj) {
-            return to_value(out, &item);
+            return to_value(out, &item, depth);
         }
     }
     Err(PyTypeError::new_err(format!(

@@ -92,12 +92,17 @@ impl Sink {
     }
 
     /// Makes the dataset durable and visible at its path; returns what was written
-    /// (`records`, `bytes`, `paths`).
+    /// (`records`, `bytes`, `paths`). If it fails, nothing is published and the writer
+    /// stays open, so that what the error asks for can be done (write the records still
+    /// missing, then `finish` again) or the writer aborted (leaving the `with` block by an
+    /// exception does that).
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let summary = crate::shutdown::detach(py, || {
             let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-            let mut sink = guard.take().ok_or_else(|| self.closed_error())?;
-            sink.finish()
+            let sink = guard.as_mut().ok_or_else(|| self.closed_error())?;
+            let summary = sink.finish()?;
+            *guard = None;
+            Ok(summary)
         })
         .py_err(py)?;
         summary_dict(py, summary)
@@ -113,8 +118,10 @@ impl Sink {
 
     /// Whether `finish` or `abort` was called.
     #[getter]
-    fn closed(&self) -> bool {
-        self.inner.lock().map(|g| g.is_none()).unwrap_or(true)
+    fn closed(&self, py: Python<'_>) -> bool {
+        // With the GIL released: a thread appending holds the lock until it has the GIL
+        // back.
+        crate::shutdown::detach(py, || self.inner.lock().map(|g| g.is_none()).unwrap_or(true))
     }
 
     /// The path the dataset appears at.
@@ -192,8 +199,9 @@ pub(crate) fn report_dict<'py>(
     Ok(d)
 }
 
-/// Checks every record of the dataset at `path` (checksums, structure, decoding) and returns
-/// a report: `format`, `records`, `good_records`, `bad_records` (the indices that failed),
+/// Checks every record of the dataset at `path` (checksums, structure, the decoding of
+/// stored values; images in Granular `jpg`/`png` fields are kept as stored, not decoded, so
+/// damaged image bytes pass) and returns a report: `format`, `records`, `good_records`, `bad_records` (the indices that failed),
 /// `problems` (dicts with `record`, `path`, `offset`, `kind`, `message`), `opened` (False
 /// when the dataset could not even be opened) and `clean`.
 #[pyfunction]

@@ -122,6 +122,54 @@ def test_writer_refusals(tmp_path):
     assert not (tmp_path / "z.syr").exists()
 
 
+def test_values_nested_deeper_than_readers_follow_are_refused(tmp_path):
+    # A list that contains itself recursed until the stack overflowed (a segfault).
+    looped: list = []
+    looped.append(looped)
+    looped_dict: dict = {}
+    looped_dict["self"] = looped_dict
+    for fmt, value in [("granular", looped), ("ffrecord", looped), ("granular", looped_dict)]:
+        with pytest.raises(ValueError, match="nest more than 128 deep"):
+            with reel.Writer(tmp_path / f"loop-{fmt}", fmt) as w:
+                w.write({"x": value})
+        assert not (tmp_path / f"loop-{fmt}").exists()
+    # 128 levels are what the readers follow: written, and read back; 129 are refused.
+    deep: object = 1
+    for _ in range(128):
+        deep = [deep]
+    with reel.granular.Writer(tmp_path / "deep") as w:
+        w.write({"x": deep})
+    assert reel.open(tmp_path / "deep")[0]["x"] == deep
+    with pytest.raises(ValueError, match="field \"x\""):
+        with reel.granular.Writer(tmp_path / "deeper") as w:
+            w.write({"x": [deep]})
+    assert not (tmp_path / "deeper").exists()
+
+
+def test_a_failed_finish_leaves_the_writer_open(tmp_path):
+    # Fewer records than declared: nothing is published, and the writer takes the rest.
+    w = reel.ffrecord.Writer(tmp_path / "a.ffr", records=2)
+    w.write({"data": b"a"})
+    with pytest.raises(ValueError, match="write the rest, then finish again"):
+        w.finish()
+    assert not w.closed and not (tmp_path / "a.ffr").exists()
+    w.write({"data": b"b"})
+    assert w.finish()["records"] == 2
+    assert [r["data"] for r in reel.open(tmp_path / "a.ffr")] == [b"a", b"b"]
+    # At the end of a `with` block a failed finish aborts: nothing is left behind.
+    with pytest.raises(ValueError):
+        with reel.ffrecord.Writer(tmp_path / "b.ffr", records=2) as w2:
+            w2.write({"data": b"a"})
+    assert w2.closed and not (tmp_path / "b.ffr").exists()
+
+
+def test_generate_refuses_records_it_cannot_build(tmp_path):
+    # 2**62 bytes aborted the process on the allocation.
+    with pytest.raises(ValueError, match="at most 1073741824 bytes"):
+        reel.generate(tmp_path / "g.ffr", records=1, max_record=2**62)
+    assert not (tmp_path / "g.ffr").exists()
+
+
 def test_abort_is_idempotent(tmp_path):
     w = reel.granular.Writer(tmp_path / "g")
     w.write({"n": 1})

@@ -138,9 +138,15 @@ pub fn jpeg_frame(video: u64, frame: u64) -> Vec<u8> {
     reel_gulp::encode_jpeg(&pixels, w, h, 3, 90).unwrap_or_default()
 }
 
+/// The largest `max_record` [`generate`] takes: a generated record is built in memory,
+/// so a larger one would be an allocation the machine may not have (2^62 bytes aborted the
+/// process) rather than a dataset worth generating.
+pub const MAX_GENERATED_RECORD: usize = 1 << 30;
+
 /// Writes a generated dataset of `records` records of `format` at `path` ([`record`] with
-/// payloads of at most `max_record` bytes), calling `progress(done)` after each record.
-/// The dataset appears only when complete, like every writer's output.
+/// payloads of at most `max_record` bytes, which is at most [`MAX_GENERATED_RECORD`]),
+/// calling `progress(done)` after each record. The dataset appears only when complete,
+/// like every writer's output.
 pub fn generate(
     path: impl AsRef<Path>,
     format: Format,
@@ -149,6 +155,11 @@ pub fn generate(
     options: &CreateOptions,
     progress: &mut dyn FnMut(u64),
 ) -> Result<SinkSummary> {
+    if max_record > MAX_GENERATED_RECORD {
+        return Err(crate::Error::invalid_input(format!(
+            "generated records are at most {MAX_GENERATED_RECORD} bytes (1 GiB), not {max_record}"
+        )));
+    }
     let options = options.clone().records(records);
     let mut sink = crate::create(path, format, &options)?;
     for i in 0..records {

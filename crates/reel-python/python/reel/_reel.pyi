@@ -98,7 +98,9 @@ def discard_staging(staging: StrPath) -> None:
     """Removes everything written under a staging location ``parts_staging`` gave."""
 
 def verify(path: StrPath, *, backend: str = "auto") -> dict[str, Any]:
-    """Checks every record; the report names the bad ones (``bad_records``)."""
+    """Checks every record (checksums, structure, stored values; Granular ``jpg``/``png``
+    fields are kept as stored, not decoded); the report names the bad ones
+    (``bad_records``)."""
 
 def generate(
     path: StrPath,
@@ -108,7 +110,8 @@ def generate(
     max_record: int = 4096,
     overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Writes a generated dataset whose records are derived from their index."""
+    """Writes a generated dataset whose records are derived from their index (payloads of
+    at most ``max_record`` bytes, at most 1 GiB)."""
 
 def gulp_index(
     path: StrPath,
@@ -360,7 +363,8 @@ class Sink:
         """Adds a record (a dict of field name to value) and returns its index."""
     def finish(self) -> dict[str, Any]:
         """Makes the dataset durable and visible at its path; returns what was written
-        (``records``, ``bytes``, ``paths``)."""
+        (``records``, ``bytes``, ``paths``). If it fails, nothing is published and the
+        writer stays open (write what is missing and finish again, or abort)."""
     def abort(self) -> None:
         """Drops everything written so far; the path is left as it was. Idempotent."""
     @property

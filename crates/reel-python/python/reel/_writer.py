@@ -101,7 +101,11 @@ class Writer:
         return n
 
     def finish(self) -> dict[str, Any]:
-        """Publishes the dataset; returns ``{"records", "bytes", "paths"}``."""
+        """Publishes the dataset; returns ``{"records", "bytes", "paths"}``.
+
+        If it raises, nothing is published and the writer stays open: do what the error
+        asks (write the records still missing, then finish again) or call ``abort``.
+        """
         self.summary = self._sink.finish()
         return self.summary
 
@@ -121,7 +125,13 @@ class Writer:
         if exc_type is not None:
             self.abort()
         elif not self.closed:
-            self.finish()
+            # A failed finish leaves the writer open (so that a caller can mend what the
+            # error names and finish again); the end of a `with` block cannot, so it aborts.
+            try:
+                self.finish()
+            except BaseException:
+                self.abort()
+                raise
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
