@@ -124,6 +124,23 @@ impl IndexBatches {
     pub fn state(&self) -> LoaderState {
         self.sequencer.state(self.cursor)
     }
+
+    /// Passes over the next `n` batches without computing their records, and returns how
+    /// many there were (fewer than `n` at the end of the plan). Then [`state`](Self::state)
+    /// is the state after them: a resume point `n` batches in costs `n` steps of
+    /// arithmetic, not `n` batches of indices.
+    pub fn skip_batches(&mut self, n: u64) -> u64 {
+        let mut passed = 0;
+        while passed < n {
+            let Some(step) = self.sequencer.step_skipping(self.cursor, self.skip) else {
+                break;
+            };
+            self.skip = self.sequencer.interleave.gap();
+            self.cursor = step.next;
+            passed += 1;
+        }
+        passed
+    }
 }
 
 impl Iterator for IndexBatches {

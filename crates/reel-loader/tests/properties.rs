@@ -110,6 +110,27 @@ proptest! {
     }
 
     #[test]
+    fn skipping_batches_gives_the_state_after_them(
+        len in 0u64..150, batch in 1usize..8, world in 1u64..4, drop_last: bool,
+        shuffle in shuffles(), seed: u64, n in 0u64..80, every in 1u64..4, first in 0u64..3,
+    ) {
+        let b = builder(len).batch_size(batch).shuffle(shuffle).seed(seed).epochs(2)
+            .drop_last(drop_last).shard(world - 1, world).interleave(every, first % every);
+        let all: Vec<BatchIndices> = b.clone().index_batches().unwrap().collect();
+        let mut plan = b.clone().index_batches().unwrap();
+        let passed = plan.skip_batches(n);
+        prop_assert_eq!(passed, n.min(all.len() as u64));
+        let want = match passed {
+            0 => b.clone().index_batches().unwrap().state(),
+            k => all[k as usize - 1].resume.clone(),
+        };
+        prop_assert_eq!(plan.state(), want);
+        // And the batches after them are the rest of the plan.
+        let rest: Vec<BatchIndices> = plan.collect();
+        prop_assert_eq!(&rest[..], &all[passed as usize..]);
+    }
+
+    #[test]
     fn resume_continues_exactly_even_with_another_world_size(
         len in 1u64..150, batch in 1usize..8, world in 1u64..5, new_world in 1u64..5,
         drop_last: bool, shuffle in shuffles(), seed: u64, cut in 0usize..60,

@@ -129,7 +129,9 @@ impl OpenArgs {
 ///     format: "ffrecord", "syrah", "ofrecord", "granular" (or "bags"), "gulp" (or
 ///         "gulpio2"); None tells it from the files.
 ///     backend: the I/O backend: "auto", "pread", "mmap", "memory", "io_uring",
-///         "io_uring-direct".
+///         "io_uring-direct". "auto" and "mmap" map the files: a file another program
+///         truncates or rewrites in place while it is open crashes the process (SIGBUS),
+///         as with any memory map; "pread" and "io_uring" raise CorruptError instead.
 ///     verify: check stored checksums on every read where the format has them.
 ///     decode_images: GulpIO2 frames and Granular jpg/png fields as decoded uint8 arrays,
 ///         as gulpio2 and granular return them (True), or the stored JPEG/PNG bytes (False).

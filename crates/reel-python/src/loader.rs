@@ -41,6 +41,12 @@ impl IndexPlan {
     fn state(&self) -> String {
         self.inner.state().to_json()
     }
+
+    /// Passes over the next `n` batches without computing their indices; returns how many
+    /// there were (fewer than `n` at the end). `state()` is then the state after them.
+    fn skip(&mut self, n: crate::args::Count<u64>) -> u64 {
+        self.inner.skip_batches(n.0)
+    }
 }
 
 /// What [`plan`] needs besides the dataset (the keyword arguments of `Dataset.plan`).

@@ -133,6 +133,41 @@ def test_streaming_with_dataloader_workers(context):
     assert batches_as_indices(list(loader), lookup) == alone
 
 
+PERSISTENT_WORKERS = r"""
+import sys
+import torch
+import reel, reel.torch
+ds = reel.torch.StreamingDataset(sys.argv[1], batch_size=16, seed=11, collate=None)
+loader = torch.utils.data.DataLoader(
+    ds, batch_size=None, num_workers=2, persistent_workers=True, multiprocessing_context="fork"
+)
+first = [[r["data"] for r in b] for b in loader]
+print("first epoch done", file=sys.stderr, flush=True)
+ds.set_epoch(1)
+again = [[r["data"] for r in b] for b in loader]
+assert again == first
+print("ok")
+"""
+
+
+def test_persistent_workers_warn_that_they_repeat_their_epoch():
+    # A persistent worker keeps the copy of the dataset it started with: set_epoch in the
+    # main process does not reach it. It says so rather than repeat the epoch silently.
+    # (In a child process: a worker forked from pytest would record its warning where
+    # pytest records the test's, not print it.)
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", PERSISTENT_WORKERS, str(FFR)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    first, _, second = out.stderr.partition("first epoch done")
+    assert "iterates again" not in first, first
+    assert "set_epoch and load_state_dict do not reach persistent workers" in second, second
+
+
 @pytest.mark.parametrize("workers", [0, 2])
 def test_streaming_resume_is_exact(workers):
     lookup = idx_of(reel.open(FFR)[:])

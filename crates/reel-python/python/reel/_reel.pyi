@@ -31,7 +31,9 @@ def open(
     (bounded by ``cache_size`` bytes) so later epochs read them from disk. ``columns``
     (Parquet and Arrow IPC files only) reads only those columns, in that order: the others
     are never decoded nor checked, so a file with a column reel has no value for (a
-    decimal) opens with that column left out."""
+    decimal) opens with that column left out. ``backend`` ``"auto"`` and ``"mmap"`` map the
+    files: a file truncated or rewritten in place while open crashes the process (SIGBUS);
+    ``"pread"`` and ``"io_uring"`` raise ``CorruptError`` instead."""
 
 def convert(
     src: StrPath,
@@ -171,6 +173,9 @@ class IndexPlan:
     def __next__(self) -> tuple[list[int], str]: ...
     def state(self) -> str:
         """The loader state (JSON) before the next batch."""
+    def skip(self, n: int) -> int:
+        """Passes over the next ``n`` batches without computing their indices; returns how
+        many there were (fewer at the end). ``state()`` is then the state after them."""
 
 class BatchStream:
     """The batches of a plan (``Dataset.stream``), read ahead by reel-loader's threads while
