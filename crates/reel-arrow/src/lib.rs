@@ -67,7 +67,8 @@ pub use kind::{EXTENSION_METADATA_KEY, EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, R
 pub use losses::{ReadLoss, read_losses, reads_as_arrays};
 pub use stream::{ArrowOptions, SourceBatchReader, into_ffi_stream};
 pub use write::{
-    ArrowSink, Compression, FileKind, WriteOptions, write_file, write_ipc, write_parquet,
+    ArrowSink, Compression, FileKind, MAX_COLUMN_NESTING, WriteOptions, write_file, write_ipc,
+    write_parquet,
 };
 
 /// The Arrow crates this one is built on, for callers that need their types.

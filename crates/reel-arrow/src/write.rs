@@ -216,6 +216,48 @@ struct Writer {
     failed: Option<(String, Option<&'static str>)>,
 }
 
+/// The deepest nesting of lists, maps and structs a written column may have. Parquet and
+/// IPC files carry their schema as a flatbuffer, which arrow-rs's readers (reel's own) check
+/// against a depth limit: a column nested 60 deep read back, 61 was refused
+/// ("DepthLimitReached"), both as Parquet and as IPC. A file no reader opens is not
+/// written.
+pub const MAX_COLUMN_NESTING: usize = 60;
+
+/// How deep `data_type` nests lists, maps and structs (0 for a flat type).
+fn nesting(data_type: &DataType) -> usize {
+    use DataType as T;
+    match data_type {
+        T::List(f) | T::LargeList(f) | T::ListView(f) | T::LargeListView(f) => {
+            1 + nesting(f.data_type())
+        }
+        T::FixedSizeList(f, _) | T::Map(f, _) => 1 + nesting(f.data_type()),
+        T::Struct(fields) => 1 + fields.iter().map(|f| nesting(f.data_type())).max().unwrap_or(0),
+        T::Union(fields, _) => {
+            1 + fields.iter().map(|(_, f)| nesting(f.data_type())).max().unwrap_or(0)
+        }
+        T::Dictionary(_, value) => nesting(value),
+        T::RunEndEncoded(_, values) => nesting(values.data_type()),
+        _ => 0,
+    }
+}
+
+/// Refuses a schema with a column nested deeper than [`MAX_COLUMN_NESTING`], naming it.
+fn check_nesting(schema: &SchemaRef, path: &Path) -> Result<()> {
+    for field in schema.fields() {
+        let depth = nesting(field.data_type());
+        if depth > MAX_COLUMN_NESTING {
+            return Err(Error::schema(format!(
+                "column {:?} nests lists, maps or structs {depth} deep; Parquet and Arrow IPC \
+                 readers refuse schemas nested deeper than {MAX_COLUMN_NESTING} (store it as \
+                 JSON or msgpack bytes instead: `reel convert --encode-nested`)",
+                field.name()
+            ))
+            .with_path(path));
+        }
+    }
+    Ok(())
+}
+
 impl Writer {
     fn new(
         kind: FileKind,
@@ -223,6 +265,7 @@ impl Writer {
         schema: &SchemaRef,
         options: &WriteOptions,
     ) -> Result<Writer> {
+        check_nesting(schema, staged.final_path())?;
         let path = staged.temp_path();
         let file = staged
             .file()

@@ -351,6 +351,39 @@ fn parquet_and_ipc_sources_pass_the_conformance_checks() {
     }
 }
 
+/// A column nested as deep as Parquet and IPC readers accept is written and reads back; one
+/// level deeper is refused before anything is written, naming the column, in both kinds.
+#[test]
+fn columns_nested_deeper_than_readers_accept_are_refused() {
+    fn nested(depth: usize) -> Record {
+        let mut value = Value::Int(7);
+        for _ in 0..depth {
+            value = Value::List(vec![value]);
+        }
+        let mut r = Record::new();
+        r.out().push("deep".into(), value);
+        r
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (kind, ext) in [(FileKind::Parquet, "parquet"), (FileKind::ArrowIpc, "arrow")] {
+        let deepest = VecSource::new(vec![nested(reel_arrow::MAX_COLUMN_NESTING)]);
+        let ok = dir.path().join(format!("ok.{ext}"));
+        reel_arrow::write_file(&deepest, &ok, kind, &WriteOptions::default(), &mut |_, _| {})
+            .unwrap();
+        let back = ArrowFileSource::open(&ok, &ReadOptions::default()).unwrap();
+        assert_eq!(back.read(0).unwrap(), deepest.records[0], "{ext}");
+
+        let deeper = VecSource::new(vec![nested(reel_arrow::MAX_COLUMN_NESTING + 1)]);
+        let bad = dir.path().join(format!("bad.{ext}"));
+        let e =
+            reel_arrow::write_file(&deeper, &bad, kind, &WriteOptions::default(), &mut |_, _| {})
+                .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Schema, "{e}");
+        assert!(e.to_string().contains("\"deep\"") && e.to_string().contains("61 deep"), "{e}");
+        assert!(!bad.exists(), "{ext}: a refused file was left behind");
+    }
+}
+
 #[test]
 fn ranges_index_lists_and_column_selections() {
     let records: Vec<Record> = (0..40).map(labelled).collect();
