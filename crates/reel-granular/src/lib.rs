@@ -91,7 +91,7 @@ pub use spec::{GranularSpec, TypeSpec};
 pub use writer::{
     BagWriter, BagsWriter, GranularSink, GranularWriter, GranularWriterOptions, PARTIAL_SPEC,
     RefsFlavor, ShardFormat, ShardedWriter, ShardedWriterOptions, SingleFileBagWriter,
-    staging_path,
+    check_declared_types, staging_path,
 };
 
 /// reel's core crate, re-exported so that this crate is the only dependency a program

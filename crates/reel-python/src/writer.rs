@@ -39,10 +39,35 @@ impl Sink {
     }
 }
 
+/// Refuses a `schema` the writer of `format` would not use as given: formats that take
+/// their types from the values written (FFRecord, Syrah, OFRecord, GulpIO2) have none to
+/// declare, and a Granular or bags type the target does not know is a mistake (a typo),
+/// not a type to choose from the first record as a conversion does.
+fn check_schema(format: Format, schema: &[(String, String)]) -> reel::Result<()> {
+    use reel::granular::{RefsFlavor, ShardFormat};
+    let layout = match format {
+        Format::Granular => ShardFormat::Indexed,
+        Format::Bags => ShardFormat::Refs(RefsFlavor::Bags051),
+        Format::Parquet | Format::ArrowIpc => return Ok(()),
+        other => {
+            return Err(reel::Error::invalid_input(format!(
+                "{} takes its types from the values written: schema= is for Granular and bags \
+                 (spec.json types) and Parquet/Arrow",
+                other.name()
+            )));
+        }
+    };
+    reel::granular::check_declared_types(
+        schema.iter().map(|(field, t)| (field.as_str(), t.as_str())),
+        layout,
+    )
+}
+
 #[pymethods]
 impl Sink {
     /// A writer of `format` at `path`. `schema` maps field names to the format's type names
-    /// (Granular `spec.json` types, Syrah dtypes ...) where the format declares them;
+    /// where the format declares them (Granular and bags `spec.json` types; Parquet and
+    /// Arrow take reel's); other formats refuse it;
     /// `records` is the number of records that will come, when known. With `part=(k, n)`,
     /// `path` is the directory of a multi-part dataset and the writer writes its part `k` of
     /// `n` there (`reel::create_part`, the names `part_names` gives). `part_size`: files of
@@ -65,6 +90,9 @@ impl Sink {
         let (records, part_size) = (opt(records), opt(part_size));
         let part = part.map(|(k, n)| (k.0, n.0));
         let format = format_named(format).py_err(py)?;
+        if let Some(schema) = &schema {
+            check_schema(format, schema).py_err(py)?;
+        }
         let mut options = CreateOptions::default().overwrite(overwrite).schema(
             schema.map(|s| s.into_iter().map(|(name, kind)| FieldSpec { name, kind }).collect()),
         );

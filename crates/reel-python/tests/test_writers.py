@@ -170,6 +170,23 @@ def test_generate_refuses_records_it_cannot_build(tmp_path):
     assert not (tmp_path / "g.ffr").exists()
 
 
+def test_a_schema_is_used_or_refused_never_ignored(tmp_path):
+    # Granular keeps a declared type the target knows ...
+    with reel.granular.Writer(tmp_path / "g", schema={"a": "msgpack"}) as w:
+        w.write({"a": 1})
+    assert reel.open(tmp_path / "g").info.schema == [("a", "msgpack")]
+    # ... and refuses one it does not (a typo was taken as "int" from the first value).
+    with pytest.raises(reel.SchemaError, match='"nope".*its types: bytes, utf8'):
+        reel.granular.Writer(tmp_path / "g2", schema={"a": "nope"})
+    with pytest.raises(reel.SchemaError, match="bags 0.5.1"):
+        reel.Writer(tmp_path / "b", "bags", schema={"a": "tree"})
+    # Formats that take their types from the values refuse a schema instead of ignoring it.
+    for fmt, name in [("syrah", "s.syr"), ("ffrecord", "f.ffr"), ("ofrecord", "o")]:
+        with pytest.raises(ValueError, match="takes its types from the values written"):
+            reel.Writer(tmp_path / name, fmt, schema={"x": "float32"})
+    assert not any(tmp_path.glob("[sfo]*"))
+
+
 def test_abort_is_idempotent(tmp_path):
     w = reel.granular.Writer(tmp_path / "g")
     w.write({"n": 1})

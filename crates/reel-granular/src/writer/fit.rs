@@ -68,6 +68,35 @@ pub(crate) fn fit_spec(
     Ok(GranularSpec::from_pairs(fields))
 }
 
+/// Checks that every type of `types` (field name, type name) is one `layout` writes, as it
+/// is or under its fixed counterpart (`jpeg` for `jpg` …). For writers given a spec by a
+/// user rather than by a source: there a name the target does not know is a mistake to
+/// report, not a type to choose anew from the first record (what a conversion does).
+pub fn check_declared_types<'a>(
+    types: impl IntoIterator<Item = (&'a str, &'a str)>,
+    layout: ShardFormat,
+) -> Result<()> {
+    for (field, t) in types {
+        if keep_or_rename(t, layout).is_none() {
+            let known: &[&str] = match layout {
+                ShardFormat::Refs(RefsFlavor::Bags051) => &BAGS_TYPES,
+                _ => &CURRENT_TYPES,
+            };
+            return Err(Error::schema(format!(
+                "field {field:?}: {} has no type {t:?} (its types: {}{})",
+                layout_name(layout),
+                known.join(", "),
+                match layout {
+                    ShardFormat::Refs(RefsFlavor::Bags051) =>
+                        "; array(dtype,dims...), int(width), type[]",
+                    _ => "",
+                }
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn layout_name(layout: ShardFormat) -> &'static str {
     match layout {
         ShardFormat::Indexed => "granular 0.24",

@@ -11,6 +11,7 @@ mod sink;
 
 pub use bag_writer::{BagWriter, SingleFileBagWriter};
 pub use dataset::{GranularWriter, GranularWriterOptions, PARTIAL_SPEC, staging_path};
+pub use fit::check_declared_types;
 pub use refs_writer::{BagsWriter, RefsFlavor};
 pub use sharded::{ShardFormat, ShardedWriter, ShardedWriterOptions};
 pub use sink::GranularSink;

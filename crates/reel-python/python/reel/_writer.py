@@ -34,8 +34,10 @@ class Writer:
             that (OFRecord parts, GulpIO2 chunks) go up while writing goes on. Nothing is
             left in the bucket if the block raises.
         format: the format's name; fixed by the per-format subclasses.
-        schema: {field name: the format's type name} where the format declares types
-            (Granular's spec.json types such as "bytes", "utf8", "array"; Syrah dtypes).
+        schema: {field name: the format's type name} where the format declares types:
+            Granular's and bags' spec.json types such as "bytes", "utf8", "array" (a name the
+            target does not know is a SchemaError). FFRecord, Syrah, OFRecord and GulpIO2
+            take their types from the values written and refuse a schema (ValueError).
         records: how many records will come, if known (FFRecord then writes in place).
         overwrite: replace an existing dataset at ``path`` once the new one is complete.
         part: ``(k, n)`` to write part ``k`` of an ``n``-part dataset into the directory
