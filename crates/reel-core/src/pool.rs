@@ -22,9 +22,16 @@ use crate::RecordBatch;
 /// buffers stays at what is in use at the busiest moment.
 #[derive(Debug)]
 pub struct BatchPool {
-    lists: Mutex<Vec<Vec<RecordBatch>>>,
+    lists: Mutex<Lists>,
     capacity: usize,
     max_buffer_bytes: usize,
+}
+
+/// The free lists, and how many buffers the pool has handed out new.
+#[derive(Debug)]
+struct Lists {
+    free: Vec<Vec<RecordBatch>>,
+    born: usize,
 }
 
 impl BatchPool {
@@ -33,8 +40,12 @@ impl BatchPool {
     pub fn new(readers: usize, capacity: usize) -> Self {
         // The lists grow as buffers come back; reserving `capacity` each up front would
         // allocate for a window nobody may ever fill (a caller's huge prefetch).
-        let lists = (0..readers.max(1)).map(|_| Vec::new()).collect();
-        BatchPool { lists: Mutex::new(lists), capacity, max_buffer_bytes: usize::MAX }
+        let free = (0..readers.max(1)).map(|_| Vec::new()).collect();
+        BatchPool {
+            lists: Mutex::new(Lists { free, born: 0 }),
+            capacity,
+            max_buffer_bytes: usize::MAX,
+        }
     }
 
     /// Frees a returned buffer that holds more than `bytes` instead of keeping it: one huge
@@ -49,17 +60,30 @@ impl BatchPool {
     pub fn take(self: &Arc<Self>, reader: usize) -> PooledBatch {
         let batch = {
             let mut lists = self.lists.lock().unwrap_or_else(PoisonError::into_inner);
-            match lists.get_mut(reader).and_then(Vec::pop) {
+            let free = &mut lists.free;
+            let batch = match free.get_mut(reader).and_then(Vec::pop) {
                 Some(batch) => Some(batch),
-                None => lists.iter_mut().max_by_key(|l| l.len()).and_then(Vec::pop),
+                None => free.iter_mut().max_by_key(|l| l.len()).and_then(Vec::pop),
+            };
+            if batch.is_none() {
+                // A new buffer: make room for it in every list now. Buffers move between
+                // lists (a reader takes another's spares), so any list may one day hold
+                // every buffer; growing it then, while a consumer gives a buffer back,
+                // was an allocation in the steady state.
+                lists.born += 1;
+                let room = lists.born.min(self.capacity);
+                for list in &mut lists.free {
+                    list.reserve(room.saturating_sub(list.len()));
+                }
             }
+            batch
         };
         PooledBatch { batch: batch.unwrap_or_default(), home: Arc::downgrade(self), reader }
     }
 
     /// Spare buffers held right now.
     pub fn spares(&self) -> usize {
-        self.lists.lock().unwrap_or_else(PoisonError::into_inner).iter().map(Vec::len).sum()
+        self.lists.lock().unwrap_or_else(PoisonError::into_inner).free.iter().map(Vec::len).sum()
     }
 
     fn give(&self, reader: usize, mut batch: RecordBatch) {
@@ -68,10 +92,11 @@ impl BatchPool {
         }
         batch.clear();
         let mut lists = self.lists.lock().unwrap_or_else(PoisonError::into_inner);
-        let spare: usize = lists.iter().map(Vec::len).sum();
+        let free = &mut lists.free;
+        let spare: usize = free.iter().map(Vec::len).sum();
         if spare < self.capacity {
-            let last = lists.len() - 1;
-            if let Some(list) = lists.get_mut(reader.min(last)) {
+            let last = free.len() - 1;
+            if let Some(list) = free.get_mut(reader.min(last)) {
                 list.push(batch);
             }
         }
