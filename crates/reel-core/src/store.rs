@@ -118,7 +118,10 @@ pub trait Store: Send + Sync + fmt::Debug {
 /// the entries of the directory whose extension is `extension`, sorted by name (FFRecord's
 /// `.ffr` parts, Syrah's `.syr` files). Entries so named are taken whatever they are but
 /// directories, so that a FIFO or a dangling link is reported when opened rather than left
-/// out silently; `path` itself is stat-ed first, so a FIFO there is refused at once.
+/// out silently; `path` itself is stat-ed first, so a FIFO there is refused at once. A
+/// directory with no such entry is a [`NotFound`](crate::ErrorKind::NotFound) error: opened
+/// as an empty dataset, a wrong directory (an empty one, another format's) made a training
+/// loop that silently read nothing.
 pub fn files_with_extension(
     store: &dyn Store,
     path: &Path,
@@ -133,6 +136,13 @@ pub fn files_with_extension(
         .filter(|entry| !entry.is_dir && entry.path.extension().is_some_and(|x| x == extension))
         .map(|entry| entry.path)
         .collect();
+    if files.is_empty() {
+        return Err(crate::Error::new(
+            crate::ErrorKind::NotFound,
+            format!("the directory holds no *.{extension} file"),
+        )
+        .with_path(path));
+    }
     files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
     Ok(files)
 }
@@ -266,5 +276,26 @@ mod tests {
         assert!(!store.exists(&dir.path().join("nope")));
         let whole = store.read_whole(&dir.path().join("a.bin"), 5, "the file").unwrap_err();
         assert_eq!(whole.kind(), ErrorKind::Limit);
+    }
+
+    #[test]
+    fn a_directory_without_the_formats_files_is_not_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore;
+        // Empty, and holding only other files and a directory so named: no dataset, rather
+        // than an empty one that a training loop would read as nothing.
+        for present in [&[][..], &["x.syr", "notes.txt"][..]] {
+            for name in present {
+                std::fs::write(dir.path().join(name), b"").unwrap();
+            }
+            std::fs::create_dir_all(dir.path().join("sub.ffr")).unwrap();
+            let e = files_with_extension(&store, dir.path(), "ffr").unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+            assert!(e.to_string().contains("no *.ffr file"), "{e}");
+        }
+        std::fs::write(dir.path().join("b.ffr"), b"").unwrap();
+        std::fs::write(dir.path().join("a.ffr"), b"").unwrap();
+        let found = files_with_extension(&store, dir.path(), "ffr").unwrap();
+        assert_eq!(found, [dir.path().join("a.ffr"), dir.path().join("b.ffr")]);
     }
 }
