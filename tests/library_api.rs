@@ -308,3 +308,30 @@ fn create_options_carry_ofrecord_encoding() {
     assert_eq!(parts, ["part-00000", "part-00001", "part-00002"]);
     assert_eq!(reel::open(&out).unwrap().len(), 3);
 }
+
+/// Overwriting replaces a dataset, never a directory of other things: `--force` with a
+/// mistyped destination deleted it whole. An empty directory, and a dataset written before,
+/// are replaced.
+#[test]
+fn overwriting_replaces_datasets_not_other_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |path: &Path| -> reel::Result<()> {
+        let options = reel::CreateOptions::default().overwrite(true);
+        let mut sink = reel::create(path, reel::Format::Ffrecord, &options)?;
+        sink.append(Record::new().push_bytes("data", b"x").view())?;
+        sink.finish().map(|_| ())
+    };
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(project.join("notes.txt"), b"keep me").unwrap();
+    let e = write(&project).unwrap_err();
+    assert_eq!(e.kind(), reel::ErrorKind::InvalidInput, "{e}");
+    assert!(e.to_string().contains("holds no dataset"), "{e}");
+    assert_eq!(std::fs::read(project.join("notes.txt")).unwrap(), b"keep me");
+
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    write(&empty).unwrap();
+    write(&empty).unwrap(); // now a dataset: replaced again
+    assert_eq!(reel::open(&empty).unwrap().len(), 1);
+}

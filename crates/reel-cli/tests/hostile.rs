@@ -83,6 +83,23 @@ fn fifos_where_data_should_be_are_refused_without_hanging() {
     assert!(!dir.join("out").exists());
     let out = run_reel("convert a FIFO", dir, ["convert", "noext", "conv.ffr", "--to", "ffrecord"]);
     refused("convert a FIFO", &out, "noext", "named pipe");
+    // Nor is a FIFO or a device written over, --force or not: a writer renamed its file
+    // over them (over /dev/null, for the whole system, when run as root).
+    let src = generate(dir, "ffrecord", "src-for-outputs.ffr");
+    mkfifo(&dir.join("out-fifo"));
+    std::os::unix::fs::symlink("/dev/null", dir.join("out-null")).unwrap();
+    for (out_name, kind) in [("out-fifo", "named pipe"), ("out-null", "character device")] {
+        for args in [
+            vec!["convert", src.to_str().unwrap(), out_name, "--to", "ffrecord", "--force"],
+            vec!["generate", "--records", "3", "--force", out_name],
+        ] {
+            let what = format!("{} over {out_name}", args[0]);
+            refused(&what, &run_reel(&what, dir, args), out_name, kind);
+        }
+    }
+    let fifo_kind = std::fs::symlink_metadata(dir.join("out-fifo")).unwrap().file_type();
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&fifo_kind));
+    assert!(std::fs::symlink_metadata(dir.join("out-null")).unwrap().file_type().is_symlink());
 }
 
 #[test]
@@ -227,13 +244,25 @@ fn convert_and_salvage_never_overwrite_without_force_and_never_the_source() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let out = run_reel("inspect", dir, ["inspect", "precious.ffr"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    // An existing non-empty directory replaced by a file dataset, and the reverse.
+    // A non-empty directory that holds no dataset is never replaced, --force or not: a
+    // mistyped destination (a project, a home directory) was deleted whole.
     std::fs::create_dir(dir.join("olddir")).unwrap();
     std::fs::write(dir.join("olddir/x"), b"x").unwrap();
     let out = run_reel("force over a dir", dir, ["convert", "src.syr", "olddir", "--to", "syrah"]);
     refused("dir without force", &out, "olddir", "already exists");
     let out = run_reel(
         "force over a dir",
+        dir,
+        ["convert", "src.syr", "olddir", "--to", "syrah", "--force"],
+    );
+    refused("force over a non-dataset dir", &out, "olddir", "holds no dataset");
+    assert_eq!(std::fs::read(dir.join("olddir/x")).unwrap(), b"x");
+    // A dataset directory replaced by a file dataset, and the reverse.
+    std::fs::remove_dir_all(dir.join("olddir")).unwrap();
+    let out = run_reel("a dataset dir", dir, ["convert", "src.syr", "olddir", "--to", "granular"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = run_reel(
+        "force over a dataset dir",
         dir,
         ["convert", "src.syr", "olddir", "--to", "syrah", "--force"],
     );

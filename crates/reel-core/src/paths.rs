@@ -210,6 +210,7 @@ fn same_file(_a: &Metadata, _b: &Metadata) -> bool {
 ///   input (after resolving links): writing it would destroy what is being read;
 /// * an existing `dest` (a file, a non-empty directory, or a symbolic link — dangling ones
 ///   included) is refused unless `existing` is [`Existing::Overwrite`];
+/// * a device, named pipe or socket (or a link to one) is refused whatever `existing` says;
 /// * its parent must be an existing directory and its file name short enough to create.
 ///
 /// Errors are [`ErrorKind::InvalidInput`] and name `dest`.
@@ -280,6 +281,15 @@ pub fn check_destination(dest: &Path, inputs: &[&Path], existing: Existing) -> R
     }
 
     let Ok(link_meta) = std::fs::symlink_metadata(dest) else { return Ok(()) };
+    // A device, pipe or socket (or a link to one) is never replaced, overwrite or not:
+    // renaming a new file over `/dev/null` would take it from the whole system.
+    if let Some(kind) = dest_meta.as_ref().and_then(special_kind) {
+        return Err(Error::invalid_input(format!(
+            "is {kind}, not a file or directory; reel writes datasets only as files and \
+             directories, and never replaces anything else"
+        ))
+        .with_path(dest));
+    }
     if existing == Existing::Overwrite || is_empty_dir(&link_meta, dest) {
         // An empty directory holds nothing to lose (users often make the target first).
         return Ok(());
@@ -312,6 +322,27 @@ mod tests {
     fn mkfifo(path: &Path) {
         let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
         assert!(status.success());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_and_pipes_are_never_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("out.ffr");
+        mkfifo(&fifo);
+        let link = dir.path().join("null.ffr");
+        std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+        for (dest, kind) in [(&fifo, "named pipe"), (&link, "character device")] {
+            for existing in [Existing::Refuse, Existing::Overwrite] {
+                let e = check_destination(dest, &[], existing).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+                assert!(e.to_string().contains(kind), "{e}");
+            }
+        }
+        // A writer's own staging refuses it too, so no writer can rename over it.
+        assert!(crate::staged::StagedFile::create(&fifo).is_err());
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
     }
 
     #[cfg(unix)]

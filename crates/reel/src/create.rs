@@ -147,6 +147,7 @@ pub(crate) fn create_checked(
     }
     let existing = if options.overwrite { Existing::Overwrite } else { Existing::Refuse };
     check_destination(path, inputs, existing)?;
+    refuse_replacing_a_non_dataset(path)?;
     if std::fs::symlink_metadata(path).is_err() {
         return crate::formats::create(format, path, options);
     }
@@ -154,6 +155,22 @@ pub(crate) fn create_checked(
     let staging = staging_path(path)?;
     let inner = crate::formats::create(format, &staging, options)?;
     Ok(Box::new(Replacing { inner, staging, target: path.to_path_buf() }))
+}
+
+/// Refuses to replace a directory that holds something but no dataset reel recognises:
+/// overwriting is for a dataset written before, and `--force` with a mistyped destination
+/// (a home directory, a project) deleted it whole.
+fn refuse_replacing_a_non_dataset(path: &Path) -> Result<()> {
+    let holds_something = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+        && std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_some());
+    if holds_something && crate::sniff(path).is_err() {
+        return Err(reel_core::Error::invalid_input(
+            "is a directory that holds no dataset reel recognises; reel replaces only \
+             datasets (remove the directory yourself if it is to go)",
+        )
+        .with_path(path));
+    }
+    Ok(())
 }
 
 /// The object-store address `path` spells, if it is one (`s3://…`, `gs://…` …).
