@@ -37,6 +37,33 @@ fn generate(path: &Path, format: &str, records: u64, max: u64) {
 }
 
 #[test]
+fn a_record_size_of_zero_is_refused() {
+    // It divided by zero (a panic) while sizing the dataset.
+    refuses(&["--sizes", "1k,0", "--mode", "warm", "--no-fio", "--data", "1m"], "--sizes 0");
+}
+
+/// Output into a pipe closed early ends the run quietly (SIGPIPE's 141 from a shell), not
+/// with a panic: the table was printed with `println!`.
+#[test]
+fn a_closed_pipe_ends_the_run_without_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d.ffr");
+    generate(&data, "ffrecord", 300, 256);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("reel"))
+        .arg("bench")
+        .arg(&data)
+        .args(["--mode", "warm", "--secs", "0.1", "--no-fio", "--backends", "pread"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away before anything is printed
+    let out = child.wait_with_output().unwrap();
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    assert_ne!(out.status.code(), Some(101), "{}", stderr(&out));
+}
+
+#[test]
 fn secs_that_are_not_a_sane_duration_are_refused() {
     for secs in ["inf", "1e30", "NaN", "-1"] {
         refuses(&[&format!("--secs={secs}"), "--crc"], "--secs");

@@ -57,7 +57,7 @@ pub fn run(budget: Duration, repeat: usize, json: bool) -> reel::Result<()> {
                                    "vs_crc32fast": ratio})
             })
             .collect();
-        println!("{}", serde_json::Value::Array(rows));
+        outln!("{}", serde_json::Value::Array(rows));
         return Ok(());
     }
     let mut t = Table::new(&["size", "implementation", "GB/s", "×crc32fast"]);
@@ -69,8 +69,8 @@ pub fn run(budget: Duration, repeat: usize, json: bool) -> reel::Result<()> {
             format!("{ratio:.2}"),
         ]);
     }
-    print!("{}", t.render());
-    println!(
+    out!("{}", t.render());
+    outln!(
         "\nGB/s = 10^9 bytes per second over one buffer in the CPU cache; best of {repeat} runs."
     );
     Ok(())

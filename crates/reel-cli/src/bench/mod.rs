@@ -213,6 +213,11 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         report(&data::run(dataset, args, &names, budget)?, args.json);
         return Ok(());
     }
+    let sizes = args.sizes.iter().map(|s| parse_size(s).map(|n| n as usize));
+    let sizes = sizes.collect::<reel::Result<Vec<usize>>>()?;
+    if sizes.contains(&0) {
+        return Err(reel::Error::invalid_input("--sizes 0: a record needs at least one byte"));
+    }
     let mut out = Report::default();
     let modes = args.temperature().modes();
     for &(mode, cold) in modes {
@@ -222,8 +227,7 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         if cold && !cold_possible(dir, args.temperature(), "a --cold-dir on a disk", &mut out)? {
             continue;
         }
-        for size in &args.sizes {
-            let size = parse_size(size)? as usize;
+        for &size in &sizes {
             eprintln!("preparing {mode} dataset of {size}-byte records in {}", dir.display());
             let ds = dataset(dir, format, size, data)?;
             let rows = best_of(args.repeat, || {
@@ -880,40 +884,40 @@ fn report(out: &Report, json: bool) {
         json_rows.push(json_row);
     }
     if json {
-        println!("{}", serde_json::Value::Array(json_rows));
+        outln!("{}", serde_json::Value::Array(json_rows));
         for note in &out.notes {
             eprintln!("note: {note}");
         }
     } else {
-        print!("{}", t.render());
-        println!();
+        out!("{}", t.render());
+        outln!();
         if rows.iter().any(|r| r.reader == "mmap+copy loop") {
-            println!(
+            outln!(
                 "×raw: warm ≤4 KiB records against the mmap+copy loop, larger ones against a raw copy into a fresh buffer."
             );
         }
         if rows.iter().any(|r| r.reader == FIO_SPAN) {
-            println!(
+            outln!(
                 "×span: against fio reading blocks of a record's page span, the bytes an O_DIRECT read of a packed record fetches."
             );
         }
-        println!("reel rows read with checksums off.");
+        outln!("reel rows read with checksums off.");
         if rows.iter().any(|r| r.note.contains(PARTLY_WARM)) {
-            println!(
+            outln!(
                 "{PARTLY_WARM}: a cold row that read more than a quarter of the dataset between two page-cache evictions (before every batch up to {}, every 50 ms above) read part of it from memory: too small a dataset (or too large a batch) to measure cold.",
                 human_bytes(EVICT_EVERY_BATCH)
             );
         }
         if rows.iter().any(|r| r.reader.contains(", crc ")) {
-            println!("The crc rows show the checksum's cost.");
+            outln!("The crc rows show the checksum's cost.");
         }
         if remote {
-            println!(
+            outln!(
                 "round trips/batch: a batch's time over that of one 1-byte ranged GET (transfer included)."
             );
         }
         for note in &out.notes {
-            println!("{note}");
+            outln!("{note}");
         }
     }
 }
