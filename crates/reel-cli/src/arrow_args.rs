@@ -3,28 +3,30 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use reel::Format;
 use reel::arrow::{Compression, WriteOptions};
 
 /// Settings for `--to parquet` and `--to arrow`.
 #[derive(Args, Debug, Clone)]
 pub struct ArrowArgs {
-    /// Parquet compression: none, snappy, zstd or zstd:LEVEL.
-    #[arg(long, default_value = "zstd", help_heading = "Parquet / Arrow targets")]
-    compression: String,
-    /// Parquet: rows per row group at most.
-    #[arg(long, default_value_t = 1 << 20, help_heading = "Parquet / Arrow targets")]
-    row_group_rows: usize,
-    /// Parquet: encoded bytes per row group at most (K, M, G suffixes). A row group is held
-    /// in memory until written, so with --batch-bytes this bounds the memory used; row
-    /// groups no larger than a batch as encoded are written as each batch arrives (fastest).
-    #[arg(long, default_value = "16M", help_heading = "Parquet / Arrow targets")]
-    row_group_bytes: String,
-    /// Bytes of values per Arrow batch at most (K, M, G suffixes).
-    #[arg(long, default_value = "16M", help_heading = "Parquet / Arrow targets")]
-    batch_bytes: String,
-    /// Records sampled to infer the schema of fields that vary per record.
-    #[arg(long, default_value_t = 1000, help_heading = "Parquet / Arrow targets")]
-    sample: usize,
+    /// Parquet compression: none, snappy, zstd or zstd:LEVEL [default: zstd].
+    #[arg(long, help_heading = "Parquet / Arrow targets")]
+    compression: Option<String>,
+    /// Parquet: rows per row group at most [default: 1048576].
+    #[arg(long, help_heading = "Parquet / Arrow targets")]
+    row_group_rows: Option<usize>,
+    /// Parquet: encoded bytes per row group at most (K, M, G suffixes) [default: 16M]. A row
+    /// group is held in memory until written, so with --batch-bytes this bounds the memory
+    /// used; row groups no larger than a batch as encoded are written as each batch arrives
+    /// (fastest).
+    #[arg(long, help_heading = "Parquet / Arrow targets")]
+    row_group_bytes: Option<String>,
+    /// Bytes of values per Arrow batch at most (K, M, G suffixes) [default: 16M].
+    #[arg(long, help_heading = "Parquet / Arrow targets")]
+    batch_bytes: Option<String>,
+    /// Records sampled to infer the schema of fields that vary per record [default: 1000].
+    #[arg(long, help_heading = "Parquet / Arrow targets")]
+    sample: Option<usize>,
     /// Use the schema of this Parquet or Arrow IPC file instead of inferring one.
     #[arg(long, help_heading = "Parquet / Arrow targets")]
     schema_from: Option<PathBuf>,
@@ -53,16 +55,48 @@ fn parse_size(s: &str) -> reel::Result<usize> {
 }
 
 impl ArrowArgs {
-    /// The writer options these arguments ask for.
-    pub fn options(&self) -> reel::Result<WriteOptions> {
-        let mut o = WriteOptions {
-            compression: self.compression.parse::<Compression>()?,
-            row_group_rows: self.row_group_rows.max(1),
-            row_group_bytes: parse_size(&self.row_group_bytes)?,
-            ..Default::default()
+    /// The writer options these arguments ask for, for a conversion to `to`. Options the
+    /// target would not use are refused rather than ignored: every one of them with a
+    /// target other than Parquet or Arrow IPC, and the row-group and compression settings
+    /// with Arrow IPC (written uncompressed, in batches).
+    pub fn options(&self, to: Format) -> reel::Result<WriteOptions> {
+        let given = self.given();
+        let parquet_only = ["--compression", "--row-group-rows", "--row-group-bytes"];
+        let ignored: Vec<&str> = match to {
+            Format::Parquet => Vec::new(),
+            Format::ArrowIpc => given.into_iter().filter(|o| parquet_only.contains(o)).collect(),
+            _ => given,
         };
-        o.arrow.batch_bytes = parse_size(&self.batch_bytes)?;
-        o.arrow.sample_records = self.sample.max(1);
+        if let Some(first) = ignored.first() {
+            let applies = if parquet_only.contains(first) {
+                "--to parquet"
+            } else {
+                "--to parquet and --to arrow"
+            };
+            return Err(reel::Error::invalid_input(format!(
+                "{first} applies to {applies}, not to --to {}",
+                to.name()
+            )));
+        }
+        let defaults = WriteOptions::default();
+        let mut o = WriteOptions {
+            compression: match &self.compression {
+                Some(c) => c.parse::<Compression>()?,
+                None => defaults.compression,
+            },
+            row_group_rows: self.row_group_rows.map_or(defaults.row_group_rows, |n| n.max(1)),
+            row_group_bytes: match &self.row_group_bytes {
+                Some(b) => parse_size(b)?,
+                None => defaults.row_group_bytes,
+            },
+            ..defaults
+        };
+        if let Some(b) = &self.batch_bytes {
+            o.arrow.batch_bytes = parse_size(b)?;
+        }
+        if let Some(n) = self.sample {
+            o.arrow.sample_records = n.max(1);
+        }
         o.arrow.extra.index = self.with_index;
         o.arrow.extra.location = self.with_location;
         o.arrow.large_types = self.large_types;
@@ -70,6 +104,24 @@ impl ArrowArgs {
             o.arrow.schema = Some(reel::arrow::schema_of_file(path)?);
         }
         Ok(o)
+    }
+
+    /// The options the command line gave, by name.
+    fn given(&self) -> Vec<&'static str> {
+        [
+            (self.compression.is_some(), "--compression"),
+            (self.row_group_rows.is_some(), "--row-group-rows"),
+            (self.row_group_bytes.is_some(), "--row-group-bytes"),
+            (self.batch_bytes.is_some(), "--batch-bytes"),
+            (self.sample.is_some(), "--sample"),
+            (self.schema_from.is_some(), "--schema-from"),
+            (self.with_index, "--with-index"),
+            (self.with_location, "--with-location"),
+            (self.large_types, "--large-types"),
+        ]
+        .into_iter()
+        .filter_map(|(given, name)| given.then_some(name))
+        .collect()
     }
 }
 

@@ -137,7 +137,7 @@ pub fn run(args: &ConvertArgs) -> reel::Result<()> {
     options.encode_nested =
         args.encode_nested.as_deref().map(|c| parse_codec(c, "--encode-nested")).transpose()?;
     options.nullable = args.nullable.clone();
-    options.arrow = args.arrow.options()?;
+    options.arrow = args.arrow.options(to)?;
     if let Some(s) = &args.shard {
         let (k, n) = parse_shard(s)?;
         options = options.shard(k, n);

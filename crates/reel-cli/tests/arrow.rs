@@ -83,6 +83,45 @@ fn ffrecord_to_parquet_and_back_with_settings() {
     }
 }
 
+/// Parquet and Arrow settings given for a target that would not use them are refused,
+/// naming the option, rather than ignored; nothing is written.
+#[test]
+fn settings_a_target_would_ignore_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ffr = tmp.path().join("a.ffr");
+    write(Format::Ffrecord, &ffr, &[Record::from_bytes(b"x")]);
+    let cases: [(&str, &[&str], &str); 4] = [
+        ("granular", &["--with-index"], "--with-index applies to --to parquet and --to arrow"),
+        ("ffrecord", &["--row-group-rows", "5"], "--row-group-rows applies to --to parquet,"),
+        ("arrow", &["--compression", "none"], "--compression applies to --to parquet, not to"),
+        ("arrow", &["--row-group-bytes", "1M"], "--row-group-bytes applies to --to parquet"),
+    ];
+    for (to, options, words) in cases {
+        let out_path = tmp.path().join(format!("out-{to}"));
+        let out = reel()
+            .args(["convert", "--quiet", "--to", to])
+            .args(options)
+            .arg(&ffr)
+            .arg(&out_path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{to} {options:?}: {err}");
+        assert!(err.contains(words), "{to} {options:?}: {err}");
+        assert!(!out_path.exists(), "{to} {options:?}");
+    }
+    // The settings that apply to IPC are taken there.
+    let ipc = tmp.path().join("a.arrow");
+    reel()
+        .args(["convert", "--quiet", "--to", "arrow", "--with-index", "--batch-bytes", "1M"])
+        .arg(&ffr)
+        .arg(&ipc)
+        .assert()
+        .success();
+    let back = reel::open(&ipc).unwrap().read(0).unwrap();
+    assert!(back.get("_index").is_some(), "{back:?}");
+}
+
 #[test]
 fn every_format_goes_through_arrow_ipc_and_parquet() {
     let tmp = tempfile::tempdir().unwrap();
