@@ -662,7 +662,8 @@ impl Dataset {
         // file has them and would need gathering into fresh memory (a second copy and page
         // faults every batch), while the pooled buffer holds them back to back already.
         let batch = self.read_raw(py, indices, false)?;
-        let packed = PackedField::of(&batch, field).py_err(py)?;
+        let packed =
+            PackedField::of(&batch, field).map_err(|e| self.bounds().context(e)).py_err(py)?;
         let total = packed.total();
         let PackedField { offsets, shared } = packed;
         let offsets = numpy::PyArray1::from_vec(py, offsets);
@@ -676,7 +677,9 @@ impl Dataset {
             // like the shared one.
             None => {
                 let bytes = PyBytes::new_with(py, total, |out| {
-                    PackedField::copy_into(&batch, field, out).py_err(py)
+                    PackedField::copy_into(&batch, field, out)
+                        .map_err(|e| self.bounds().context(e))
+                        .py_err(py)
                 })?;
                 PyMemoryView::from(bytes.as_any())?.into_any()
             }
@@ -1204,17 +1207,18 @@ fn packed_value<'a>(record: &reel::RecordRef<'a>, field: Option<&str>) -> reel::
 fn no_packed_field(record: &reel::RecordRef<'_>, field: Option<&str>) -> Error {
     let index = record.index();
     let known: Vec<&str> = record.raw_fields().iter().map(|f| &*f.name).collect();
+    // The record is named by the error's context (`with_record`), not again in the text.
     match field {
         None => Error::invalid_input(format!(
-            "record {index} has {} fields ({}): name the bytes field to pack with field=",
+            "{} fields ({}): name the bytes field to pack with field=",
             known.len(),
-            known.join(", ")
-        )),
-        Some(name) => Error::schema(format!(
-            "record {index} has no field {name:?} (its fields: {})",
             known.join(", ")
         ))
         .with_record(index),
+        Some(name) => {
+            Error::schema(format!("no field {name:?} (its fields: {})", known.join(", ")))
+                .with_record(index)
+        }
     }
 }
 
@@ -1222,10 +1226,6 @@ fn no_packed_field(record: &reel::RecordRef<'_>, field: Option<&str>) -> Error {
 #[cold]
 #[inline(never)]
 fn not_bytes(record: &reel::RecordRef<'_>, found: &reel::Field) -> Error {
-    let index = record.index();
-    Error::schema(format!(
-        "field {:?} of record {index} is not bytes, so it cannot be packed",
-        found.name
-    ))
-    .with_record(index)
+    Error::schema(format!("field {:?} is not bytes, so it cannot be packed", found.name))
+        .with_record(record.index())
 }

@@ -110,11 +110,23 @@ fn to_value(out: &mut RecordOut<'_>, obj: &Bound<'_, PyAny>, depth: u32) -> PyRe
         }
         return Ok(Value::Map(entries));
     }
-    // NumPy scalars (numpy.float32(1.5), numpy.int64(3), numpy.bool_) become Python ones.
-    if obj.hasattr("item")? && obj.hasattr("dtype")? {
-        let item = obj.call_method0("item")?;
-        if !item.is(obj) {
-            return to_value(out, &item, depth);
+    if obj.hasattr("dtype")? {
+        let numpy = py.import("numpy")?;
+        // NumPy scalars (numpy.float32(1.5), numpy.int64(3), numpy.bool_) become Python ones.
+        if obj.is_instance(&numpy.getattr("generic")?)? {
+            let item = obj.call_method0("item")?;
+            if !item.is(obj) {
+                return to_value(out, &item, depth);
+            }
+        }
+        // Other arrays NumPy can view (a CPU torch tensor) are stored as the array NumPy
+        // makes of them, with their shape: `item()` made a one-element tensor a scalar and
+        // failed on any other.
+        if obj.hasattr("__array__")? {
+            let array = numpy.call_method1("asarray", (obj,))?;
+            if let Ok(array) = array.cast::<numpy::PyUntypedArray>() {
+                return array_value(out, array.as_any());
+            }
         }
     }
     Err(PyTypeError::new_err(format!(

@@ -219,8 +219,12 @@ def test_read_batch_packed_names_what_it_cannot_pack():
         granular.read_batch_packed([0])
     with pytest.raises(reel.SchemaError, match="no field \"nope\""):
         granular.read_batch_packed([0], field="nope")
-    with pytest.raises(reel.SchemaError, match="is not bytes"):
+    with pytest.raises(reel.SchemaError, match="is not bytes") as raised:
         granular.read_batch_packed([0], field="text")
+    # With the dataset's context, like the errors of reads, and the record named once.
+    message = str(raised.value)
+    assert message.startswith("granular: ") and "granular-0.24.2/normal" in message, message
+    assert message.count("record 0") == 1, message
     buf, offsets = granular.read_batch_packed([2, 0], field="bytes")
     assert bytes(buf[offsets[0] : offsets[1]]) == granular[2]["bytes"]
     assert bytes(buf[offsets[1] : offsets[2]]) == granular[0]["bytes"]

@@ -77,6 +77,24 @@ def test_record_dataset_getitems_is_one_read():
     assert len(ds) == N
 
 
+def test_writers_store_tensors_as_arrays(tmp_path):
+    # A tensor was stored through `.item()`: a one-element tensor became a scalar and any
+    # other failed with torch's RuntimeError.
+    values = {
+        "one": torch.tensor([5]),
+        "grid": torch.arange(6, dtype=torch.int16).reshape(2, 3),
+        "scalar": torch.tensor(2.5),
+        "np": np.float32(1.5),
+    }
+    with reel.granular.Writer(tmp_path / "g") as w:
+        w.write(values)
+    back = reel.open(tmp_path / "g")[0]
+    assert isinstance(back["one"], np.ndarray) and back["one"].tolist() == [5]
+    assert back["grid"].dtype == np.int16 and back["grid"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert back["scalar"].shape == () and float(back["scalar"]) == 2.5
+    assert back["np"] == 1.5 and isinstance(back["np"], float)
+
+
 def test_to_tensor_shares_memory():
     ds = reel.open(FFR)
     view = ds.read(7, copy=False)["data"]
