@@ -43,6 +43,21 @@ pub fn run(args: &CatArgs) -> reel::Result<()> {
     }
     let source: std::sync::Arc<dyn reel::RecordSource> =
         reel::open_as(&path, format, &reel::streaming(&open))?.into();
+    // A field the records do not have is refused, not shown as nothing: up front where the
+    // format declares its fields, else once no record shown had it.
+    let declared = source.info().schema.as_ref().filter(|_| open.payload == reel::Payload::Raw);
+    if let (Some(wanted), Some(declared)) = (&args.fields, declared)
+        && let Some(missing) = wanted.iter().find(|w| !declared.iter().any(|f| &f.name == *w))
+    {
+        let known: Vec<&str> = declared.iter().map(|f| f.name.as_str()).collect();
+        return Err(reel::Error::invalid_input(format!(
+            "--fields: the records have no field {missing:?} (their fields: {})",
+            known.join(", ")
+        ))
+        .with_path(&args.path));
+    }
+    let mut seen = vec![false; args.fields.as_ref().map_or(0, Vec::len)];
+    let mut shown = 0u64;
     let records = match &args.index {
         Some(spec) => PassRecords::List(parse_indices(spec, source.len())?.into()),
         None => PassRecords::Range(0..source.len()),
@@ -56,6 +71,12 @@ pub fn run(args: &CatArgs) -> reel::Result<()> {
     for batch in pass {
         let batch = batch?;
         for record in batch.iter() {
+            shown += 1;
+            if let Some(wanted) = &args.fields {
+                for (k, name) in wanted.iter().enumerate() {
+                    seen[k] = seen[k] || record.get(name).is_some();
+                }
+            }
             let written = if args.json {
                 write_record_json(&mut out, &record, args.bytes, args.fields.as_deref())
             } else {
@@ -70,6 +91,17 @@ pub fn run(args: &CatArgs) -> reel::Result<()> {
     }
     if let Err(e) = out.flush() {
         crate::stdout::exit_on_write_error(&e);
+    }
+    if let (Some(wanted), true) = (&args.fields, shown > 0) {
+        let never: Vec<&str> =
+            wanted.iter().zip(&seen).filter(|(_, s)| !**s).map(|(w, _)| w.as_str()).collect();
+        if !never.is_empty() {
+            return Err(reel::Error::invalid_input(format!(
+                "--fields: no record shown has the field(s) {}",
+                never.join(", ")
+            ))
+            .with_path(&args.path));
+        }
     }
     Ok(())
 }

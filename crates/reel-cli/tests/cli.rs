@@ -98,6 +98,32 @@ fn inspect_opens_a_directory_holding_one_bare_bag() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot tell the format"));
 }
 
+/// `cat --fields` with a field the records do not have is an error naming it (it printed
+/// bare "record N" lines and succeeded): up front where the format declares its fields
+/// (Syrah), after the records where it does not (OFRecord's features vary per record).
+#[test]
+fn cat_refuses_fields_the_records_do_not_have() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (format, name) in [("syrah", "d.syr"), ("ofrecord", "d-of")] {
+        let path = tmp.path().join(name);
+        reel()
+            .args(["generate", "--quiet", "--format", format, "--records", "5"])
+            .arg(&path)
+            .assert()
+            .success();
+        let out = reel().args(["cat", "--index", "0", "--fields", "nope"]).arg(&path).output();
+        let out = out.unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{format}: {err}");
+        assert!(err.contains("nope"), "{format}: {err}");
+        let field = if format == "syrah" { "label" } else { "score" };
+        let out = reel().args(["cat", "--index", "0", "--fields", field]).arg(&path).output();
+        let out = out.unwrap();
+        assert!(out.status.success(), "{format}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains(field), "{format}");
+    }
+}
+
 #[test]
 fn cat_json_gives_every_record_in_order() {
     let (_, dir, m) = golden("ffrecord").into_iter().find(|c| c.0 == "normal").unwrap();
