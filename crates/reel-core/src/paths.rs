@@ -308,8 +308,9 @@ pub fn check_destination(dest: &Path, inputs: &[&Path], existing: Existing) -> R
         "already exists".to_string()
     };
     Err(Error::invalid_input(format!(
-        "{what}; ask to overwrite it to replace it (`--force` on the command line, \
-         `overwrite=True` in Python, `Existing::Overwrite` in Rust)"
+        "{what}; choose another path, or ask to replace it where that is offered \
+         (`--force` of `convert`, `generate`, `pack`, `verify --salvage`; `overwrite=True` in \
+         Python; `Existing::Overwrite` in Rust)"
     ))
     .with_path(dest))
 }
