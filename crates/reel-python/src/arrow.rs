@@ -107,10 +107,45 @@ pub(crate) fn batch_reader(
 /// when collected (the stream's `Drop`).
 pub(crate) fn stream_capsule<'py>(
     py: Python<'py>,
-    reader: SourceBatchReader<Arc<dyn RecordSource>>,
+    reader: impl reel::arrow::arrow_array::RecordBatchReader + Send + 'static,
 ) -> PyResult<Bound<'py, PyCapsule>> {
     let stream: FFI_ArrowArrayStream = into_ffi_stream(reader);
     PyCapsule::new(py, stream, Some(STREAM_CAPSULE.to_owned()))
+}
+
+/// A batch reader whose first batch was read already (to see that a requested schema fits
+/// the records before the stream is handed over), then the rest of the reader's.
+pub(crate) struct Primed {
+    first: Option<RecordBatch>,
+    rest: SourceBatchReader<Arc<dyn RecordSource>>,
+}
+
+impl Primed {
+    /// Reads `reader`'s first batch (with the GIL released); its error if that fails.
+    pub(crate) fn new(
+        py: Python<'_>,
+        mut reader: SourceBatchReader<Arc<dyn RecordSource>>,
+    ) -> reel::Result<Self> {
+        let first = crate::shutdown::detach(py, || reader.next_batch())?;
+        Ok(Primed { first, rest: reader })
+    }
+}
+
+impl Iterator for Primed {
+    type Item = Result<RecordBatch, reel::arrow::arrow_schema::ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.first.take() {
+            Some(batch) => Some(Ok(batch)),
+            None => self.rest.next(),
+        }
+    }
+}
+
+impl reel::arrow::arrow_array::RecordBatchReader for Primed {
+    fn schema(&self) -> SchemaRef {
+        reel::arrow::arrow_array::RecordBatchReader::schema(&self.rest)
+    }
 }
 
 /// An Arrow stream of a dataset's records, read when consumed (once): hand it to

@@ -938,11 +938,11 @@ impl Dataset {
     ) -> PyResult<Bound<'py, pyo3::types::PyCapsule>> {
         let source = self.reader().py_err(py)?;
         let bounds = self.bounds();
-        let args = |schema| StreamArgs {
+        let args = |schema, columns| StreamArgs {
             start: None,
             stop: None,
             indices: None,
-            columns: None,
+            columns,
             batch_rows: 65536,
             batch_bytes: 16 << 20,
             large_types: false,
@@ -951,20 +951,37 @@ impl Dataset {
             with_location: false,
             sample_records: 1000,
         };
-        let reader = match requested_schema {
-            Some(requested) => {
-                match crate::arrow::batch_reader(
+        // A requested schema is followed when the records fit it. Its first batch is read
+        // before the stream is handed over, so that one they do not fit (text asked for a
+        // column of integers) is left aside, as the protocol allows, instead of failing the
+        // consumer's read; a misfit only later in the dataset still fails there. Left
+        // aside, its columns are still given in its order, with reel's types, so that the
+        // consumer can cast them (pyarrow does, given the same names in the same order).
+        if let Some(requested) = requested_schema {
+            let reader = crate::arrow::batch_reader(
+                py,
+                Arc::clone(&source),
+                &bounds,
+                args(Some(requested), None),
+            );
+            if let Ok(primed) = reader.and_then(|r| crate::arrow::Primed::new(py, r).py_err(py)) {
+                return crate::arrow::stream_capsule(py, primed);
+            }
+            let names = crate::arrow::schema_of(requested)
+                .map(|s| s.fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>());
+            if let Ok(names) = names {
+                let reader = crate::arrow::batch_reader(
                     py,
                     Arc::clone(&source),
                     &bounds,
-                    args(Some(requested)),
-                ) {
-                    Ok(reader) => reader,
-                    Err(_) => crate::arrow::batch_reader(py, source, &bounds, args(None))?,
+                    args(None, Some(names)),
+                );
+                if let Ok(reader) = reader {
+                    return crate::arrow::stream_capsule(py, reader);
                 }
             }
-            None => crate::arrow::batch_reader(py, source, &bounds, args(None))?,
-        };
+        }
+        let reader = crate::arrow::batch_reader(py, source, &bounds, args(None, None))?;
         crate::arrow::stream_capsule(py, reader)
     }
 

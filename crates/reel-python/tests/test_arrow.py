@@ -261,6 +261,16 @@ def test_a_given_schema_is_used(tmp_path):
     assert ds.to_arrow(schema=large, columns=["caption", "image"]).schema == large
 
 
+def test_a_requested_schema_the_records_do_not_fit_is_left_aside(tmp_path):
+    # Text asked for a column of integers: reel cannot build it, so the stream keeps its
+    # own schema (the protocol lets a producer) and pyarrow casts; it failed mid-read.
+    ds = small_dataset(tmp_path, 5)
+    asked = pa.schema([("label", pa.string()), ("caption", pa.string()), ("image", pa.binary())])
+    table = pa.table(ds, schema=asked)
+    assert table.schema == asked
+    assert table.column("label").to_pylist() == [str(i) for i in range(5)]
+
+
 def test_a_given_schema_may_use_arrow_types_reel_does_not_build(tmp_path):
     """int32, float32, timestamp, dictionary<utf8> and large_list targets: the columns are
     built from reel's values and cast, so the table has the types asked for; a value the
