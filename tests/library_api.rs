@@ -326,7 +326,13 @@ fn overwriting_replaces_datasets_not_other_directories() {
     std::fs::write(project.join("notes.txt"), b"keep me").unwrap();
     let e = write(&project).unwrap_err();
     assert_eq!(e.kind(), reel::ErrorKind::InvalidInput, "{e}");
-    assert!(e.to_string().contains("holds no dataset"), "{e}");
+    assert!(e.to_string().contains("holds something other than a dataset"), "{e}");
+    assert_eq!(std::fs::read(project.join("notes.txt")).unwrap(), b"keep me");
+
+    // One file of the format beside others is not a dataset of it either.
+    std::fs::copy(dir.path().join("project/notes.txt"), project.join("x.ffr")).unwrap();
+    let e = write(&project).unwrap_err();
+    assert!(e.to_string().contains("holds something other than a dataset"), "{e}");
     assert_eq!(std::fs::read(project.join("notes.txt")).unwrap(), b"keep me");
 
     let empty = dir.path().join("empty");
@@ -334,4 +340,14 @@ fn overwriting_replaces_datasets_not_other_directories() {
     write(&empty).unwrap();
     write(&empty).unwrap(); // now a dataset: replaced again
     assert_eq!(reel::open(&empty).unwrap().len(), 1);
+
+    // A directory of Parquet parts (what `reel::parts` publishes) is a dataset to replace.
+    let parts = dir.path().join("parts");
+    std::fs::create_dir(&parts).unwrap();
+    for k in 0..2 {
+        let part = parts.join(format!("part-0000{k}.parquet"));
+        reel::convert(&empty, &part, &reel::ConvertOptions::new(reel::Format::Parquet)).unwrap();
+    }
+    write(&parts).unwrap();
+    assert_eq!(reel::open(&parts).unwrap().len(), 1);
 }

@@ -255,7 +255,7 @@ fn convert_and_salvage_never_overwrite_without_force_and_never_the_source() {
         dir,
         ["convert", "src.syr", "olddir", "--to", "syrah", "--force"],
     );
-    refused("force over a non-dataset dir", &out, "olddir", "holds no dataset");
+    refused("force over a non-dataset dir", &out, "olddir", "holds something other than a dataset");
     assert_eq!(std::fs::read(dir.join("olddir/x")).unwrap(), b"x");
     // A dataset directory replaced by a file dataset, and the reverse.
     std::fs::remove_dir_all(dir.join("olddir")).unwrap();

@@ -27,11 +27,11 @@ pub struct BatchPool {
     max_buffer_bytes: usize,
 }
 
-/// The free lists, and how many buffers the pool has handed out new.
+/// The free lists, and how many of the pool's buffers exist (spare or in use).
 #[derive(Debug)]
 struct Lists {
     free: Vec<Vec<RecordBatch>>,
-    born: usize,
+    live: usize,
 }
 
 impl BatchPool {
@@ -42,7 +42,7 @@ impl BatchPool {
         // allocate for a window nobody may ever fill (a caller's huge prefetch).
         let free = (0..readers.max(1)).map(|_| Vec::new()).collect();
         BatchPool {
-            lists: Mutex::new(Lists { free, born: 0 }),
+            lists: Mutex::new(Lists { free, live: 0 }),
             capacity,
             max_buffer_bytes: usize::MAX,
         }
@@ -70,8 +70,8 @@ impl BatchPool {
                 // lists (a reader takes another's spares), so any list may one day hold
                 // every buffer; growing it then, while a consumer gives a buffer back,
                 // was an allocation in the steady state.
-                lists.born += 1;
-                let room = lists.born.min(self.capacity);
+                lists.live += 1;
+                let room = lists.live.min(self.capacity);
                 for list in &mut lists.free {
                     list.reserve(room.saturating_sub(list.len()));
                 }
@@ -87,19 +87,27 @@ impl BatchPool {
     }
 
     fn give(&self, reader: usize, mut batch: RecordBatch) {
-        if batch.buffer_len() > self.max_buffer_bytes {
-            return;
+        let keep = batch.buffer_len() <= self.max_buffer_bytes;
+        if keep {
+            batch.clear();
         }
-        batch.clear();
         let mut lists = self.lists.lock().unwrap_or_else(PoisonError::into_inner);
-        let free = &mut lists.free;
-        let spare: usize = free.iter().map(Vec::len).sum();
-        if spare < self.capacity {
-            let last = free.len() - 1;
-            if let Some(list) = free.get_mut(reader.min(last)) {
+        let spare: usize = lists.free.iter().map(Vec::len).sum();
+        if keep && spare < self.capacity {
+            let last = lists.free.len() - 1;
+            if let Some(list) = lists.free.get_mut(reader.min(last)) {
                 list.push(batch);
+                return;
             }
         }
+        // Freed rather than kept: one buffer fewer to make room for.
+        lists.live = lists.live.saturating_sub(1);
+    }
+
+    /// A buffer taken out of the pool for good ([`PooledBatch::into_inner`]).
+    fn forget(&self) {
+        let mut lists = self.lists.lock().unwrap_or_else(PoisonError::into_inner);
+        lists.live = lists.live.saturating_sub(1);
     }
 }
 
@@ -120,7 +128,9 @@ impl PooledBatch {
 
     /// Takes the records out; the buffer then does not return to the pool.
     pub fn into_inner(mut self) -> RecordBatch {
-        self.home = Weak::new();
+        if let Some(pool) = std::mem::take(&mut self.home).upgrade() {
+            pool.forget();
+        }
         std::mem::take(&mut self.batch)
     }
 }

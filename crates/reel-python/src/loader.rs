@@ -44,8 +44,23 @@ impl IndexPlan {
 
     /// Passes over the next `n` batches without computing their indices; returns how many
     /// there were (fewer than `n` at the end). `state()` is then the state after them.
-    fn skip(&mut self, n: crate::args::Count<u64>) -> u64 {
-        self.inner.skip_batches(n.0)
+    ///
+    /// Steps of a million batches at a time, with the GIL released, and Ctrl-C heard
+    /// between them (a plan of endless epochs never ends a large skip by itself).
+    fn skip(&mut self, py: Python<'_>, n: crate::args::Count<u64>) -> PyResult<u64> {
+        const STEP: u64 = 1 << 20;
+        let mut passed = 0;
+        while passed < n.0 {
+            let step = (n.0 - passed).min(STEP);
+            let inner = &mut self.inner;
+            let done = crate::shutdown::detach(py, move || inner.skip_batches(step));
+            passed += done;
+            if done < step {
+                break;
+            }
+            py.check_signals()?;
+        }
+        Ok(passed)
     }
 }
 

@@ -121,10 +121,16 @@ fn to_value(out: &mut RecordOut<'_>, obj: &Bound<'_, PyAny>, depth: u32) -> PyRe
         }
         // Other arrays NumPy can view (a CPU torch tensor) are stored as the array NumPy
         // makes of them, with their shape: `item()` made a one-element tensor a scalar and
-        // failed on any other.
+        // failed on any other. A 0-d one (`torch.tensor(3)`, a label) is still a number,
+        // as before. A tensor that requires grad is detached first (NumPy refuses it).
         if obj.hasattr("__array__")? {
-            let array = numpy.call_method1("asarray", (obj,))?;
+            let plain =
+                if obj.hasattr("detach")? { obj.call_method0("detach")? } else { obj.clone() };
+            let array = numpy.call_method1("asarray", (plain,))?;
             if let Ok(array) = array.cast::<numpy::PyUntypedArray>() {
+                if numpy::PyUntypedArrayMethods::ndim(array) == 0 {
+                    return to_value(out, &array.call_method0("item")?, depth);
+                }
                 return array_value(out, array.as_any());
             }
         }

@@ -120,17 +120,19 @@ impl Sink {
     }
 
     /// Makes the dataset durable and visible at its path; returns what was written
-    /// (`records`, `bytes`, `paths`). If it fails, nothing is published and the writer
-    /// stays open, so that what the error asks for can be done (write the records still
-    /// missing, then `finish` again) or the writer aborted (leaving the `with` block by an
-    /// exception does that).
+    /// (`records`, `bytes`, `paths`). If it fails, nothing is published. A writer refused
+    /// for what is missing (`InvalidInput`: fewer records than it was created for, a Syrah
+    /// file of no items) stays open, so that the rest can be written and `finish` called
+    /// again; after any other failure it is closed.
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let summary = crate::shutdown::detach(py, || {
             let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
             let sink = guard.as_mut().ok_or_else(|| self.closed_error())?;
-            let summary = sink.finish()?;
-            *guard = None;
-            Ok(summary)
+            let result = sink.finish();
+            if !matches!(&result, Err(e) if e.kind() == ErrorKind::InvalidInput) {
+                *guard = None;
+            }
+            result
         })
         .py_err(py)?;
         summary_dict(py, summary)

@@ -84,6 +84,8 @@ def test_writers_store_tensors_as_arrays(tmp_path):
         "one": torch.tensor([5]),
         "grid": torch.arange(6, dtype=torch.int16).reshape(2, 3),
         "scalar": torch.tensor(2.5),
+        "label": torch.tensor(3),
+        "grad": torch.ones(2, requires_grad=True),
         "np": np.float32(1.5),
     }
     with reel.granular.Writer(tmp_path / "g") as w:
@@ -91,7 +93,11 @@ def test_writers_store_tensors_as_arrays(tmp_path):
     back = reel.open(tmp_path / "g")[0]
     assert isinstance(back["one"], np.ndarray) and back["one"].tolist() == [5]
     assert back["grid"].dtype == np.int16 and back["grid"].tolist() == [[0, 1, 2], [3, 4, 5]]
-    assert back["scalar"].shape == () and float(back["scalar"]) == 2.5
+    # 0-d tensors (a label) are numbers, as `item()` made them; a tensor that requires grad
+    # is stored as its values.
+    assert back["scalar"] == 2.5 and isinstance(back["scalar"], float)
+    assert back["label"] == 3 and isinstance(back["label"], int)
+    assert back["grad"].tolist() == [1.0, 1.0]
     assert back["np"] == 1.5 and isinstance(back["np"], float)
 
 

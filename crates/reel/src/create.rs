@@ -157,16 +157,36 @@ pub(crate) fn create_checked(
     Ok(Box::new(Replacing { inner, staging, target: path.to_path_buf() }))
 }
 
-/// Refuses to replace a directory that holds something but no dataset reel recognises:
-/// overwriting is for a dataset written before, and `--force` with a mistyped destination
-/// (a home directory, a project) deleted it whole.
-fn refuse_replacing_a_non_dataset(path: &Path) -> Result<()> {
-    let holds_something = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
-        && std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_some());
-    if holds_something && crate::sniff(path).is_err() {
+/// Refuses to replace a local directory that holds something but no dataset reel
+/// recognises: overwriting is for a dataset written before, and `--force` with a mistyped
+/// destination (a home directory, a project) deleted it whole.
+///
+/// Recognised: what [`crate::sniff`] tells a format of, where for FFRecord and Syrah (a
+/// directory of `.ffr`/`.syr` files) every entry must be such a file, and a directory of
+/// Parquet or IPC parts (`part-*.parquet`, `part-*.arrow`, what [`crate::parts`] publishes).
+/// Files of other kinds beside a Granular, GulpIO2 or OFRecord dataset's are not looked
+/// for.
+pub(crate) fn refuse_replacing_a_non_dataset(path: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(path) else { return Ok(()) };
+    let names: Vec<String> =
+        entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    if names.is_empty() || std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_dir()) {
+        return Ok(());
+    }
+    let all_end_with = |ext: &str| names.iter().all(|n| n.ends_with(ext));
+    let recognised = match crate::sniff(path) {
+        Ok(Format::Ffrecord) => all_end_with(".ffr"),
+        Ok(Format::Syrah) => all_end_with(".syr"),
+        Ok(_) => true,
+        Err(_) => {
+            names.iter().all(|n| n.starts_with("part-"))
+                && (all_end_with(".parquet") || all_end_with(".arrow"))
+        }
+    };
+    if !recognised {
         return Err(reel_core::Error::invalid_input(
-            "is a directory that holds no dataset reel recognises; reel replaces only \
-             datasets (remove the directory yourself if it is to go)",
+            "is a directory that holds something other than a dataset reel recognises; \
+             reel replaces only datasets (remove the directory yourself if it is to go)",
         )
         .with_path(path));
     }

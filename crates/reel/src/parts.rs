@@ -64,6 +64,7 @@ pub fn parts_staging(dst: &Path, options: &CreateOptions) -> Result<PathBuf> {
     }
     let existing = if options.overwrite { Existing::Overwrite } else { Existing::Refuse };
     check_destination(dst, &[], existing)?;
+    crate::create::refuse_replacing_a_non_dataset(dst)?;
     let name = dst.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
         Error::invalid_input("the destination has no UTF-8 file name").with_path(dst)
     })?;
@@ -212,6 +213,10 @@ pub fn publish_parts(
                 Error::io(e, format!("cannot move part {i} into place")).with_path(&from)
             })?;
         }
+    }
+    if options.overwrite {
+        // Checked again: something else may have come to `dst` since the job started.
+        crate::create::refuse_replacing_a_non_dataset(dst)?;
     }
     reel_core::staged::publish_path(&dataset, dst, options.overwrite)?;
     discard_staging(staging, options)

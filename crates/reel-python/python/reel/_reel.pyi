@@ -368,8 +368,9 @@ class Sink:
         """Adds a record (a dict of field name to value) and returns its index."""
     def finish(self) -> dict[str, Any]:
         """Makes the dataset durable and visible at its path; returns what was written
-        (``records``, ``bytes``, ``paths``). If it fails, nothing is published and the
-        writer stays open (write what is missing and finish again, or abort)."""
+        (``records``, ``bytes``, ``paths``). If it fails, nothing is published; refused for
+        what is missing (``ValueError``) the writer stays open (write the rest and finish
+        again, or abort), after any other failure it is closed."""
     def abort(self) -> None:
         """Drops everything written so far; the path is left as it was. Idempotent."""
     @property

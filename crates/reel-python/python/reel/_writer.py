@@ -105,8 +105,10 @@ class Writer:
     def finish(self) -> dict[str, Any]:
         """Publishes the dataset; returns ``{"records", "bytes", "paths"}``.
 
-        If it raises, nothing is published and the writer stays open: do what the error
-        asks (write the records still missing, then finish again) or call ``abort``.
+        If it raises, nothing is published. Refused for what is missing (a ``ValueError``:
+        fewer records than ``records=``, a Syrah file of no items), the writer stays open:
+        write the rest and finish again, or call ``abort``. After any other error it is
+        closed.
         """
         self.summary = self._sink.finish()
         return self.summary

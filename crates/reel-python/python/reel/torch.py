@@ -267,8 +267,8 @@ class StreamingDataset(IterableDataset):
         self.epoch = epoch
 
     def __len__(self) -> int:
-        """Batches of this rank in one whole epoch."""
-        return sum(1 for _ in self._plan(None))
+        """Batches of this rank in one whole epoch (counted without computing them)."""
+        return self._plan(None).skip(2**64 - 1)
 
     def __iter__(self) -> Iterator[Any]:
         info = get_worker_info()
