@@ -422,6 +422,12 @@ impl FfrecordPartsWriter {
         }
         self.unfinished.finished();
         let staged = self.staged.take().ok_or_else(|| Error::new(ErrorKind::Closed, "finished"))?;
+        if self.total == 0 {
+            // No record, no part: one part of no records, so that the directory opens as
+            // the empty dataset it is (a directory with no `.ffr` file is no dataset).
+            let mut empty = FfrecordWriter::create(staged.path().join(Self::part_name(0)), 0)?;
+            self.bytes += empty.finish()?.bytes;
+        }
         let path = staged.final_path().to_path_buf();
         staged.commit()?;
         Ok(SinkSummary { records: self.written, bytes: self.bytes, paths: vec![path] })
