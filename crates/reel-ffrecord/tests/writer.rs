@@ -132,7 +132,7 @@ fn dump_splits_like_the_reference() {
     assert_eq!(FfrecordReader::open(&out6).unwrap().read_one(9).unwrap(), records[9]);
     // No records in several parts: one part of none, so that the dataset opens, empty.
     let none = dir.path().join("none");
-    dump(&Vec::<Vec<u8>>::new(), &none, 4).unwrap();
+    dump(Vec::<Vec<u8>>::new(), &none, 4).unwrap();
     let names: Vec<_> = std::fs::read_dir(&none).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names, ["PART_00000.ffr"]);
     assert_eq!(FfrecordReader::open(&none).unwrap().n(), 0);
