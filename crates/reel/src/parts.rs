@@ -451,9 +451,16 @@ mod tests {
         let e = discard_staging(&dst, &options).unwrap_err();
         assert_eq!(e.kind(), reel_core::ErrorKind::InvalidInput);
         assert!(dst.join("x").exists());
-        // Something at the destination is refused unless overwriting.
+        // Something at the destination is refused unless overwriting, and overwriting
+        // replaces only a dataset (here, Parquet parts), never a directory of other things.
+        let overwrite = CreateOptions::default().overwrite(true);
         assert!(parts_staging(&dst, &options).is_err());
-        assert!(parts_staging(&dst, &CreateOptions::default().overwrite(true)).is_ok());
+        let e = parts_staging(&dst, &overwrite).unwrap_err();
+        assert!(e.to_string().contains("other than a dataset"), "{e}");
+        std::fs::remove_dir(dst.join("x")).unwrap();
+        std::fs::write(dst.join("part-00000.parquet"), b"").unwrap();
+        assert!(parts_staging(&dst, &options).is_err());
+        assert!(parts_staging(&dst, &overwrite).is_ok());
         discard_staging(&a, &options).unwrap();
         discard_staging(&a, &options).unwrap();
         assert!(!a.exists());
