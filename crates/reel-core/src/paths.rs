@@ -76,22 +76,27 @@ fn special_kind(meta: &Metadata) -> Option<&'static str> {
     Some("not a regular file")
 }
 
-fn refuse_special(meta: &Metadata, path: &Path) -> Result<()> {
+/// Refuses `path` if `meta` is neither a regular file nor a directory; `rule` says what
+/// reel does with files and directories (reads them, writes them).
+fn refuse_special(meta: &Metadata, path: &Path, rule: &str) -> Result<()> {
     match special_kind(meta) {
         None => Ok(()),
-        Some(kind) => Err(Error::invalid_input(format!(
-            "is {kind}, not a regular file or directory; reel reads only files and directories"
-        ))
-        .with_path(path)),
+        Some(kind) => {
+            Err(Error::invalid_input(format!("is {kind}, not a regular file or directory; {rule}"))
+                .with_path(path))
+        }
     }
 }
+
+/// What [`refuse_special`] says of inputs.
+const READS_ONLY: &str = "reel reads only files and directories";
 
 /// Stats `path` (following links, which never blocks) and says whether it is a regular
 /// file or a directory; anything else (FIFO, device, socket) is refused with an
 /// [`ErrorKind::InvalidInput`] error naming `path`.
 pub fn input_kind(path: &Path) -> Result<InputKind> {
     let meta = std::fs::metadata(path).map_err(|e| path_error(e, "cannot stat", path))?;
-    refuse_special(&meta, path)?;
+    refuse_special(&meta, path, READS_ONLY)?;
     Ok(if meta.is_dir() { InputKind::Dir } else { InputKind::File(meta.len()) })
 }
 
@@ -120,7 +125,7 @@ pub fn open_input(path: &Path) -> Result<(File, u64)> {
     }
     let file = options.open(path).map_err(|e| path_error(e, "cannot open", path))?;
     let meta = file.metadata().map_err(|e| Error::io(e, "cannot stat").with_path(path))?;
-    refuse_special(&meta, path)?;
+    refuse_special(&meta, path, READS_ONLY)?;
     if !meta.is_file() {
         return Err(Error::invalid_input("is not a regular file").with_path(path));
     }
@@ -283,12 +288,13 @@ pub fn check_destination(dest: &Path, inputs: &[&Path], existing: Existing) -> R
     let Ok(link_meta) = std::fs::symlink_metadata(dest) else { return Ok(()) };
     // A device, pipe or socket (or a link to one) is never replaced, overwrite or not:
     // renaming a new file over `/dev/null` would take it from the whole system.
-    if let Some(kind) = dest_meta.as_ref().and_then(special_kind) {
-        return Err(Error::invalid_input(format!(
-            "is {kind}, not a file or directory; reel writes datasets only as files and \
-             directories, and never replaces anything else"
-        ))
-        .with_path(dest));
+    if let Some(meta) = &dest_meta {
+        refuse_special(
+            meta,
+            dest,
+            "reel writes datasets only as files and directories, and never replaces anything \
+             else",
+        )?;
     }
     if existing == Existing::Overwrite || is_empty_dir(&link_meta, dest) {
         // An empty directory holds nothing to lose (users often make the target first).
