@@ -110,28 +110,23 @@ fn to_value(out: &mut RecordOut<'_>, obj: &Bound<'_, PyAny>, depth: u32) -> PyRe
         }
         return Ok(Value::Map(entries));
     }
-    if obj.hasattr("dtype")? {
-        let numpy = py.import("numpy")?;
-        // NumPy scalars (numpy.float32(1.5), numpy.int64(3), numpy.bool_) become Python ones.
-        if obj.is_instance(&numpy.getattr("generic")?)? {
-            let item = obj.call_method0("item")?;
-            if !item.is(obj) {
-                return to_value(out, &item, depth);
-            }
-        }
-        // Other arrays NumPy can view (a CPU torch tensor) are stored as the array NumPy
-        // makes of them, with their shape: `item()` made a one-element tensor a scalar and
-        // failed on any other. A 0-d one (`torch.tensor(3)`, a label) is still a number,
-        // as before. A tensor that requires grad is detached first (NumPy refuses it).
-        if obj.hasattr("__array__")? {
-            let plain =
-                if obj.hasattr("detach")? { obj.call_method0("detach")? } else { obj.clone() };
-            let array = numpy.call_method1("asarray", (plain,))?;
-            if let Ok(array) = array.cast::<numpy::PyUntypedArray>() {
-                if numpy::PyUntypedArrayMethods::ndim(array) == 0 {
-                    return to_value(out, &array.call_method0("item")?, depth);
-                }
+    // Anything else NumPy can view (a NumPy scalar, a CPU torch tensor) goes through the
+    // array NumPy makes of it: with a shape, stored as that array (`item()` made a
+    // one-element tensor a scalar and failed on any other); 0-d (`numpy.float32(1.5)`,
+    // `torch.tensor(3)`, a label), the Python number `item()` gives. A tensor that requires
+    // grad is detached first (NumPy refuses it).
+    if obj.hasattr("dtype")? && obj.hasattr("__array__")? {
+        let plain = if obj.hasattr("detach")? { obj.call_method0("detach")? } else { obj.clone() };
+        let array = py.import("numpy")?.call_method1("asarray", (plain,))?;
+        if let Ok(array) = array.cast::<numpy::PyUntypedArray>() {
+            if numpy::PyUntypedArrayMethods::ndim(array) > 0 {
                 return array_value(out, array.as_any());
+            }
+            let item = array.call_method0("item")?;
+            // An `item()` that is NumPy's again (a type with no Python counterpart) would
+            // come back here for ever: it falls through to the error below.
+            if !item.hasattr("dtype")? {
+                return to_value(out, &item, depth);
             }
         }
     }
