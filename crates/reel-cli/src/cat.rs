@@ -56,7 +56,12 @@ pub fn run(args: &CatArgs) -> reel::Result<()> {
         ))
         .with_path(&args.path));
     }
-    let mut seen = vec![false; args.fields.as_ref().map_or(0, Vec::len)];
+    // Where the fields are declared they were checked above; else each is looked for in
+    // the records shown.
+    let mut seen = match (&args.fields, declared) {
+        (Some(wanted), None) => vec![false; wanted.len()],
+        _ => Vec::new(),
+    };
     let mut shown = 0u64;
     let records = match &args.index {
         Some(spec) => PassRecords::List(parse_indices(spec, source.len())?.into()),
@@ -72,7 +77,7 @@ pub fn run(args: &CatArgs) -> reel::Result<()> {
         let batch = batch?;
         for record in batch.iter() {
             shown += 1;
-            if let Some(wanted) = &args.fields {
+            if let (false, Some(wanted)) = (seen.is_empty(), &args.fields) {
                 for (k, name) in wanted.iter().enumerate() {
                     seen[k] = seen[k] || record.get(name).is_some();
                 }
@@ -92,7 +97,7 @@ pub fn run(args: &CatArgs) -> reel::Result<()> {
     if let Err(e) = out.flush() {
         crate::stdout::exit_on_write_error(&e);
     }
-    if let (Some(wanted), true) = (&args.fields, shown > 0) {
+    if let (Some(wanted), false, true) = (&args.fields, seen.is_empty(), shown > 0) {
         let never: Vec<&str> =
             wanted.iter().zip(&seen).filter(|(_, s)| !**s).map(|(w, _)| w.as_str()).collect();
         if !never.is_empty() {
