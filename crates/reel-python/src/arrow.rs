@@ -24,6 +24,7 @@ use reel::arrow::{ArrowOptions, ExtraColumns, SourceBatchReader, into_ffi_stream
 
 use crate::dataset::Bounds;
 use crate::errors::IntoPyResult;
+use crate::fspath::fs_path;
 
 /// The capsule names the Arrow PyCapsule interface fixes.
 const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
@@ -287,7 +288,7 @@ fn stream_of(data: &Bound<'_, PyAny>) -> PyResult<RecordBatchStreamReader> {
 pub(crate) fn write_arrow<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
-    path: PathBuf,
+    #[pyo3(from_py_with = fs_path)] path: PathBuf,
     format: &str,
     overwrite: bool,
     lossless_only: bool,

@@ -15,6 +15,7 @@ use crate::args::{Count, count, count_pair, opt};
 use crate::arrow::{ArrowStream, StreamArgs};
 use crate::buffer::{BatchBuffer, HeldBatch, new_pool};
 use crate::errors::IntoPyResult;
+use crate::fspath::{fs_path, opt_fs_path};
 use crate::loader::{BatchStream, IndexPlan, PlanArgs, ReadAhead};
 use crate::values::Converter;
 use reel::{BatchPool, PooledBatch};
@@ -156,13 +157,13 @@ impl OpenArgs {
 #[allow(clippy::too_many_arguments)] // Python keywords, one per option
 pub(crate) fn open(
     py: Python<'_>,
-    path: PathBuf,
+    #[pyo3(from_py_with = fs_path)] path: PathBuf,
     format: Option<String>,
     backend: &str,
     verify: bool,
     decode_images: bool,
     decode: bool,
-    cache: Option<PathBuf>,
+    #[pyo3(from_py_with = opt_fs_path)] cache: Option<PathBuf>,
     cache_size: Option<Count<u64>>,
     columns: Option<Vec<String>>,
 ) -> PyResult<Dataset> {

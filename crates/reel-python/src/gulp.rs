@@ -15,7 +15,10 @@ type VideoEntry = (String, u64, Vec<(u64, u64, u64)>, String);
 /// The chunk numbers of the gulp directory at `path` and every video in reel's (and
 /// gulpio2's) order, without reading any frame.
 #[pyfunction]
-pub(crate) fn gulp_index(py: Python<'_>, path: PathBuf) -> PyResult<(Vec<u64>, Vec<VideoEntry>)> {
+pub(crate) fn gulp_index(
+    py: Python<'_>,
+    #[pyo3(from_py_with = crate::fspath::fs_path)] path: PathBuf,
+) -> PyResult<(Vec<u64>, Vec<VideoEntry>)> {
     crate::shutdown::detach(py, || {
         let reader = GulpReader::open(&path)?;
         let chunks = reader.chunks().iter().map(|c| c.number).collect();

@@ -10,6 +10,7 @@ use reel::{ConvertOptions, CreateOptions, Error, ErrorKind, FieldSpec, Format, R
 use crate::args::{Count, count, opt};
 use crate::dataset::OpenArgs;
 use crate::errors::IntoPyResult;
+use crate::fspath::fs_path;
 use crate::records::record_from;
 
 pub(crate) fn format_named(name: &str) -> reel::Result<Format> {
@@ -79,7 +80,7 @@ impl Sink {
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn new(
         py: Python<'_>,
-        path: PathBuf,
+        #[pyo3(from_py_with = fs_path)] path: PathBuf,
         format: &str,
         schema: Option<Vec<(String, String)>>,
         records: Option<Count<u64>>,
@@ -188,8 +189,8 @@ impl Sink {
 #[allow(clippy::too_many_arguments)] // Python keyword arguments
 pub(crate) fn convert<'py>(
     py: Python<'py>,
-    src: PathBuf,
-    dst: PathBuf,
+    #[pyo3(from_py_with = fs_path)] src: PathBuf,
+    #[pyo3(from_py_with = fs_path)] dst: PathBuf,
     to: &str,
     verify: bool,
     overwrite: bool,
@@ -238,7 +239,7 @@ pub(crate) fn report_dict<'py>(
 #[pyo3(signature = (path, *, backend="auto"))]
 pub(crate) fn verify<'py>(
     py: Python<'py>,
-    path: PathBuf,
+    #[pyo3(from_py_with = fs_path)] path: PathBuf,
     backend: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     let args = OpenArgs {
@@ -282,7 +283,7 @@ pub(crate) fn verify<'py>(
 #[pyo3(signature = (path, *, format="ffrecord", records=1000, max_record=4096, overwrite=false))]
 pub(crate) fn generate<'py>(
     py: Python<'py>,
-    path: PathBuf,
+    #[pyo3(from_py_with = fs_path)] path: PathBuf,
     format: &str,
     #[pyo3(from_py_with = count::<u64>)] records: u64,
     #[pyo3(from_py_with = count::<usize>)] max_record: usize,

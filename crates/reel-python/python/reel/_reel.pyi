@@ -11,17 +11,20 @@ import numpy.typing as npt
 __version__: str
 
 StrPath = str | os.PathLike[str]
+# What reel.open, the writers, convert, verify, generate and write_arrow take: as Python's
+# own file functions, str or bytes (non-UTF-8 names too), or a path-like returning either.
+FsPath = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 Record = dict[str, Any]
 
 def open(
-    path: StrPath,
+    path: FsPath,
     *,
     format: str | None = None,
     backend: str = "auto",
     verify: bool = True,
     decode_images: bool = True,
     decode: bool = True,
-    cache: StrPath | None = None,
+    cache: FsPath | None = None,
     cache_size: int | None = None,
     columns: Sequence[str] | None = None,
 ) -> Dataset:
@@ -36,8 +39,8 @@ def open(
     ``"pread"`` and ``"io_uring"`` raise ``CorruptError`` instead."""
 
 def convert(
-    src: StrPath,
-    dst: StrPath,
+    src: FsPath,
+    dst: FsPath,
     *,
     to: str,
     verify: bool = True,
@@ -54,7 +57,7 @@ def convert(
 
 def write_arrow(
     data: object,
-    path: StrPath,
+    path: FsPath,
     *,
     format: str,
     overwrite: bool = False,
@@ -99,13 +102,13 @@ def publish_parts(
 def discard_staging(staging: StrPath) -> None:
     """Removes everything written under a staging location ``parts_staging`` gave."""
 
-def verify(path: StrPath, *, backend: str = "auto") -> dict[str, Any]:
+def verify(path: FsPath, *, backend: str = "auto") -> dict[str, Any]:
     """Checks every record (checksums, structure, stored values; Granular ``jpg``/``png``
     fields are kept as stored, not decoded); the report names the bad ones
     (``bad_records``)."""
 
 def generate(
-    path: StrPath,
+    path: FsPath,
     *,
     format: str = "ffrecord",
     records: int = 1000,
@@ -116,7 +119,7 @@ def generate(
     at most ``max_record`` bytes, at most 1 GiB)."""
 
 def gulp_index(
-    path: StrPath,
+    path: FsPath,
 ) -> tuple[list[int], list[tuple[str, int, list[tuple[int, int, int]], str]]]:
     """Chunk numbers and (id, chunk, frame_info, meta_data JSON) of every video."""
 
@@ -349,7 +352,7 @@ class Sink:
 
     def __init__(
         self,
-        path: StrPath,
+        path: FsPath,
         format: str,
         *,
         schema: list[tuple[str, str]] | None = None,

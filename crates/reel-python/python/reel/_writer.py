@@ -54,7 +54,7 @@ class Writer:
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
         format: str | None = None,
         *,
         schema: Mapping[str, str] | None = None,

@@ -1,0 +1,35 @@
+//! Path arguments as Python's own file functions take them: `str`, `bytes` or an
+//! `os.PathLike` returning either (`open(b"/data/x")` works in Python, so `reel.open` takes
+//! it too). pyo3's `PathBuf` takes `str` and `str`-returning `os.PathLike` only.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+
+/// A path argument (through `#[pyo3(from_py_with = fs_path)]`): `str`, `bytes` (the file
+/// system's bytes, which may be any but NUL on Unix) or an `os.PathLike` returning one of
+/// them.
+pub(crate) fn fs_path(obj: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    // `os.fspath` gives the `str` or `bytes` of any path-like, and its own TypeError
+    // ("expected str, bytes or os.PathLike object, not int") for anything else; pyo3 puts
+    // the argument's name in front of it.
+    let raw = if obj.is_instance_of::<PyBytes>() || obj.is_instance_of::<PyString>() {
+        obj.clone()
+    } else {
+        obj.py().import("os")?.getattr("fspath")?.call1((obj,))?
+    };
+    if let Ok(bytes) = raw.cast::<PyBytes>() {
+        return Ok(PathBuf::from(OsString::from_vec(bytes.as_bytes().to_vec())));
+    }
+    // A `str`, with the surrogate escapes of undecodable bytes (`os.fsdecode`) turned back
+    // into those bytes.
+    raw.extract::<PathBuf>()
+}
+
+/// An optional path argument (`None` or as [`fs_path`]).
+pub(crate) fn opt_fs_path(obj: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
+    if obj.is_none() { Ok(None) } else { fs_path(obj).map(Some) }
+}
