@@ -192,8 +192,8 @@ pub(crate) fn open(
 /// io_uring rings and the locks around them must not be shared with the parent.
 #[pyclass(frozen, module = "reel._reel", sequence)]
 pub struct Dataset {
-    /// The source and the process that opened it.
-    opened: RwLock<(u32, Arc<dyn RecordSource>)>,
+    /// The source and the process that opened it ([`crate::fork::process_generation`]).
+    opened: RwLock<(u64, Arc<dyn RecordSource>)>,
     /// Metadata of the source, the same in every process.
     pub(crate) source: Arc<dyn RecordSource>,
     pub(crate) args: OpenArgs,
@@ -206,7 +206,7 @@ impl Dataset {
         let source: Arc<dyn RecordSource> =
             Arc::from(crate::shutdown::detach(py, || args.open()).py_err(py)?);
         Ok(Dataset {
-            opened: RwLock::new((std::process::id(), Arc::clone(&source))),
+            opened: RwLock::new((crate::fork::process_generation(), Arc::clone(&source))),
             source,
             args,
             pool: new_pool(),
@@ -215,19 +215,19 @@ impl Dataset {
 
     /// The source to read through in this process (opened again after a fork).
     pub(crate) fn reader(&self) -> reel::Result<Arc<dyn RecordSource>> {
-        let pid = std::process::id();
+        let generation = crate::fork::process_generation();
         {
             let opened = self.opened.read().unwrap_or_else(|p| p.into_inner());
-            if opened.0 == pid {
+            if opened.0 == generation {
                 return Ok(Arc::clone(&opened.1));
             }
         }
         let fresh: Arc<dyn RecordSource> = Arc::from(self.args.open()?);
         let mut opened = self.opened.write().unwrap_or_else(|p| p.into_inner());
-        if opened.0 != pid {
+        if opened.0 != generation {
             // The parent's source is dropped here, in the child: its descriptors and
             // mappings are the child's copies, so the parent's own stay untouched.
-            *opened = (pid, Arc::clone(&fresh));
+            *opened = (generation, Arc::clone(&fresh));
         }
         Ok(Arc::clone(&opened.1))
     }

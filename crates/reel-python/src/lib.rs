@@ -9,6 +9,7 @@ mod arrow;
 mod buffer;
 mod dataset;
 mod errors;
+mod fork;
 mod fspath;
 mod gulp;
 mod loader;

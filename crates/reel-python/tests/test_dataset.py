@@ -519,6 +519,47 @@ def test_forked_child_reads_while_parent_reads(backend):
     os.waitpid(pid, 0)
 
 
+@pytest.mark.parametrize("backend", ["mmap", "pread"])
+def test_a_forked_child_opens_the_dataset_again_and_its_parent_does_not(tmp_path, backend):
+    """Told apart by the bytes: the file at the dataset's path is replaced after the parent
+    opened it. The parent keeps reading the file it opened; a forked child opens the path
+    again on its first read and reads the new file, and so does the child of that child
+    after the path is replaced once more (each fork is seen, not only the first)."""
+
+    def write(path, payload: bytes) -> None:
+        with reel.ffrecord.Writer(path, overwrite=True) as w:
+            for _ in range(3):
+                w.write({"data": payload})
+
+    path = tmp_path / "ds.ffr"
+    write(path, b"old")
+    ds = reel.open(path, backend=backend)
+    assert ds[0]["data"] == b"old"
+    write(path, b"new")  # renamed over the path: the parent's descriptor keeps the old file
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        seen = [ds[0]["data"]]
+        write(path, b"third")
+        grandchild = os.fork()
+        if grandchild == 0:
+            os.write(w, ds[1]["data"].ljust(8))
+            os._exit(0)
+        os.waitpid(grandchild, 0)
+        seen.append(ds[2]["data"])  # the child's own source, opened before the second fork
+        os.write(w, b"".join(s.ljust(8) for s in seen))
+        os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    got = b""
+    while chunk := os.read(r, 64):
+        got += chunk
+    os.close(r)
+    # The grandchild wrote first, then the child its two reads.
+    assert [got[k : k + 8].strip() for k in range(0, 24, 8)] == [b"third", b"new", b"new"]
+    assert [x["data"] for x in ds[:]] == [b"old"] * 3
+
+
 def test_type_stubs_cover_the_extension():
     """Every public name of the compiled module is declared in _reel.pyi, and vice versa."""
     import ast
