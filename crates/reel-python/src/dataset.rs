@@ -1146,30 +1146,27 @@ impl PackedField {
         let mut offsets = Vec::with_capacity(batch.len() + 1);
         offsets.push(0i64);
         let mut end = 0i64;
-        // While the values so far lie back to back in one buffer: (its start address, the
-        // first value's position in it, the position the next value must start at). Once
-        // one does not, it stays `None`.
-        let mut run: Option<(usize, usize, usize)> = None;
+        // Whether the values so far lie back to back in one buffer (the first value's
+        // buffer, from `first` to `next`). Tracked without branching on it: at 1 KiB
+        // records this walk was 4 % of a batch read while it matched on a state per record.
+        let (mut base, mut first, mut next) = (std::ptr::null::<u8>(), 0usize, 0usize);
+        let mut contiguous = true;
         for (k, record) in batch.iter().enumerate() {
-            let bytes = packed_value(&record, field)?;
-            end += bytes.len() as i64;
+            let (span, buffer) = packed_span(&record, field)?;
+            // What the copy would take (`Span::get`: nothing where the span lies outside).
+            let len = span.get(buffer).len();
+            end += len as i64;
             offsets.push(end);
-            if k == 0 || run.is_some() {
-                let buffer = record.raw_buffer();
-                let base = buffer.as_ptr() as usize;
-                let at = (bytes.as_ptr() as usize).wrapping_sub(base);
-                // Inside the buffer, end included: a value just past its end is not in it.
-                let inside = at.checked_add(bytes.len()).is_some_and(|end| end <= buffer.len());
-                run = match run {
-                    None if k == 0 && inside => Some((base, at, at + bytes.len())),
-                    Some((b, first, next)) if inside && b == base && at == next => {
-                        Some((b, first, next + bytes.len()))
-                    }
-                    _ => None,
-                };
+            if k == 0 {
+                (base, first, next) = (buffer.as_ptr(), span.start, span.start);
             }
+            contiguous &= len == span.len
+                && span.start <= buffer.len()
+                && std::ptr::eq(buffer.as_ptr(), base)
+                && span.start == next;
+            next = span.start.wrapping_add(len);
         }
-        let shared = run.map(|(_, first, next)| first..next);
+        let shared = (contiguous && !batch.is_empty()).then_some(first..next);
         Ok(PackedField { offsets, shared })
     }
 
@@ -1198,11 +1195,20 @@ impl PackedField {
     }
 }
 
-/// The bytes of `field` (or of the record's only field) of `record`, for packing. Inlined
-/// into the walks of [`PackedField`], with the errors built out of line: at 1 KiB records
-/// the walk is a visible share of a batch read.
+/// The bytes of `field` (or of the record's only field) of `record`, for packing.
 #[inline]
 fn packed_value<'a>(record: &reel::RecordRef<'a>, field: Option<&str>) -> reel::Result<&'a [u8]> {
+    packed_span(record, field).map(|(span, buffer)| span.get(buffer))
+}
+
+/// Where the bytes of `field` (or of the record's only field) of `record` lie: their span
+/// and the buffer it is in. Inlined into the walks of [`PackedField`], with the errors
+/// built out of line: at 1 KiB records the walk is a visible share of a batch read.
+#[inline]
+fn packed_span<'a>(
+    record: &reel::RecordRef<'a>,
+    field: Option<&str>,
+) -> reel::Result<(reel::Span, &'a [u8])> {
     let fields = record.raw_fields();
     let found = match (field, fields) {
         (None, [only]) => only,
@@ -1213,7 +1219,7 @@ fn packed_value<'a>(record: &reel::RecordRef<'a>, field: Option<&str>) -> reel::
         (None, _) => return Err(no_packed_field(record, field)),
     };
     match &found.value {
-        reel::Value::Bytes(span) => Ok(span.get(record.raw_buffer())),
+        reel::Value::Bytes(span) => Ok((*span, record.raw_buffer())),
         _ => Err(not_bytes(record, found)),
     }
 }
