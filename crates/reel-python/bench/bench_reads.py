@@ -21,7 +21,11 @@ Three parts, each measured side by side in one run (readers alternate; best of -
    with 2 workers and with none.
 3. reel from Python against the same reads from Rust: `reel bench` (the release CLI) reads
    random batches of 256 from the FFRecord and Granular files it writes, and this script
-   reads the same files with the same pattern through reel.open(..., verify=False).
+   reads the same files with the same pattern through reel.open(..., verify=False). Then,
+   in this process, the Rust API (Dataset._time_rust_reads: read_batch_into in a loop with
+   the GIL released) and read_batch_packed read the same batches through one open dataset
+   in alternating rounds (--rounds): the median of the rounds' ratios is the binding's
+   cost, free of the drift between processes that the first comparison also measures.
 
 NumPy's OpenBLAS starts worker threads that spin now and then; on a machine with few cores
 they take CPU from the reading thread (6 % of a 1 KiB batch on the 2-vCPU machine this was
@@ -401,6 +405,49 @@ def part_rust(args, table) -> None:
             row(table, "vs Rust", "warm", size_name, f"{fmt}: reel bench (Rust, auto)", rust_best, rust_best)
             for name, rate in py_best.items():
                 row(table, "vs Rust", "warm", size_name, f"{fmt}: Python {name}", rate, rust_best)
+            in_process(args, table, fmt, size_name, path, records)
+
+
+def in_process(args, table, fmt: str, size_name: str, path: Path, records: int) -> None:
+    """The same batches read by the Rust API and by read_batch_packed, in one process.
+
+    Both read through one open dataset (one mapping, one buffer pool), in rounds of a few
+    tens of milliseconds that alternate which goes first, so that the VM's drift between
+    processes and over seconds (±20 %) falls on both alike; the ratio of each round's two
+    times is the binding's cost, and the median over the rounds is reported with its range.
+    """
+    ds = reel.open(path, format=fmt, verify=False)
+    batches = batches_for(records, 64, args.batch_size, seed=11)
+    n = sum(len(b) for b in batches)
+
+    def python() -> float:
+        start = time.perf_counter()
+        for batch in batches:
+            ds.read_batch_packed(batch)
+        return time.perf_counter() - start
+
+    python(), ds._time_rust_reads(batches)  # warm both paths: pool, mapping, caches
+    ratios, rust_times, py_times = [], [], []
+    for k in range(args.rounds):
+        if k % 2:
+            p, r = python(), ds._time_rust_reads(batches)
+        else:
+            r, p = ds._time_rust_reads(batches), python()
+        rust_times.append(r)
+        py_times.append(p)
+        ratios.append(r / p)
+    ratios.sort()
+    median = ratios[len(ratios) // 2]
+    rust_rate = n / sorted(rust_times)[len(rust_times) // 2]
+    py_rate = n / sorted(py_times)[len(py_times) // 2]
+    row(table, "in-process", "warm", size_name, f"{fmt}: Rust read_batch_into (median)", rust_rate, rust_rate)
+    row(table, "in-process", "warm", size_name, f"{fmt}: Python read_batch_packed (median)", py_rate, rust_rate)
+    print(
+        f"{'':<10} {'':<5} {'':>8} {fmt}: Python's rate / Rust's per round, over {args.rounds} rounds: "
+        f"median {median:.3f}, range {ratios[0]:.3f}-{ratios[-1]:.3f}",
+        flush=True,
+    )
+    table.append(("in-process", "warm", size_name, f"{fmt}: round ratio", median, f"{ratios[0]:.3f}-{ratios[-1]:.3f}"))
 
 
 def main() -> None:
@@ -412,6 +459,8 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=3, help="runs per reader, alternating; best kept")
     ap.add_argument("--secs", type=float, default=2.0, help="seconds per Rust/Python run")
+    ap.add_argument("--rounds", type=int, default=41,
+                    help="alternating rounds of the in-process Rust/Python comparison")
     ap.add_argument("--warm-dir", default="/dev/shm/reel-pybench")
     ap.add_argument("--cold-dir", default=None, help="a directory on a real disk (no cold runs without)")
     ap.add_argument("--bags-python", default="/tmp/reel-refread/bags/bin/python",

@@ -688,6 +688,30 @@ impl Dataset {
         PyTuple::new(py, [buffer, offsets.into_any()])
     }
 
+    /// For benchmarks: seconds the Rust API takes to read `batches` (each a sequence of
+    /// indices, converted before the clock starts) one after another into a pooled batch,
+    /// with no Python involved, as `read_batch_packed` reads them. The bench script
+    /// alternates it with the same reads from Python in the same process, over the same
+    /// mapping and pool, so that their ratio is the binding's cost alone: between two
+    /// processes this VM's run-to-run noise (±20 %) is larger than that cost.
+    fn _time_rust_reads(&self, batches: &Bound<'_, PyAny>) -> PyResult<f64> {
+        let py = batches.py();
+        let mut all = Vec::new();
+        for batch in batches.try_iter()? {
+            all.push(self.indices_of(&batch?)?);
+        }
+        crate::shutdown::detach(py, move || {
+            let source = self.reader()?;
+            let start = std::time::Instant::now();
+            for indices in &all {
+                let mut batch = self.pool.take(0);
+                source.read_batch_into(indices, &mut batch)?;
+            }
+            Ok(start.elapsed().as_secs_f64())
+        })
+        .py_err(py)
+    }
+
     /// Every record in order (read in batches).
     fn __iter__(slf: Bound<'_, Self>) -> DatasetIter {
         DatasetIter { dataset: slf.unbind(), next: 0, pending: VecDeque::new() }

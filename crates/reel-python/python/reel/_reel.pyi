@@ -233,6 +233,11 @@ class Dataset:
         field. No Python object per record. The records are read into reel's batch buffer:
         a records' only field is a view of it (kept alive by the view); one field of records
         that have several is copied once into an immutable ``bytes``."""
+    def _time_rust_reads(self, batches: Iterable[Iterable[int]]) -> float:
+        """For benchmarks: seconds the Rust API takes to read ``batches`` one after another
+        (indices converted before the clock starts, the GIL released), as
+        ``read_batch_packed`` reads them; ``bench/bench_reads.py`` alternates it with the
+        same reads from Python."""
     def __iter__(self) -> DatasetIter:
         """Every record in order (read in batches)."""
     @property
