@@ -654,3 +654,15 @@ def test_mmap_reads_hand_out_records_where_they_lie(tmp_path):
     gc.collect()
     # The view and the tensor keep the mapping alive.
     assert bytes(kept) == want[4] and tensor.numpy().tobytes() == want[3]
+
+
+def test_the_benchmarks_rust_timing_reads_the_batches_it_is_given():
+    """Dataset._time_rust_reads (bench_reads.py's in-process Rust side) reads what it is
+    given: a batch out of range fails it, as the same read from Python does."""
+    ds = reel.open(golden_root() / FFR)
+    n = len(ds)
+    assert ds._time_rust_reads([list(range(n)), [0], []]) > 0.0
+    with pytest.raises(IndexError):
+        ds._time_rust_reads([[0], [n]])
+    with pytest.raises(IndexError):
+        ds.read_batch_packed([n])
