@@ -25,7 +25,8 @@ Three parts, each measured side by side in one run (readers alternate; best of -
    in this process, the Rust API (Dataset._time_rust_reads: read_batch_into in a loop with
    the GIL released) and read_batch_packed read the same batches through one open dataset
    in alternating rounds (--rounds): the median of the rounds' ratios is the binding's
-   cost, free of the drift between processes that the first comparison also measures.
+   cost, free of the drift between processes that the first comparison also measures
+   (--index-arrays: the indices as int64 NumPy arrays instead of lists).
 
 NumPy's OpenBLAS starts worker threads that spin now and then; on a machine with few cores
 they take CPU from the reading thread (6 % of a 1 KiB batch on the 2-vCPU machine this was
@@ -418,6 +419,8 @@ def in_process(args, table, fmt: str, size_name: str, path: Path, records: int) 
     """
     ds = reel.open(path, format=fmt, verify=False)
     batches = batches_for(records, 64, args.batch_size, seed=11)
+    if args.index_arrays:  # what a NumPy-based sampler hands over, read in one pass
+        batches = [np.asarray(b, dtype=np.int64) for b in batches]
     n = sum(len(b) for b in batches)
 
     def python() -> float:
@@ -461,6 +464,8 @@ def main() -> None:
     ap.add_argument("--secs", type=float, default=2.0, help="seconds per Rust/Python run")
     ap.add_argument("--rounds", type=int, default=41,
                     help="alternating rounds of the in-process Rust/Python comparison")
+    ap.add_argument("--index-arrays", action="store_true",
+                    help="the in-process comparison passes int64 NumPy arrays, not lists")
     ap.add_argument("--warm-dir", default="/dev/shm/reel-pybench")
     ap.add_argument("--cold-dir", default=None, help="a directory on a real disk (no cold runs without)")
     ap.add_argument("--bags-python", default="/tmp/reel-refread/bags/bin/python",
