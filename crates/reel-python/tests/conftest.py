@@ -262,8 +262,10 @@ def moto_s3(bucket: str):
 
 
 def reel_binary() -> str:
-    """The `reel` command built by cargo (REEL_BIN, else the workspace's target/debug/reel)."""
-    path = os.environ.get("REEL_BIN") or str(REPO / "target" / "debug" / "reel")
+    """The `reel` command built by cargo: REEL_BIN, else debug/reel in cargo's target
+    directory (CARGO_TARGET_DIR, which .ci/run sets, else the workspace's target/)."""
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
+    path = os.environ.get("REEL_BIN") or str(target / "debug" / "reel")
     assert os.access(path, os.X_OK), f"{path}: build the reel command first (cargo build -p reel-cli)"
     return path
 
