@@ -157,39 +157,84 @@ def test_streaming_with_dataloader_workers(context):
     assert batches_as_indices(list(loader), lookup) == alone
 
 
-PERSISTENT_WORKERS = r"""
-import sys
-import torch
-import reel, reel.torch
-ds = reel.torch.StreamingDataset(sys.argv[1], batch_size=16, seed=11, collate=None)
-loader = torch.utils.data.DataLoader(
-    ds, batch_size=None, num_workers=2, persistent_workers=True, multiprocessing_context="fork"
-)
-first = [[r["data"] for r in b] for b in loader]
-print("first epoch done", file=sys.stderr, flush=True)
-ds.set_epoch(1)
-again = [[r["data"] for r in b] for b in loader]
-assert again == first
-print("ok")
-"""
-
-
-def test_persistent_workers_warn_that_they_repeat_their_epoch():
-    # A persistent worker keeps the copy of the dataset it started with: set_epoch in the
-    # main process does not reach it. It says so rather than repeat the epoch silently.
-    # (In a child process: a worker forked from pytest would record its warning where
-    # pytest records the test's, not print it.)
-    import subprocess
-    import sys
-
-    out = subprocess.run(
-        [sys.executable, "-c", PERSISTENT_WORKERS, str(FFR)],
-        capture_output=True, text=True, timeout=120,
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_persistent_workers_follow_set_epoch_and_load_state_dict(context):
+    # A persistent worker keeps the copy of the dataset it started with. It used to repeat
+    # its first epoch whatever set_epoch and load_state_dict said in the main process.
+    lookup = idx_of(reel.open(FFR)[:])
+    ds = streaming(rank=1, world_size=2)
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=None, num_workers=2, persistent_workers=True,
+        multiprocessing_context=context,
     )
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
-    first, _, second = out.stderr.partition("first epoch done")
-    assert "iterates again" not in first, first
-    assert "set_epoch and load_state_dict do not reach persistent workers" in second, second
+
+    def alone(epoch, state=None):
+        """The batches one process reads for `epoch` (from `state`), without workers."""
+        other = streaming(rank=1, world_size=2)
+        other.set_epoch(epoch)
+        if state is not None:
+            other.load_state_dict(state)
+        return batches_as_indices(list(other), lookup)
+
+    first_workers = None
+    for epoch in (0, 1, 2):
+        ds.set_epoch(epoch)
+        assert batches_as_indices(list(loader), lookup) == alone(epoch), f"epoch {epoch}"
+        workers = loader._iterator._workers
+        pids = [w.pid for w in workers]
+        first_workers = first_workers or pids
+        assert pids == first_workers  # the same worker processes every epoch
+    epoch2 = alone(2)
+    assert epoch2 != alone(1)
+
+    # Resume mid-epoch into running workers, then a whole epoch again.
+    ds.set_epoch(1)
+    state = ds.state_dict(batches_seen=3)
+    ds.set_epoch(2)
+    ds.load_state_dict(state)
+    assert batches_as_indices(list(loader), lookup) == alone(1)[3:]
+    ds.set_epoch(3)
+    assert batches_as_indices(list(loader), lookup) == alone(3)
+    assert [w.pid for w in loader._iterator._workers] == first_workers
+
+
+def test_a_dataset_pickled_outside_a_worker_start_keeps_its_schedule():
+    # Shared memory only goes to a process being started; a copy pickled otherwise (a
+    # checkpoint, Ray) has its own block with the schedule it was pickled with.
+    ds = streaming()
+    ds.set_epoch(4)
+    copy = pickle.loads(pickle.dumps(ds))
+    assert copy._shared.read() == (4, None)
+    ds.set_epoch(5)
+    assert copy._shared.read() == (4, None) and ds._shared.read() == (5, None)
+    lookup = idx_of(reel.open(FFR)[:])
+    fresh = streaming()
+    fresh.set_epoch(4)
+    assert batches_as_indices(list(copy), lookup) == batches_as_indices(list(fresh), lookup)
+
+
+def test_a_bad_state_is_refused_when_it_is_loaded():
+    # Checked by the loader at once: with workers the next iteration runs in them.
+    good = streaming().state_dict(batches_seen=2)
+    for bad in (
+        {**good, "loader": {**good["loader"], "seed": 12}},  # another schedule's state
+        {**good, "loader": {**good["loader"], "padding": "x" * 5000}},  # unknown key
+    ):
+        ds = streaming()
+        ds.set_epoch(3)
+        with pytest.raises(ValueError):
+            ds.load_state_dict(bad)
+        assert ds.epoch == 3 and ds._resume is None and ds._shared.read() == (3, None)
+
+
+def test_a_schedule_too_large_to_share_is_refused():
+    from reel._worker_schedule import WorkerSchedule
+
+    block = WorkerSchedule()
+    block.publish(7, "{}")
+    with pytest.raises(ValueError, match="too large"):
+        block.publish(8, "x" * 5000)
+    assert block.read() == (7, "{}")
 
 
 @pytest.mark.parametrize("workers", [0, 2])

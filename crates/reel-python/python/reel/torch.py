@@ -45,6 +45,7 @@ from torch.utils.data import Dataset as _MapDataset
 from torch.utils.data import IterableDataset, default_collate, get_worker_info
 
 import reel
+from reel._worker_schedule import WorkerSchedule
 
 __all__ = ["RecordDataset", "StreamingDataset", "to_tensor"]
 
@@ -168,10 +169,9 @@ class StreamingDataset(IterableDataset):
     next iteration deliver exactly the batches an uninterrupted run would have delivered
     next. The state is a small dict (JSON-serialisable).
 
-    ``set_epoch`` and ``load_state_dict`` change the dataset in the main process, which
-    DataLoader copies into each worker when it starts it: use ``persistent_workers=False``
-    (the default), or a worker that iterates again repeats the epoch it started with (it
-    warns when it does).
+    ``set_epoch`` and ``load_state_dict`` in the main process reach the DataLoader's
+    workers also when they persist across epochs (``persistent_workers=True``): the dataset
+    shares its schedule with the workers it starts, through a few bytes of shared memory.
 
     Args:
         source: a path (opened with ``reel.open`` and ``open_kwargs``) or a ``reel.Dataset``.
@@ -235,9 +235,10 @@ class StreamingDataset(IterableDataset):
         self.epoch = 0
         self._resume: str | None = None  # loader state (JSON) the next iteration starts at
         self._seen = 0  # batches delivered by in-process iteration of the current epoch
-        # The worker process that iterated this copy (None in the main process): a second
-        # iteration there means persistent workers, which cannot see a new epoch.
-        self._worker_pid: int | None = None
+        # (epoch, resume) as the main process last set them, for workers that started
+        # before (persistent workers keep the copy of the dataset they started with).
+        self._shared = WorkerSchedule()
+        self._shared.publish(self.epoch, self._resume)
         # Checks the configuration now (bad shuffle, rank outside the world ...).
         self._plan(None)
 
@@ -265,6 +266,7 @@ class StreamingDataset(IterableDataset):
             self._resume = None
             self._seen = 0
         self.epoch = epoch
+        self._shared.publish(self.epoch, self._resume)
 
     def __len__(self) -> int:
         """Batches of this rank in one whole epoch (counted without computing them)."""
@@ -276,20 +278,10 @@ class StreamingDataset(IterableDataset):
         in_process = info is None
         if in_process:
             self._seen = 0
-        elif self._worker_pid == os.getpid():
-            # This worker's copy was made when the worker started: with
-            # persistent_workers=True, set_epoch and load_state_dict in the main process
-            # never reach it, and every later iteration would silently repeat this epoch.
-            warnings.warn(
-                f"reel.torch.StreamingDataset: DataLoader worker {me} iterates again with the "
-                f"schedule it started with (epoch {self.epoch}): set_epoch and "
-                "load_state_dict do not reach persistent workers; use "
-                "persistent_workers=False",
-                RuntimeWarning,
-                stacklevel=2,
-            )
         else:
-            self._worker_pid = os.getpid()
+            # This worker's copy was made when the worker started; a persistent worker
+            # iterates it again for every epoch. The main process's schedule now:
+            self.epoch, self._resume = self._shared.read()
         # This worker's batches (k, k + workers, ...) are read ahead by reel-loader's
         # threads; the others are not read here.
         stream = self.dataset.stream(
@@ -325,6 +317,12 @@ class StreamingDataset(IterableDataset):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Makes the next iteration continue where ``state`` was taken."""
         loader = state["loader"]
-        self.epoch = int(loader["epoch"])
-        self._resume = json.dumps(loader)
+        epoch = int(loader["epoch"])
+        resume = json.dumps(loader)
+        # Checked now (by the loader, against this dataset and schedule), not at the next
+        # iteration, which may run in DataLoader workers.
+        self.dataset.plan(**{**self._schedule(resume), "epoch": epoch, "epochs": epoch + 1})
+        self.epoch = epoch
+        self._resume = resume
         self._seen = 0
+        self._shared.publish(self.epoch, self._resume)
