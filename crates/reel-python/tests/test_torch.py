@@ -157,7 +157,7 @@ def test_streaming_with_dataloader_workers(context):
     assert batches_as_indices(list(loader), lookup) == alone
 
 
-@pytest.mark.parametrize("context", ["fork", "spawn"])
+@pytest.mark.parametrize("context", ["fork", "spawn", "forkserver"])
 def test_persistent_workers_follow_set_epoch_and_load_state_dict(context):
     # A persistent worker keeps the copy of the dataset it started with. It used to repeat
     # its first epoch whatever set_epoch and load_state_dict said in the main process.
