@@ -27,6 +27,7 @@ use pyo3::prelude::*;
 /// one), so a free-threaded interpreter that imports it turns its GIL back on.
 #[pymodule(gil_used = true)]
 fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    fork::install()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
     m.add_class::<dataset::Dataset>()?;
@@ -39,7 +40,6 @@ fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::BatchStream>()?;
     m.add_function(wrap_pyfunction!(writer::convert, m)?)?;
     m.add_function(wrap_pyfunction!(shutdown::exiting, m)?)?;
-    m.add_function(wrap_pyfunction!(shutdown::after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::write_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(writer::part_names, m)?)?;
     m.add_function(wrap_pyfunction!(parts::parts_staging, m)?)?;

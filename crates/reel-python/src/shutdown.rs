@@ -161,12 +161,10 @@ pub(crate) fn exiting(py: Python<'_>) {
     });
 }
 
-/// Forgets the parent's state in a child made by `os.fork` (registered by
-/// `reel/__init__.py`): the threads the parent counted do not exist in the child, and a
-/// child forked while the parent exits is a new program.
-#[pyfunction]
-#[pyo3(name = "_after_fork_in_child")]
-pub(crate) fn after_fork_in_child() {
+/// Forgets the parent's state in a forked child (from [`crate::fork`]'s handler, which runs
+/// in the child before `fork` returns: atomics only). The threads the parent counted do not
+/// exist in the child, and a child forked while the parent exits is a new program.
+pub(crate) fn forget_after_fork() {
     RETURNING.store(0, SeqCst);
     CLOSING.store(false, SeqCst);
 }

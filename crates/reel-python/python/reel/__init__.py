@@ -47,13 +47,13 @@ from reel._reel import (
     write_arrow,
 )
 from reel._writer import Writer
-from reel._reel import _after_fork_in_child, _atexit
+from reel._reel import _atexit
 
 # Threads still inside reel when the interpreter finalizes are parked instead of being
 # ended with pthread_exit, which aborts the process through Rust frames (CPython
-# 3.11-3.13); see crates/reel-python/src/shutdown.rs.
+# 3.11-3.13); see crates/reel-python/src/shutdown.rs. (A forked child forgets that state
+# in the module's fork handler, crates/reel-python/src/fork.rs.)
 atexit.register(_atexit)
-os.register_at_fork(after_in_child=_after_fork_in_child)
 
 from reel import ffrecord, granular, gulp, ofrecord, syrah  # noqa: E402  (writers per format)
 

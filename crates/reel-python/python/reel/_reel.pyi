@@ -74,10 +74,6 @@ def _atexit() -> None:
     finalization has begun park for good instead of taking the GIL back (registered with
     ``atexit`` by ``import reel``)."""
 
-def _after_fork_in_child() -> None:
-    """Forgets the parent's exit state in a forked child (registered with
-    ``os.register_at_fork`` by ``import reel``)."""
-
 def part_names(format: str, k: int, n: int) -> list[str]:
     """The names of the files (or shard directory) of part ``k`` of an ``n``-part dataset."""
 
