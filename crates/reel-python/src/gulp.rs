@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use reel_gulp::GulpReader;
 
 use crate::errors::IntoPyResult;
+use crate::fspath::fs_path;
 
 /// One video of a gulp directory: (id, chunk number, frame_info as (loc, pad, length)
 /// triples, the `meta_data` list as JSON text).
@@ -17,7 +18,7 @@ type VideoEntry = (String, u64, Vec<(u64, u64, u64)>, String);
 #[pyfunction]
 pub(crate) fn gulp_index(
     py: Python<'_>,
-    #[pyo3(from_py_with = crate::fspath::fs_path)] path: PathBuf,
+    #[pyo3(from_py_with = fs_path)] path: PathBuf,
 ) -> PyResult<(Vec<u64>, Vec<VideoEntry>)> {
     crate::shutdown::detach(py, || {
         let reader = GulpReader::open(&path)?;
