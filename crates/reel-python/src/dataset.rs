@@ -11,7 +11,7 @@ use reel::{Error, Format, OpenOptions, RecordSource};
 use reel_granular::{GranularOptions, GranularReader};
 use reel_gulp::{FrameDecode, GulpOptions, GulpReader, JpegStrictness};
 
-use crate::args::{Count, count, count_pair, opt};
+use crate::args::{Count, count, count_pair, name, opt};
 use crate::arrow::{ArrowStream, StreamArgs};
 use crate::buffer::{BatchBuffer, HeldBatch, new_pool};
 use crate::errors::IntoPyResult;
@@ -164,7 +164,7 @@ pub(crate) fn open(
     decode_images: bool,
     decode: bool,
     #[pyo3(from_py_with = opt_fs_path)] cache: Option<PathBuf>,
-    cache_size: Option<Count<u64>>,
+    cache_size: Option<Count<u64, name::CacheSize>>,
     columns: Option<Vec<String>>,
 ) -> PyResult<Dataset> {
     let cache_size = opt(cache_size);
@@ -813,14 +813,14 @@ impl Dataset {
     fn plan(
         &self,
         py: Python<'_>,
-        batch_size: Count<usize>,
+        batch_size: Count<usize, name::BatchSize>,
         shuffle: &str,
-        #[pyo3(from_py_with = count::<u64>)] seed: u64,
-        #[pyo3(from_py_with = count::<u64>)] rank: u64,
-        #[pyo3(from_py_with = count::<u64>)] world_size: u64,
+        #[pyo3(from_py_with = count::<u64, name::Seed>)] seed: u64,
+        #[pyo3(from_py_with = count::<u64, name::Rank>)] rank: u64,
+        #[pyo3(from_py_with = count::<u64, name::WorldSize>)] world_size: u64,
         drop_last: bool,
-        #[pyo3(from_py_with = count::<u64>)] epoch: u64,
-        epochs: Option<Count<u64>>,
+        #[pyo3(from_py_with = count::<u64, name::Epoch>)] epoch: u64,
+        epochs: Option<Count<u64, name::Epochs>>,
         state: Option<&str>,
     ) -> PyResult<IndexPlan> {
         let args = PlanArgs {
@@ -851,18 +851,18 @@ impl Dataset {
     fn stream(
         &self,
         py: Python<'_>,
-        batch_size: Count<usize>,
+        batch_size: Count<usize, name::BatchSize>,
         shuffle: &str,
-        #[pyo3(from_py_with = count::<u64>)] seed: u64,
-        #[pyo3(from_py_with = count::<u64>)] rank: u64,
-        #[pyo3(from_py_with = count::<u64>)] world_size: u64,
+        #[pyo3(from_py_with = count::<u64, name::Seed>)] seed: u64,
+        #[pyo3(from_py_with = count::<u64, name::Rank>)] rank: u64,
+        #[pyo3(from_py_with = count::<u64, name::WorldSize>)] world_size: u64,
         drop_last: bool,
-        #[pyo3(from_py_with = count::<u64>)] epoch: u64,
-        epochs: Option<Count<u64>>,
+        #[pyo3(from_py_with = count::<u64, name::Epoch>)] epoch: u64,
+        epochs: Option<Count<u64, name::Epochs>>,
         state: Option<&str>,
-        #[pyo3(from_py_with = count::<usize>)] threads: usize,
-        prefetch: Option<Count<usize>>,
-        #[pyo3(from_py_with = count_pair)] interleave: (u64, u64),
+        #[pyo3(from_py_with = count::<usize, name::Threads>)] threads: usize,
+        prefetch: Option<Count<usize, name::Prefetch>>,
+        #[pyo3(from_py_with = count_pair::<name::Interleave>)] interleave: (u64, u64),
         copy: bool,
         mapped: bool,
     ) -> PyResult<BatchStream> {
@@ -897,17 +897,17 @@ impl Dataset {
     fn arrow_stream(
         &self,
         py: Python<'_>,
-        start: Option<Count<u64>>,
-        stop: Option<Count<u64>>,
+        start: Option<Count<u64, name::Start>>,
+        stop: Option<Count<u64, name::Stop>>,
         indices: Option<&Bound<'_, PyAny>>,
         columns: Option<Vec<String>>,
-        #[pyo3(from_py_with = count::<usize>)] batch_rows: usize,
-        #[pyo3(from_py_with = count::<usize>)] batch_bytes: usize,
+        #[pyo3(from_py_with = count::<usize, name::BatchRows>)] batch_rows: usize,
+        #[pyo3(from_py_with = count::<usize, name::BatchBytes>)] batch_bytes: usize,
         large_types: bool,
         schema: Option<&Bound<'_, PyAny>>,
         with_index: bool,
         with_location: bool,
-        #[pyo3(from_py_with = count::<usize>)] sample_records: usize,
+        #[pyo3(from_py_with = count::<usize, name::SampleRecords>)] sample_records: usize,
     ) -> PyResult<ArrowStream> {
         let args = StreamArgs {
             start: opt(start),

@@ -47,7 +47,11 @@ impl IndexPlan {
     ///
     /// Steps of a million batches at a time, with the GIL released, and Ctrl-C heard
     /// between them (a plan of endless epochs never ends a large skip by itself).
-    fn skip(&mut self, py: Python<'_>, n: crate::args::Count<u64>) -> PyResult<u64> {
+    fn skip(
+        &mut self,
+        py: Python<'_>,
+        n: crate::args::Count<u64, crate::args::name::N>,
+    ) -> PyResult<u64> {
         const STEP: u64 = 1 << 20;
         let mut passed = 0;
         while passed < n.0 {

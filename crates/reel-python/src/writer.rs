@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use reel::{ConvertOptions, CreateOptions, Error, ErrorKind, FieldSpec, Format, RecordSink};
 
-use crate::args::{Count, count, opt};
+use crate::args::{Count, count, name, opt, opt_pair};
 use crate::dataset::OpenArgs;
 use crate::errors::IntoPyResult;
 use crate::fspath::fs_path;
@@ -83,13 +83,13 @@ impl Sink {
         #[pyo3(from_py_with = fs_path)] path: PathBuf,
         format: &str,
         schema: Option<Vec<(String, String)>>,
-        records: Option<Count<u64>>,
+        records: Option<Count<u64, name::Records>>,
         overwrite: bool,
-        part: Option<(Count<u64>, Count<u64>)>,
-        part_size: Option<Count<u64>>,
+        part: Option<(Count<u64, name::Part>, Count<u64, name::Part>)>,
+        part_size: Option<Count<u64, name::PartSize>>,
     ) -> PyResult<Self> {
         let (records, part_size) = (opt(records), opt(part_size));
-        let part = part.map(|(k, n)| (k.0, n.0));
+        let part = opt_pair(part);
         let format = format_named(format).py_err(py)?;
         if let Some(schema) = &schema {
             check_schema(format, schema).py_err(py)?;
@@ -194,10 +194,10 @@ pub(crate) fn convert<'py>(
     to: &str,
     verify: bool,
     overwrite: bool,
-    shard: Option<(Count<u64>, Count<u64>)>,
-    part_size: Option<Count<u64>>,
+    shard: Option<(Count<u64, name::Shard>, Count<u64, name::Shard>)>,
+    part_size: Option<Count<u64, name::PartSize>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (shard, part_size) = (shard.map(|(k, n)| (k.0, n.0)), opt(part_size));
+    let (shard, part_size) = (opt_pair(shard), opt(part_size));
     let format = format_named(to).py_err(py)?;
     let mut options = ConvertOptions::new(format);
     options.open = options.open.verify(verify);
@@ -285,8 +285,8 @@ pub(crate) fn generate<'py>(
     py: Python<'py>,
     #[pyo3(from_py_with = fs_path)] path: PathBuf,
     format: &str,
-    #[pyo3(from_py_with = count::<u64>)] records: u64,
-    #[pyo3(from_py_with = count::<usize>)] max_record: usize,
+    #[pyo3(from_py_with = count::<u64, name::Records>)] records: u64,
+    #[pyo3(from_py_with = count::<usize, name::MaxRecord>)] max_record: usize,
     overwrite: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = format_named(format).py_err(py)?;
@@ -313,8 +313,8 @@ fn summary_dict(py: Python<'_>, summary: reel::SinkSummary) -> PyResult<Bound<'_
 pub fn part_names(
     py: Python<'_>,
     format: &str,
-    k: Count<u64>,
-    n: Count<u64>,
+    k: Count<u64, name::K>,
+    n: Count<u64, name::N>,
 ) -> PyResult<Vec<String>> {
     let (k, n) = (k.0, n.0);
     let format = format_named(format).py_err(py)?;

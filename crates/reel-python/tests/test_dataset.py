@@ -273,20 +273,26 @@ def test_counts_and_indices_are_checked_as_python_checks_them(ds, tmp_path):
     assert same(ds.read(-1), ds[n - 1])
     with pytest.raises(IndexError, match="does not fit in 64 bits"):
         ds.read(2**64)
-    for call in (
-        lambda: ds.plan(batch_size=-1),
-        lambda: ds.plan(batch_size=4, seed=-1),
-        lambda: ds.plan(batch_size=4, epochs=-1),
-        lambda: ds.stream(batch_size=4, threads=-1),
-        lambda: ds.stream(batch_size=4, prefetch=-1),
-        lambda: ds.stream(batch_size=4, interleave=(2, -1)),
-        lambda: ds.plan(batch_size=4, seed=2**64),
-        lambda: ds.arrow_stream(batch_rows=-5),
-        lambda: reel.generate(tmp_path / "x.ffr", records=-1),
-        lambda: reel.ffrecord.Writer(tmp_path / "y.ffr", records=-1),
-        lambda: reel.open(golden_root() / FFR, cache_size=-1),
+    # Each error names its argument, as pyo3 names one in a TypeError.
+    for name, call in (
+        ("batch_size", lambda: ds.plan(batch_size=-1)),
+        ("seed", lambda: ds.plan(batch_size=4, seed=-1)),
+        ("epochs", lambda: ds.plan(batch_size=4, epochs=-1)),
+        ("threads", lambda: ds.stream(batch_size=4, threads=-1)),
+        ("prefetch", lambda: ds.stream(batch_size=4, prefetch=-1)),
+        ("interleave", lambda: ds.stream(batch_size=4, interleave=(2, -1))),
+        ("seed", lambda: ds.plan(batch_size=4, seed=2**64)),
+        ("batch_rows", lambda: ds.arrow_stream(batch_rows=-5)),
+        ("stop", lambda: ds.arrow_stream(stop=-5)),
+        ("records", lambda: reel.generate(tmp_path / "x.ffr", records=-1)),
+        ("max_record", lambda: reel.generate(tmp_path / "x.ffr", max_record=2**70)),
+        ("records", lambda: reel.ffrecord.Writer(tmp_path / "y.ffr", records=-1)),
+        ("part", lambda: reel.ffrecord.Writer(tmp_path / "y.ffr", part=(-1, 2))),
+        ("shard", lambda: reel.convert(golden_root() / FFR, tmp_path / "c", to="syrah", shard=(0, -2))),
+        ("cache_size", lambda: reel.open(golden_root() / FFR, cache_size=-1)),
+        ("n", lambda: ds.plan(batch_size=4).skip(-1)),
     ):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=f"^argument '{name}': (cannot be negative|must be at most)"):
             call()
     for part in ((5, 2), (2, 2), (0, 0)):
         with pytest.raises(ValueError, match="does not exist"):
