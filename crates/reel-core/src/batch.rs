@@ -155,6 +155,24 @@ impl RecordBatch {
         Ok(())
     }
 
+    /// Gives record `k` the index `indices[k]`, for a source made of other sources, whose
+    /// records know only their index in their part ([`ConcatSource`](crate::ConcatSource)).
+    /// `indices` must have one entry per record; anything else is an
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind) error and leaves the batch as it was.
+    pub fn renumber(&mut self, indices: &[u64]) -> Result<()> {
+        if indices.len() != self.slots.len() {
+            return Err(crate::Error::invalid_input(format!(
+                "cannot renumber a batch of {} records with {} indices",
+                self.slots.len(),
+                indices.len()
+            )));
+        }
+        for (slot, &index) in self.slots.iter_mut().zip(indices) {
+            slot.index = index;
+        }
+        Ok(())
+    }
+
     /// Adds a copy of `record`.
     pub fn push_copy(&mut self, record: RecordRef<'_>) {
         let first_field = self.fields.len();

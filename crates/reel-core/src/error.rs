@@ -206,6 +206,14 @@ impl Error {
         self
     }
 
+    /// Renames the record the error names with `f` (nothing if it names none): a source
+    /// made of parts ([`ConcatSource`](crate::ConcatSource)) gets errors naming a record by
+    /// its index in the part, and its users know it by its index in the whole.
+    pub fn map_record(mut self, f: impl FnOnce(u64) -> u64) -> Self {
+        self.0.record = self.0.record.map(f);
+        self
+    }
+
     /// Names the byte offset, unless an offset was already named.
     pub fn with_offset(mut self, offset: u64) -> Self {
         self.0.offset.get_or_insert(offset);

@@ -40,6 +40,7 @@
 
 mod batch;
 pub mod checksum;
+mod concat;
 mod error;
 pub mod io;
 mod layout;
@@ -74,6 +75,7 @@ pub mod prelude {
 }
 
 pub use batch::{BatchIter, RecordBatch};
+pub use concat::ConcatSource;
 pub use error::{Error, ErrorKind, Result, ResultExt};
 pub use io::{Backend, MemFiles, MmapFiles, OpenFiles, PreadFiles, ReadAt, ReadReq, SharedBytes};
 pub use layout::{BORROW_MIN_RECORD, Layout, LayoutSource, Plan, RawParts, ReadRange};
