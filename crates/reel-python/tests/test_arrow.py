@@ -389,3 +389,38 @@ def test_open_with_columns_leaves_out_a_column_reel_cannot_read(tmp_path):
         w.write({"data": b"x"})
     with pytest.raises(ValueError, match="columns="):
         reel.open(ffr, columns=["data"])
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "feather"])
+def test_a_directory_of_parts_written_by_pyarrow_reads_as_pyarrow_reads_it(tmp_path, fmt):
+    """``pyarrow.dataset.write_dataset`` names its files ``part-0`` … ``part-11`` (not
+    zero-padded): reel reads them in the order pyarrow does (by name), as one dataset."""
+    import pyarrow.dataset as pads
+
+    table = pa.table(
+        {
+            "id": pa.array(range(120), pa.int64()),
+            "text": pa.array([f"row {i}" for i in range(120)]),
+            "blob": pa.array([bytes([i % 256]) * (i % 7) for i in range(120)], pa.binary()),
+        }
+    )
+    out = tmp_path / fmt
+    pads.write_dataset(
+        table, out, format=fmt, max_rows_per_file=10, max_rows_per_group=10
+    )
+    ds = reel.open(out)
+    assert len(ds) == 120 and len(ds.info.files) == 12
+    want = pads.dataset(out, format=fmt).to_table()
+    assert want["id"].to_pylist() != list(range(120))  # part-10 comes before part-2
+    got = pa.table(ds)
+    assert got.column_names == ["id", "text", "blob"]
+    for name in got.column_names:
+        assert got[name].to_pylist() == want[name].to_pylist(), name
+    # Random batches across parts, as a DataLoader reads them.
+    order = np.random.default_rng(5).permutation(120)[:50].tolist()
+    ids = want["id"].to_pylist()
+    assert [r["id"] for r in ds.read_batch(order)] == [ids[k] for k in order]
+    # And converted as one dataset.
+    back = tmp_path / "gran"
+    reel.convert(out, back, to="granular")
+    assert [r["id"] for r in reel.open(back)] == ids
