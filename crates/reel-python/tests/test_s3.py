@@ -144,3 +144,17 @@ def test_parquet_and_arrow_files_read_in_place_from_a_bucket(s3, tmp_path, to):
     remote = reel.open(url)
     assert remote.format == reel.open(local).format
     same_records(remote, reel.open(local), f"{to} in place")
+
+
+def test_a_directory_of_parquet_parts_reads_from_a_bucket(s3, tmp_path):
+    """Shards converted into a bucket prefix open there as one dataset, in part order."""
+    src = dataset_path("ffrecord", "normal")
+    url = f"s3://{BUCKET}/tables/sharded"
+    for k in range(3):
+        reel.convert(src, url, to="parquet", shard=(k, 3))
+    assert [key.rsplit("/", 1)[1] for key in keys_under(s3, "tables/sharded/")] == [
+        f"part-{k:05}.parquet" for k in range(3)
+    ]
+    remote = reel.open(url)
+    assert remote.format == "parquet" and len(remote.info.files) == 3
+    same_records(remote, reel.open(src), "parquet parts in a bucket")
