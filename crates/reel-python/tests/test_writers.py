@@ -276,3 +276,25 @@ def test_generate(tmp_path, fmt):
     assert again["records"] == 25 and same(reel.open(tmp_path / "again")[:], ds[:])
     with pytest.raises(ValueError):
         reel.generate(path, format=fmt, records=1)
+
+
+def test_the_syrah_writer_warns_once_when_strings_are_joined(tmp_path):
+    """Syrah stores an array of strings as their concatenation (as its reference does);
+    the writer says so, once per field, and not for one string or for text."""
+    import warnings
+
+    path = tmp_path / "t.syr"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with reel.syrah.Writer(path) as w:
+            w.write({"one": np.array(["solo"]), "text": "plain", "n": np.arange(2)})
+            assert not caught
+            w.write_many(
+                [{"one": np.array(["ab", "c"]), "text": "x", "n": np.arange(2)}] * 3
+            )
+            w.write({"one": np.array(["d", "e"]), "text": "y", "n": np.arange(2)})
+    assert len(caught) == 1 and caught[0].category is UserWarning
+    assert "'one'" in str(caught[0].message) and "joined" in str(caught[0].message)
+    assert caught[0].filename == __file__  # points at the caller's line
+    back = reel.open(path)
+    assert back[1]["one"] == "abc" and back[0]["one"] == "solo"
