@@ -189,6 +189,12 @@ impl<L: Layout, F: ReadAt> LayoutSource<L, F> {
         &self.layout
     }
 
+    /// The format's layout, to amend what it says of the dataset (a warning found while
+    /// listing the dataset's files, before the layout was read).
+    pub fn layout_mut(&mut self) -> &mut L {
+        &mut self.layout
+    }
+
     /// The files read through.
     pub fn files(&self) -> &F {
         &self.files

@@ -89,7 +89,9 @@ pub use source::{
     Warning, WarningKind,
 };
 pub use staged::{StagedDir, StagedFile};
-pub use store::{Entry, LocalStore, Store, StoreRef, files_with_extension, local_store};
+pub use store::{
+    Entry, LocalStore, Store, StoreRef, files_with_extension, local_store, missing_numbered_parts,
+};
 pub use stream::{BatchPlan, BatchStream, StreamBatch, StreamOptions};
 pub use value::{
     ArrayRef, ArrayValue, DType, Element, ListRef, MapRef, Shape, Span, Value, ValueRef, f16_to_f32,

@@ -39,6 +39,10 @@ pub enum WarningKind {
     /// Something the reference implementation does is reproduced here although it looks
     /// like a bug (see the format crate's documentation).
     ReferenceQuirk,
+    /// The directory's files are numbered parts (`PART_00000.ffr`, `part-00001.syr` …) with
+    /// numbers missing between them or before the first: the dataset is read without them,
+    /// as the reference reads it, but records the user expects are probably absent.
+    MissingParts,
 }
 
 /// What a source is: format, version, schema, files and warnings from opening it.

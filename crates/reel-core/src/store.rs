@@ -147,6 +147,56 @@ pub fn files_with_extension(
     Ok(files)
 }
 
+/// A warning when the files of a directory (its listing, in any order) are all numbered
+/// parts, named `{prefix}{digits}.{extension}`, and their numbers do not run 0, 1, 2, …:
+/// parts are missing from it (deleted, or lost in a copy). `None` when nothing is missing,
+/// or when a name does not follow the pattern (a directory of files named otherwise has no
+/// numbering to check). A missing last part cannot be told.
+pub fn missing_numbered_parts(
+    dir: &Path,
+    files: &[PathBuf],
+    prefix: &str,
+    extension: &str,
+) -> Option<crate::Warning> {
+    let mut numbers = Vec::with_capacity(files.len());
+    for file in files {
+        let name = file.file_name()?.to_str()?;
+        let digits = name.strip_prefix(prefix)?.strip_suffix(extension)?.strip_suffix('.')?;
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        numbers.push(digits.parse::<u64>().ok()?);
+    }
+    numbers.sort_unstable();
+    numbers.dedup();
+    let last = *numbers.last()?;
+    let present = numbers.len() as u64;
+    if last.checked_add(1) == Some(present) {
+        return None;
+    }
+    // The first few numbers missing, for the message.
+    let mut missing = Vec::new();
+    let mut expected = 0u64;
+    for &n in &numbers {
+        while expected < n && missing.len() < 5 {
+            missing.push(expected);
+            expected += 1;
+        }
+        expected = n + 1;
+    }
+    let count = last + 1 - present;
+    let listed = missing.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
+    let more = if count > missing.len() as u64 { " …" } else { "" };
+    Some(crate::Warning {
+        kind: crate::WarningKind::MissingParts,
+        path: Some(dir.to_path_buf()),
+        message: format!(
+            "{count} of the parts numbered 0 to {last} are missing ({listed}{more}): the \
+             dataset is read from the {present} that are there"
+        ),
+    })
+}
+
 /// A shared store, as format options hold it.
 pub type StoreRef = Arc<dyn Store>;
 
@@ -254,6 +304,37 @@ fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::
 mod tests {
     use super::*;
     use crate::ErrorKind;
+
+    #[test]
+    fn numbered_parts_with_a_gap_are_told() {
+        let dir = Path::new("/data/train");
+        let names = |names: &[&str]| names.iter().map(|n| dir.join(n)).collect::<Vec<_>>();
+        let check = |files: &[&str]| missing_numbered_parts(dir, &names(files), "PART_", "ffr");
+        // Whole, in any order, any width: nothing to say.
+        assert_eq!(check(&["PART_00001.ffr", "PART_00000.ffr", "PART_00002.ffr"]), None);
+        assert_eq!(check(&["PART_0.ffr", "PART_1.ffr"]), None);
+        assert_eq!(check(&["PART_00000.ffr"]), None);
+        // Names that are not numbered parts: no numbering to check.
+        assert_eq!(check(&["PART_00000.ffr", "PART_00002.ffr", "extra.ffr"]), None);
+        assert_eq!(check(&["PART_00000.ffr", "PART_x2.ffr", "PART_00003.ffr"]), None);
+        assert_eq!(check(&["PART_.ffr", "PART_00002.ffr"]), None);
+        assert_eq!(check(&["train_00.ffr", "train_02.ffr"]), None);
+        // Missing between, or before the first.
+        let gap = check(&["PART_00000.ffr", "PART_00003.ffr", "PART_00001.ffr"]).unwrap();
+        assert_eq!(gap.kind, crate::WarningKind::MissingParts);
+        assert_eq!(gap.path.as_deref(), Some(dir));
+        assert!(gap.message.contains("1 of the parts numbered 0 to 3 are missing (2)"), "{gap:?}");
+        assert!(gap.message.contains("from the 3 that are there"), "{gap:?}");
+        let late = check(&["PART_00002.ffr", "PART_00003.ffr"]).unwrap();
+        assert!(late.message.contains("2 of the parts numbered 0 to 3 are missing (0, 1)"));
+        let many = check(&["PART_00000.ffr", "PART_00100.ffr"]).unwrap();
+        assert!(many.message.contains("99 of the parts numbered 0 to 100"), "{many:?}");
+        assert!(many.message.contains("(1, 2, 3, 4, 5 …)"), "{many:?}");
+        // Another naming, as Syrah's parts are named.
+        let syrah = missing_numbered_parts(dir, &names(&["part-1.syr"]), "part-", "syr");
+        assert!(syrah.is_some());
+        assert_eq!(missing_numbered_parts(dir, &[], "part-", "syr"), None);
+    }
 
     #[test]
     fn local_store_lists_stats_and_reads_ranges() {

@@ -22,6 +22,11 @@ pub struct FfrecordLayout {
 }
 
 impl FfrecordLayout {
+    /// Adds a warning found outside the files (while listing the dataset's directory).
+    pub(crate) fn warn(&mut self, warning: reel_core::Warning) {
+        self.info.warnings.push(warning);
+    }
+
     /// Reads and validates the header of every file in `files`.
     ///
     /// With `verify_metadata`, a stored metadata checksum that does not match is a

@@ -95,10 +95,20 @@ impl FfrecordReader {
     }
 
     /// Opens a `.ffr` file or a directory of them.
+    ///
+    /// A directory of `PART_%05d.ffr` parts with numbers missing (`PART_00000.ffr`,
+    /// `PART_00002.ffr`) is read as the reference reads it, from the parts that are there,
+    /// with a [`WarningKind::MissingParts`](reel_core::WarningKind) warning.
     pub fn open_with(path: impl AsRef<Path>, options: &FfrecordOptions) -> Result<Self> {
-        let files =
-            dataset_files_in(&*options.store, path.as_ref()).map_err(|e| e.with_format(FORMAT))?;
-        Self::open_paths(&files, options)
+        let path = path.as_ref();
+        let files = dataset_files_in(&*options.store, path).map_err(|e| e.with_format(FORMAT))?;
+        let mut reader = Self::open_paths(&files, options)?;
+        if files != [path]
+            && let Some(warning) = reel_core::missing_numbered_parts(path, &files, "PART_", "ffr")
+        {
+            reader.source.layout_mut().warn(warning);
+        }
+        Ok(reader)
     }
 
     /// Opens several files as one dataset, in the order given.

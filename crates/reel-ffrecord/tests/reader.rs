@@ -201,3 +201,27 @@ fn large_batches_name_the_damaged_record() {
         (ErrorKind::Checksum, Some(77), Some(off as u64))
     );
 }
+
+#[test]
+fn a_directory_with_parts_missing_from_its_numbering_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("parts");
+    std::fs::create_dir(&d).unwrap();
+    write(&d.join("PART_00000.ffr"), &sample(3));
+    write(&d.join("PART_00002.ffr"), &sample(4));
+    // Read from the parts that are there, as the reference reads the directory.
+    let r = FfrecordReader::open(&d).unwrap();
+    assert_eq!(r.n(), 7);
+    let warnings = &r.info().warnings;
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].kind, WarningKind::MissingParts);
+    assert_eq!(warnings[0].path.as_deref(), Some(d.as_path()));
+    assert!(warnings[0].message.contains("(1)"), "{warnings:?}");
+    // The whole numbering, a part opened alone, or names of the user's own: no warning.
+    write(&d.join("PART_00001.ffr"), &sample(2));
+    assert!(FfrecordReader::open(&d).unwrap().info().warnings.is_empty());
+    assert!(FfrecordReader::open(d.join("PART_00002.ffr")).unwrap().info().warnings.is_empty());
+    std::fs::remove_file(d.join("PART_00001.ffr")).unwrap();
+    write(&d.join("extra.ffr"), &sample(1));
+    assert!(FfrecordReader::open(&d).unwrap().info().warnings.is_empty());
+}

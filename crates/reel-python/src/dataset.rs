@@ -151,6 +151,11 @@ impl OpenArgs {
 /// Raises:
 ///     FileNotFoundError (reel.NotFoundError) if nothing is at `path`; reel.ReelError
 ///     subclasses for data reel cannot read; ValueError for bad arguments.
+///
+/// Warns:
+///     RuntimeWarning for a directory of numbered parts with numbers missing
+///     (`PART_00000.ffr`, `PART_00002.ffr`): it reads from the parts that are there, as the
+///     reference reads it, and `reel.verify` reports it.
 #[pyfunction]
 #[pyo3(signature = (path, *, format=None, backend="auto", verify=true, decode_images=true, decode=true,
                     cache=None, cache_size=None, columns=None))]
@@ -180,7 +185,63 @@ pub(crate) fn open(
         cache_size,
         columns,
     };
+    let dataset = Dataset::open(py, args)?;
+    warn_of_missing_parts(py, &*dataset.source)?;
+    Ok(dataset)
+}
+
+/// Opens a dataset again after unpickling (what `Dataset.__reduce__` names, as
+/// `reel._reopen`): `reel.open`'s arguments in order, without its warnings, which the
+/// process that opened the dataset gave already.
+#[pyfunction]
+#[pyo3(name = "_reopen", signature = (path, format, backend, verify, decode_images, decode=true,
+                    cache=None, cache_size=None, columns=None))]
+#[allow(clippy::too_many_arguments)] // the pickled arguments, one per option
+pub(crate) fn reopen(
+    py: Python<'_>,
+    #[pyo3(from_py_with = fs_path)] path: PathBuf,
+    format: Option<String>,
+    backend: String,
+    verify: bool,
+    decode_images: bool,
+    decode: bool,
+    #[pyo3(from_py_with = opt_fs_path)] cache: Option<PathBuf>,
+    cache_size: Option<Count<u64, name::CacheSize>>,
+    columns: Option<Vec<String>>,
+) -> PyResult<Dataset> {
+    let cache_size = opt(cache_size);
+    let args = OpenArgs {
+        path,
+        format,
+        backend,
+        verify,
+        decode_images,
+        decode,
+        cache,
+        cache_size,
+        columns,
+    };
     Dataset::open(py, args)
+}
+
+/// A `RuntimeWarning` for each part missing from a numbered directory (the dataset reads
+/// from the parts that are there, as the reference reads it): records the user expects are
+/// probably absent, and `ds.info.warnings` is not where anyone looks. Only `reel.open`
+/// warns, not a dataset unpickled in a worker.
+fn warn_of_missing_parts(py: Python<'_>, source: &dyn RecordSource) -> PyResult<()> {
+    for warning in &source.info().warnings {
+        if warning.kind == reel::WarningKind::MissingParts {
+            let where_ = warning.path.as_deref().map(|p| p.display().to_string());
+            let text = match where_ {
+                Some(path) => format!("{path}: {}", warning.message),
+                None => warning.message.clone(),
+            };
+            let text = std::ffi::CString::new(text.replace('\0', " "))
+                .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+            PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &text, 1)?;
+        }
+    }
+    Ok(())
 }
 
 /// A dataset opened with `reel.open`: a sequence of records, each a dict of field name
@@ -782,7 +843,7 @@ impl Dataset {
         &self,
         py: Python<'py>,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
-        let reopen = py.import("reel")?.getattr("_reopen")?;
+        let reopen = py.import("reel")?.getattr("_reopen")?; // `reopen`, re-exported
         let a = &self.args;
         // The path as a str: a pathlib.Path would fold an URL's `//` (`s3:/bucket/key`).
         let args = (

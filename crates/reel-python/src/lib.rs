@@ -30,6 +30,7 @@ fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fork::install()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(dataset::open, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::reopen, m)?)?;
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<dataset::DatasetIter>()?;
     m.add_class::<dataset::Info>()?;

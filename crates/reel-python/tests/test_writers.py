@@ -298,3 +298,31 @@ def test_the_syrah_writer_warns_once_when_strings_are_joined(tmp_path):
     assert caught[0].filename == __file__  # points at the caller's line
     back = reel.open(path)
     assert back[1]["one"] == "abc" and back[0]["one"] == "solo"
+
+
+@pytest.mark.parametrize("fmt,names", [
+    ("ffrecord", ["PART_00000.ffr", "PART_00002.ffr"]),
+    ("syrah", ["part-00000.syr", "part-00002.syr"]),
+])
+def test_a_directory_with_a_part_missing_warns_and_verify_names_it(tmp_path, fmt, names):
+    """Parts numbered 0 and 2 read as the reference reads them, but reel.open warns and
+    reel.verify reports the gap; a pickled copy (a DataLoader worker) does not warn again."""
+    import pickle
+    import warnings
+
+    d = tmp_path / "parts"
+    for k in range(3):
+        with reel.Writer(d, fmt, part=(k, 3)) as w:
+            w.write({"data": b"part %d" % k} if fmt == "ffrecord" else {"x": np.arange(k + 1)})
+    (d / names[0].replace("00000", "00001")).unlink()
+    assert sorted(p.name for p in d.iterdir()) == names
+    with pytest.warns(RuntimeWarning, match=r"1 of the parts numbered 0 to 2 are missing \(1\)"):
+        ds = reel.open(d)
+    assert len(ds) == 2
+    assert [w[0] for w in ds.info.warnings] == ["MissingParts"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(pickle.loads(pickle.dumps(ds))) == 2
+    report = reel.verify(d)
+    assert not report["clean"] and report["records"] == 2 and report["bad_records"] == []
+    assert any("are missing" in p["message"] for p in report["problems"]), report

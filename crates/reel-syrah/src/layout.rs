@@ -158,6 +158,11 @@ pub struct SyrahLayout {
 }
 
 impl SyrahLayout {
+    /// Adds a warning found outside the files (while listing the dataset's directory).
+    pub(crate) fn warn(&mut self, warning: reel_core::Warning) {
+        self.info.warnings.push(warning);
+    }
+
     /// Reads and validates the header and metadata of every file in `files`.
     pub fn open(files: &dyn ReadAt, limits: &Limits) -> Result<Self> {
         let mut out = Vec::with_capacity(files.file_count());

@@ -129,10 +129,20 @@ impl SyrahReader {
     }
 
     /// Opens a `.syr` file (or a directory of them, concatenated).
+    ///
+    /// A directory of `part-%05d.syr` parts with numbers missing is read from the parts
+    /// that are there, with a [`WarningKind::MissingParts`](reel_core::WarningKind)
+    /// warning.
     pub fn open_with(path: impl AsRef<Path>, options: &SyrahOptions) -> Result<Self> {
-        let files =
-            dataset_files_in(&*options.store, path.as_ref()).map_err(|e| e.with_format(FORMAT))?;
-        Self::open_concat(&files, options)
+        let path = path.as_ref();
+        let files = dataset_files_in(&*options.store, path).map_err(|e| e.with_format(FORMAT))?;
+        let mut reader = Self::open_concat(&files, options)?;
+        if files != [path]
+            && let Some(warning) = reel_core::missing_numbered_parts(path, &files, "part-", "syr")
+        {
+            reader.source.layout_mut().warn(warning);
+        }
+        Ok(reader)
     }
 
     /// Opens several files as one dataset whose items are those of the first file, then

@@ -380,3 +380,19 @@ fn short_files_and_bad_magic() {
     let e = mem(b"PK\x03\x04 not syrah at all".to_vec()).err().unwrap();
     assert!(e.to_string().contains("magic"), "{e}");
 }
+
+#[test]
+fn a_directory_with_parts_missing_from_its_numbering_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join("part-00001.syr"), &items(3, ""));
+    write(&dir.path().join("part-00002.syr"), &items(2, ""));
+    let r = SyrahReader::open(dir.path()).unwrap();
+    assert_eq!(r.num_items(), 5);
+    let missing: Vec<_> =
+        r.info().warnings.iter().filter(|w| w.kind == WarningKind::MissingParts).collect();
+    assert_eq!(missing.len(), 1, "{:?}", r.info().warnings);
+    assert!(missing[0].message.contains("(0)"), "{missing:?}");
+    write(&dir.path().join("part-00000.syr"), &items(1, ""));
+    let r = SyrahReader::open(dir.path()).unwrap();
+    assert!(r.info().warnings.iter().all(|w| w.kind != WarningKind::MissingParts));
+}

@@ -117,6 +117,19 @@ pub fn verify_with_progress(
     };
     report.opened = true;
     report.records = source.len();
+    // Parts missing from a numbering read as the reference reads them, with a warning;
+    // checking the dataset, they are a problem: records are absent.
+    for warning in &source.info().warnings {
+        if warning.kind == reel_core::WarningKind::MissingParts {
+            report.problems.push(Problem {
+                record: None,
+                path: warning.path.clone(),
+                offset: None,
+                kind: ErrorKind::NotFound,
+                message: warning.message.clone(),
+            });
+        }
+    }
     if let Some(extra) = crate::formats::check(format) {
         report.problems.extend(extra(path, &options)?);
     }

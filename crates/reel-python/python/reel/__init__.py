@@ -47,7 +47,8 @@ from reel._reel import (
     write_arrow,
 )
 from reel._writer import Writer
-from reel._reel import _atexit
+# `_reopen` is what a pickled Dataset names: reel.open again, without its warnings.
+from reel._reel import _atexit, _reopen  # noqa: F401
 
 # Threads still inside reel when the interpreter finalizes are parked instead of being
 # ended with pthread_exit, which aborts the process through Rust frames (CPython
@@ -86,28 +87,3 @@ __all__ = [
     "InvalidInputError",
     "__version__",
 ]
-
-
-def _reopen(
-    path: str | os.PathLike[str],
-    format: str | None,
-    backend: str,
-    verify: bool,
-    decode_images: bool,
-    decode: bool = True,
-    cache: str | os.PathLike[str] | None = None,
-    cache_size: int | None = None,
-    columns: list[str] | None = None,
-) -> Dataset:
-    """Opens a dataset again after unpickling (what ``Dataset.__reduce__`` names)."""
-    return open(
-        path,
-        format=format,
-        backend=backend,
-        verify=verify,
-        decode_images=decode_images,
-        decode=decode,
-        cache=cache,
-        cache_size=cache_size,
-        columns=columns,
-    )

@@ -36,7 +36,9 @@ def open(
     are never decoded nor checked, so a file with a column reel has no value for (a
     decimal) opens with that column left out. ``backend`` ``"auto"`` and ``"mmap"`` map the
     files: a file truncated or rewritten in place while open crashes the process (SIGBUS);
-    ``"pread"`` and ``"io_uring"`` raise ``CorruptError`` instead."""
+    ``"pread"`` and ``"io_uring"`` raise ``CorruptError`` instead. A directory of numbered
+    parts with numbers missing (``PART_00000.ffr``, ``PART_00002.ffr``) reads from the
+    parts that are there, as the reference reads it, with a ``RuntimeWarning``."""
 
 def convert(
     src: FsPath,
@@ -68,6 +70,20 @@ def write_arrow(
     RecordBatchReader, a Polars DataFrame) as a new ``format`` dataset at ``path``, under the
     rules of converting a Parquet file; returns a dict as ``convert`` does. ``nullable``:
     Granular/bags columns written as msgpack, which holds the null of a null cell."""
+
+def _reopen(
+    path: FsPath,
+    format: str | None,
+    backend: str,
+    verify: bool,
+    decode_images: bool,
+    decode: bool = True,
+    cache: FsPath | None = None,
+    cache_size: int | None = None,
+    columns: list[str] | None = None,
+) -> Dataset:
+    """Opens a dataset again after unpickling (what ``Dataset.__reduce__`` names):
+    ``open``'s arguments in order, without its warnings."""
 
 def _atexit() -> None:
     """Marks the interpreter's exit as near: threads that finish a wait in reel once
