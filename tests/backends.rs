@@ -117,6 +117,49 @@ fn uring_reports_how_it_reads() {
 /// are buffered, O_DIRECT (through a small bounce buffer, so requests span several aligned
 /// reads and waves) or the pread fallback; duplicates, a shared destination and empty
 /// requests included. An error from the observer ends the batch and the ring still reads.
+/// A batch larger than one submission of observed buffered reads (512 KiB): submitted in
+/// parts, handed over as each completes, every request once with its own bytes, in any
+/// order; an observer error in a later part ends the batch, and the ring reads on.
+#[cfg(target_os = "linux")]
+#[test]
+fn uring_hands_over_a_batch_larger_than_one_submission() {
+    use reel::ReadReq;
+    use reel::uring::{UringFiles, UringOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("flat.bin");
+    let data: Vec<u8> = (0..8_000_000u32).map(|i| (i * 31 + i / 997) as u8).collect();
+    std::fs::write(&p, &data).unwrap();
+    // 60 requests of 100 KB (6 MB), spread over the file out of order.
+    let mut reqs = Vec::new();
+    for k in 0..60usize {
+        let offset = ((k * 37) % 60 * 130_000 + k) as u64;
+        reqs.push(ReadReq { file: 0, offset, len: 100_000, dest: k * 100_000 });
+    }
+    let files = UringFiles::open_with(std::slice::from_ref(&p), &UringOptions::default()).unwrap();
+    let mut dest = vec![0u8; 60 * 100_000];
+    let mut seen = vec![0usize; reqs.len()];
+    reel::ReadAt::read_many_observed(&files, &reqs, &mut dest, &mut |k: usize, bytes: &[u8]| {
+        let r = &reqs[k];
+        assert_eq!(bytes, &data[r.offset as usize..][..r.len], "request {k} handed over");
+        seen[k] += 1;
+        Ok(())
+    })
+    .unwrap();
+    assert!(seen.iter().all(|&n| n == 1), "{seen:?}");
+    for (k, r) in reqs.iter().enumerate() {
+        assert_eq!(&dest[r.dest..][..r.len], &data[r.offset as usize..][..r.len], "request {k}");
+    }
+    let e =
+        reel::ReadAt::read_many_observed(&files, &reqs, &mut dest, &mut |k: usize, _: &[u8]| {
+            if k == 47 { Err(reel::Error::new(ErrorKind::Checksum, "stop")) } else { Ok(()) }
+        })
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Checksum);
+    let mut again = vec![0u8; dest.len()];
+    reel::ReadAt::read_many(&files, &reqs, &mut again).unwrap();
+    assert_eq!(again, dest, "reading after a stopped batch");
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn uring_hands_over_each_request_as_it_completes() {
