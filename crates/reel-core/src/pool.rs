@@ -135,6 +135,17 @@ impl PooledBatch {
     }
 }
 
+impl PooledBatch {
+    /// Takes the records out without telling the pool, which is not touched (its lock not
+    /// taken): the pool then counts the buffer as in use for good. For a buffer inherited
+    /// by a process `fork()` made, whose copy of the pool's lock another thread of the
+    /// parent may have held at the fork and nothing in the child will ever release.
+    pub fn detach(mut self) -> RecordBatch {
+        self.home = Weak::new();
+        std::mem::take(&mut self.batch)
+    }
+}
+
 impl Deref for PooledBatch {
     type Target = RecordBatch;
 

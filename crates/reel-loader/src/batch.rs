@@ -31,6 +31,12 @@ impl Batch {
         &self.records
     }
 
+    /// The records, taken out without giving the buffer back to the loader's pool or
+    /// touching it ([`PooledBatch::detach`]): for a batch inherited by a forked process.
+    pub fn detach_records(self) -> RecordBatch {
+        self.records.detach()
+    }
+
     /// The epoch the batch belongs to (for [`Schedule::Stream`](crate::Schedule::Stream),
     /// the epoch its global step starts in).
     pub fn epoch(&self) -> u64 {

@@ -25,21 +25,57 @@ pub(crate) fn new_pool() -> Arc<BatchPool> {
 
 /// A filled batch: from a dataset's read, or from reel-loader (whose buffers go back to
 /// the loader, or are freed if it is gone).
+///
+/// It remembers the process it was read in ([`crate::fork::process_generation`]). Dropped
+/// in a process forked since (a view or tensor a DataLoader worker inherited), its buffer
+/// is freed without going back to its pool: the pool is the parent's, and another thread
+/// of the parent may have held the pool's lock at the fork, which in the child nothing
+/// would ever release.
 #[derive(Debug)]
-pub(crate) enum HeldBatch {
+pub(crate) struct HeldBatch {
+    held: Held,
+    generation: u64,
+}
+
+#[derive(Debug)]
+enum Held {
     /// `Dataset.read_batch` and friends.
     Read(PooledBatch),
     /// A batch of `Dataset.stream`.
     Loaded(reel::Batch),
 }
 
+impl HeldBatch {
+    /// A batch of a dataset's read, in this process.
+    pub(crate) fn read(batch: PooledBatch) -> Self {
+        HeldBatch { held: Held::Read(batch), generation: crate::fork::process_generation() }
+    }
+
+    /// A batch of reel-loader's, in this process.
+    pub(crate) fn loaded(batch: reel::Batch) -> Self {
+        HeldBatch { held: Held::Loaded(batch), generation: crate::fork::process_generation() }
+    }
+}
+
 impl Deref for HeldBatch {
     type Target = RecordBatch;
 
     fn deref(&self) -> &RecordBatch {
-        match self {
-            HeldBatch::Read(b) => b,
-            HeldBatch::Loaded(b) => b,
+        match &self.held {
+            Held::Read(b) => b,
+            Held::Loaded(b) => b,
+        }
+    }
+}
+
+impl Drop for HeldBatch {
+    fn drop(&mut self) {
+        if self.generation != crate::fork::process_generation() {
+            // An unpooled empty batch in its place, whose own drop touches nothing.
+            match std::mem::replace(&mut self.held, Held::Read(PooledBatch::default())) {
+                Held::Read(batch) => drop(batch.detach()),
+                Held::Loaded(batch) => drop(batch.detach_records()),
+            }
         }
     }
 }

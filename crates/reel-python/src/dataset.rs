@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -253,44 +253,68 @@ fn warn_of_missing_parts(py: Python<'_>, source: &dyn RecordSource) -> PyResult<
 /// io_uring rings and the locks around them must not be shared with the parent.
 #[pyclass(frozen, module = "reel._reel", sequence)]
 pub struct Dataset {
-    /// The source and the process that opened it ([`crate::fork::process_generation`]).
-    opened: RwLock<(u64, Arc<dyn RecordSource>)>,
+    /// What reads go through in each process, by [`crate::fork::process_generation`]
+    /// (how many forks deep the process is), filled when a process first reads.
+    opened: [OnceLock<Opened>; TRACKED_FORK_DEPTHS],
     /// Metadata of the source, the same in every process.
     pub(crate) source: Arc<dyn RecordSource>,
     pub(crate) args: OpenArgs,
-    /// The buffers reads fill, reused from read to read.
-    pool: Arc<BatchPool>,
 }
+
+/// What a dataset reads through in one process: the source (its files, mappings and
+/// io_uring rings, which must not be shared with a forked child) and the buffers reads
+/// fill, reused from read to read.
+#[derive(Clone)]
+pub(crate) struct Opened {
+    pub(crate) source: Arc<dyn RecordSource>,
+    pub(crate) pool: Arc<BatchPool>,
+}
+
+/// How many forks deep a process may be and still keep what it opened from read to read
+/// (a DataLoader worker is one deep); a process deeper still opens the dataset for each
+/// read.
+///
+/// One slot per depth, rather than one slot replaced in a forked child, because a child
+/// must never wait on a lock it inherited: a thread of the parent that held it at the fork
+/// (reading in the background) does not exist in the child, and the lock would stay held
+/// for ever. A process fills only its own depth's slot, which no thread of its parent ever
+/// touched, so the slot's state in a new child is always untouched.
+const TRACKED_FORK_DEPTHS: usize = 16;
 
 impl Dataset {
     pub(crate) fn open(py: Python<'_>, args: OpenArgs) -> PyResult<Dataset> {
         let source: Arc<dyn RecordSource> =
             Arc::from(crate::shutdown::detach(py, || args.open()).py_err(py)?);
-        Ok(Dataset {
-            opened: RwLock::new((crate::fork::process_generation(), Arc::clone(&source))),
-            source,
+        let dataset = Dataset {
+            opened: std::array::from_fn(|_| OnceLock::new()),
+            source: Arc::clone(&source),
             args,
-            pool: new_pool(),
+        };
+        if let Some(slot) = dataset.opened.get(crate::fork::process_generation() as usize) {
+            let _ = slot.set(Opened { source, pool: new_pool() });
+        }
+        Ok(dataset)
+    }
+
+    /// What to read through in this process: what it opened, or opened now (after a fork,
+    /// in the child). The files are opened with no lock held; two threads of a child that
+    /// open them at once keep the first one's.
+    pub(crate) fn here(&self) -> reel::Result<Opened> {
+        let depth = crate::fork::process_generation() as usize;
+        let slot = self.opened.get(depth);
+        if let Some(opened) = slot.and_then(OnceLock::get) {
+            return Ok(opened.clone());
+        }
+        let fresh = Opened { source: Arc::from(self.args.open()?), pool: new_pool() };
+        Ok(match slot {
+            Some(slot) => slot.get_or_init(|| fresh).clone(),
+            None => fresh, // deeper than tracked: for this read alone
         })
     }
 
     /// The source to read through in this process (opened again after a fork).
     pub(crate) fn reader(&self) -> reel::Result<Arc<dyn RecordSource>> {
-        let generation = crate::fork::process_generation();
-        {
-            let opened = self.opened.read().unwrap_or_else(|p| p.into_inner());
-            if opened.0 == generation {
-                return Ok(Arc::clone(&opened.1));
-            }
-        }
-        let fresh: Arc<dyn RecordSource> = Arc::from(self.args.open()?);
-        let mut opened = self.opened.write().unwrap_or_else(|p| p.into_inner());
-        if opened.0 != generation {
-            // The parent's source is dropped here, in the child: its descriptors and
-            // mappings are the child's copies, so the parent's own stay untouched.
-            *opened = (generation, Arc::clone(&fresh));
-        }
-        Ok(Arc::clone(&opened.1))
+        self.here().map(|opened| opened.source)
     }
 
     /// Reads `indices` in one batched read into a pooled buffer, the GIL released while
@@ -303,8 +327,8 @@ impl Dataset {
         lend: bool,
     ) -> PyResult<PooledBatch> {
         crate::shutdown::detach(py, move || {
-            let source = self.reader()?;
-            let mut batch = self.pool.take(0);
+            let Opened { source, pool } = self.here()?;
+            let mut batch = pool.take(0);
             // Records the source can lend (mmap/memory backends, formats whose records
             // decode in place) point into its memory: a `bytes` is then made straight from
             // the file's bytes, and `copy=False` views share them, with no copy at all.
@@ -327,7 +351,7 @@ impl Dataset {
         mapped: bool,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let batch = self.read_raw(py, indices, mapped)?;
-        batch_dicts(py, HeldBatch::Read(batch), copy)
+        batch_dicts(py, HeldBatch::read(batch), copy)
     }
 
     /// The indices a list, tuple, NumPy array or other iterable of ints names.
@@ -731,7 +755,7 @@ impl Dataset {
         let offsets = numpy::PyArray1::from_vec(py, offsets);
         let buffer = match shared {
             Some(range) => {
-                let held = Arc::new(HeldBatch::Read(batch));
+                let held = Arc::new(HeldBatch::read(batch));
                 let owner = Bound::new(py, BatchBuffer::window(held, 0, range))?;
                 PyMemoryView::from(owner.as_any())?.into_any()
             }
@@ -762,10 +786,10 @@ impl Dataset {
             all.push(self.indices_of(&batch?)?);
         }
         crate::shutdown::detach(py, move || {
-            let source = self.reader()?;
+            let Opened { source, pool } = self.here()?;
             let start = std::time::Instant::now();
             for indices in &all {
-                let mut batch = self.pool.take(0);
+                let mut batch = pool.take(0);
                 source.read_batch_into(indices, &mut batch)?;
             }
             Ok(start.elapsed().as_secs_f64())

@@ -146,7 +146,7 @@ impl BatchStream {
             return Ok(None);
         };
         let batch = next.py_err(py)?;
-        let records = batch_dicts(py, HeldBatch::Loaded(batch), self.copy)?;
+        let records = batch_dicts(py, HeldBatch::loaded(batch), self.copy)?;
         PyList::new(py, records).map(Some)
     }
 

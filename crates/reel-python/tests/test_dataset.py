@@ -566,6 +566,65 @@ def test_a_forked_child_opens_the_dataset_again_and_its_parent_does_not(tmp_path
     assert [x["data"] for x in ds[:]] == [b"old"] * 3
 
 
+FORKS_WHILE_THREADS_READ = r"""
+import os, sys, threading, time
+import reel
+ds = reel.open(sys.argv[1], backend=sys.argv[2])
+views = ds.read_batch(list(range(20)), copy=False)  # buffers of this process's pool
+stop = threading.Event()
+def loop(k):
+    while not stop.is_set():
+        ds.read_batch([(k * 7 + j) % len(ds) for j in range(32)])
+threads = [threading.Thread(target=loop, args=(k,), daemon=True) for k in range(3)]
+for t in threads:
+    t.start()
+hung = 0
+for trial in range(400):
+    pid = os.fork()
+    if pid == 0:
+        # A child's first read opens the dataset again; an inherited view is dropped
+        # here, its buffer belonging to the parent's pool.
+        ok = len(ds.read_batch([1, 2, 3])) == 3 and len(ds[5]["data"]) > 0
+        del views[:]
+        os._exit(0 if ok else 3)
+    deadline = time.monotonic() + 10
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            if status != 0:
+                print(f"child {trial} exited with {status}", flush=True)
+                sys.exit(1)
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            hung += 1
+            break
+        time.sleep(0.005)
+stop.set()
+print(f"hung {hung}", flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend", ["mmap", "pread", "auto"])
+def test_forked_children_read_while_the_parents_threads_read(tmp_path, backend):
+    """A child forked while other threads of the parent were reading the same dataset (a
+    DataLoader forking its workers while the main process reads) reads at once: it waited
+    for ever on a lock one of those threads held at the fork (1-2 children in 100, and a
+    DataLoader epoch timed out within a few epochs)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "d.ffr"
+    reel.generate(path, records=2000, max_record=1024)
+    done = subprocess.run(
+        [sys.executable, "-c", FORKS_WHILE_THREADS_READ, str(path), backend],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert done.stdout.strip() == "hung 0", done.stdout
+
+
 def test_type_stubs_cover_the_extension():
     """Every public name of the compiled module is declared in _reel.pyi, and vice versa."""
     import ast
