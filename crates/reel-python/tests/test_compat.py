@@ -183,6 +183,54 @@ def test_granular_dataset_reader_matches_reference(case, tmp_path):
         assert same(raw_ours[1], raw_ref[1])
 
 
+def test_granular_images_of_every_pillow_mode_decode_as_the_reference(tmp_path):
+    """Palette PNGs (segmentation masks) are their palette indices, with repeated colours
+    and transparency; 1-bit PNGs are booleans; Adobe CMYK JPEGs are their inks, not
+    inverted: as granular gives them through Pillow (reel expanded the first two to
+    colours and gave the last inverted)."""
+    import io
+
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    indices = rng.integers(0, 6, (9, 13), dtype=np.uint8)
+    images = {}
+    masks = Image.new("P", (13, 9))
+    masks.putpalette([0, 0, 0, 128, 0, 0, 0, 128, 0, 0, 0, 0, 9, 9, 9, 0, 0, 0])  # repeats
+    masks.putdata(indices.flatten().tolist())
+    images["P"] = masks
+    clear = masks.copy()
+    clear.info["transparency"] = 0
+    images["P+tRNS"] = clear
+    images["P 2-bit"] = Image.fromarray(indices % 4, "L").convert("P", colors=4)
+    images["1"] = Image.fromarray((indices % 2) * 255, "L").convert("1")
+    images["RGB"] = Image.fromarray(rng.integers(0, 255, (9, 13, 3), dtype=np.uint8), "RGB")
+    cmyk = Image.fromarray(rng.integers(0, 255, (16, 16, 4), dtype=np.uint8), "CMYK")
+
+    def encoded(image, fmt, **kw):
+        out = io.BytesIO()
+        image.save(out, format=fmt, **kw)
+        return out.getvalue()
+
+    path = tmp_path / "images"
+    spec = {"png": "png", "jpg": "jpg"}
+    w = granular.DatasetWriter(path, spec, {"png": lambda x: x, "jpg": lambda x: x})
+    for name, image in images.items():
+        bits = 2 if name == "P 2-bit" else None
+        png = encoded(image, "PNG", **({"bits": bits} if bits else {}))
+        w.append({"png": png, "jpg": encoded(cmyk, "JPEG", quality=95)})
+    w.close()
+    ref = granular.DatasetReader(path, granular.decoders)
+    ours = cgranular.DatasetReader(path, cgranular.decoders)
+    for i, name in enumerate(images):
+        want, got = ref[i]["png"], ours[i]["png"]
+        assert (got.dtype, got.shape) == (want.dtype, want.shape), name
+        assert np.array_equal(got, want), name
+    want, got = ref[0]["jpg"], ours[0]["jpg"]
+    assert (got.dtype, got.shape) == (want.dtype, want.shape) == (np.uint8, (16, 16, 4))
+    assert np.abs(got.astype(int) - want.astype(int)).mean() < 8  # decoders differ a little
+
+
 def test_granular_bag_reader_matches_reference():
     bag = golden_root() / "granular/granular-0.24.2/raw_bag/data.bag"
     ref = granular.BagReader(bag)

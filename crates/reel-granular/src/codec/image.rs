@@ -4,10 +4,11 @@
 //! keeps the encoded bytes by default (a copy of a dataset then reproduces them exactly);
 //! with decoding on, it decodes with zune-jpeg / zune-png to `uint8` (or `uint16` for 16-bit
 //! PNGs) arrays of shape `(H, W)` for grey images and `(H, W, C)` otherwise, which is what
-//! Pillow gives for the modes its encoder writes (L, RGB, RGBA, 16-bit grey). Pillow
-//! returns palette indices for palette PNGs and booleans for 1-bit ones; reel expands both
-//! to 8-bit colour/grey values. JPEG pixels depend on the decoder (Pillow's libjpeg and
-//! zune-jpeg can differ by a few levels).
+//! Pillow gives for the modes its encoder writes (L, RGB, RGBA, 16-bit grey). As Pillow
+//! does, a palette PNG decodes to its palette indices (`uint8`, `(H, W)`: a segmentation
+//! mask's class numbers), a 1-bit grey PNG to booleans, and an Adobe CMYK JPEG to its inks
+//! un-inverted ([`super::image_headers`]). JPEG pixels depend on the decoder (Pillow's
+//! libjpeg and zune-jpeg can differ by a few levels).
 //!
 //! Encoding a pixel array writes a baseline JPEG at quality 75 with 4:2:0 chroma
 //! subsampling (Pillow's defaults — the reference ignores its `quality` argument) or a PNG.
@@ -19,6 +20,7 @@ use zune_core::bytestream::ZCursor;
 use zune_core::colorspace::ColorSpace;
 use zune_core::options::{DecoderOptions, EncoderOptions};
 
+use super::image_headers::{PngPixels, jpeg_has_adobe_marker, png_pixels, png_with_index_palette};
 use super::wrong_value;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,17 +76,65 @@ impl ImageCodec {
             Ok((dims, d.options().jpeg_set_out_colorspace(colorspace)))
         })?;
         let len = self.check_size(&dims, 1)?;
+        // Photoshop's CMYK is stored inverted, which its APP14 marker says; Pillow inverts
+        // it back (its raw mode "CMYK;I"), zune-jpeg does not.
+        let invert = dims.len() == 3 && dims[2] == 4 && jpeg_has_adobe_marker(out.bytes(raw));
         let data = out.append_with(len, |old, new| {
             guarded("JPEG", || {
                 let mut d =
                     zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(raw.get(old)), options);
                 d.decode_into(new).map_err(|e| Error::corrupt(format!("invalid JPEG: {e:?}")))
-            })
+            })?;
+            if invert {
+                new.iter_mut().for_each(|v| *v = 255 - *v);
+            }
+            Ok(())
         })?;
         Ok(Value::Array(ArrayValue { dtype: DType::U8, shape: Shape::new(&dims), data }))
     }
 
+    /// A palette or 1-bit PNG as Pillow gives it: palette indices (`uint8`) or booleans,
+    /// `(H, W)`. `None` when the chunks do not parse (the plain decode then reports it).
+    fn decode_png_as_pillow(&self, raw: Span, out: &mut RecordOut<'_>) -> Result<Option<Value>> {
+        let (png, dtype) = match png_pixels(out.bytes(raw)) {
+            PngPixels::Palette => match png_with_index_palette(out.bytes(raw)) {
+                Some(indexed) => (indexed, DType::U8),
+                None => return Ok(None),
+            },
+            PngPixels::Bits => (out.bytes(raw).to_vec(), DType::Bool),
+            PngPixels::Other => return Ok(None),
+        };
+        let (h, w, pixels) = guarded("PNG", || {
+            let mut d = zune_png::PngDecoder::new(ZCursor::new(&png[..]));
+            d.decode_headers().map_err(|e| Error::corrupt(format!("invalid PNG: {e:?}")))?;
+            let (w, h) = d.dimensions().ok_or_else(|| Error::corrupt("invalid PNG: no header"))?;
+            let channels = d.colorspace().map_or(1, |c| c.num_components()).max(1);
+            self.check_size(&[h as u64, w as u64, channels as u64], 1)?;
+            let pixels =
+                d.decode_raw().map_err(|e| Error::corrupt(format!("invalid PNG: {e:?}")))?;
+            Ok((h, w, pixels.chunks_exact(channels).map(|p| p[0]).collect::<Vec<u8>>()))
+        })?;
+        if pixels.len() != h * w {
+            return Err(Error::corrupt("invalid PNG: fewer pixels than its size"));
+        }
+        let data = out.append_with(pixels.len(), |_, new| {
+            match dtype {
+                // The index palette's red channel is the index; a 1-bit pixel is 0 or 255.
+                DType::Bool => {
+                    new.iter_mut().zip(&pixels).for_each(|(o, &p)| *o = u8::from(p != 0))
+                }
+                _ => new.copy_from_slice(&pixels),
+            }
+            Ok(())
+        })?;
+        let dims = [h as u64, w as u64];
+        Ok(Some(Value::Array(ArrayValue { dtype, shape: Shape::new(&dims), data })))
+    }
+
     fn decode_png(&self, raw: Span, out: &mut RecordOut<'_>) -> Result<Value> {
+        if let Some(value) = self.decode_png_as_pillow(raw, out)? {
+            return Ok(value);
+        }
         let options =
             DecoderOptions::default().set_byte_endian(zune_core::bit_depth::ByteEndian::LE);
         let (dims, dtype) = guarded("PNG", || {

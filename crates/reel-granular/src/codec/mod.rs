@@ -6,6 +6,7 @@
 
 mod array;
 mod image;
+mod image_headers;
 mod int;
 
 use std::collections::HashMap;
