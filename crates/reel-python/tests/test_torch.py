@@ -465,3 +465,43 @@ def test_boolean_tensors_are_not_indices():
     assert same(ds[torch.tensor(7)], ds[7])  # a 0-d tensor names one record
     with pytest.raises(TypeError, match="flatnonzero"):
         ds[torch.tensor(True)]
+
+
+@pytest.mark.parametrize("workers,persistent", [(0, False), (2, False), (2, True)])
+def test_a_loaded_state_resumes_the_next_iteration_only(workers, persistent):
+    """Without set_epoch, the iterations after the resumed one read their epoch whole; it
+    used to resume every one of them, each a tail of the epoch (40 % of it here)."""
+    lookup = idx_of(reel.open(FFR)[:])
+    whole = batches_as_indices(list(streaming()), lookup)
+    ds = streaming()
+    ds.load_state_dict(streaming().state_dict(batches_seen=6))
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=None, num_workers=workers, persistent_workers=persistent,
+        **({"multiprocessing_context": "fork"} if workers else {}),
+    )
+    first = batches_as_indices(list(loader), lookup)
+    assert first == whole[6:]
+    for again in range(2):
+        it = iter(loader)
+        seen = [next(it) for _ in range(3)]
+        # state_dict counts from the start of this iteration, which began at batch 0.
+        assert ds.state_dict(batches_seen=3) == streaming().state_dict(batches_seen=3)
+        rest = list(it)
+        assert batches_as_indices(seen + rest, lookup) == whole, f"iteration {again + 2}"
+
+
+def test_set_epoch_takes_any_integer_and_refuses_the_rest():
+    lookup = idx_of(reel.open(FFR)[:])
+    by_int = streaming()
+    by_int.set_epoch(1)
+    want = batches_as_indices(list(by_int), lookup)
+    for epoch in (np.int64(1), np.uint8(1), torch.tensor(1)):
+        ds = streaming()
+        ds.set_epoch(epoch)
+        assert type(ds.epoch) is int and batches_as_indices(list(ds), lookup) == want
+    ds = streaming()
+    ds.set_epoch(2)
+    for bad, error in ((-1, ValueError), (2**64, ValueError), (1.5, TypeError), ("3", TypeError)):
+        with pytest.raises(error, match="epoch"):
+            ds.set_epoch(bad)
+        assert ds.epoch == 2 and ds._shared.read() == (2, None)

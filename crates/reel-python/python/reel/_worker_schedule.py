@@ -1,6 +1,7 @@
 """The schedule (epoch and resume state) a ``StreamingDataset`` shares with the DataLoader
 workers it started, so that ``set_epoch`` and ``load_state_dict`` in the main process reach
-workers that outlive one epoch (``persistent_workers=True``).
+workers that outlive one epoch (``persistent_workers=True``), and so that a loaded state
+is used by one iteration only.
 
 A DataLoader copies the dataset into each worker once, when it starts it. Without
 persistent workers every epoch starts new workers from the current dataset, so the copy is
@@ -8,6 +9,12 @@ current. Persistent workers keep their first copy; they read the schedule from t
 instead, a few bytes of memory shared with the main process: inherited under ``fork``,
 passed as a file descriptor while a worker is being started under ``spawn`` and
 ``forkserver`` (``multiprocessing``'s own shared ``ctypes`` memory).
+
+A loaded state resumes the next iteration, not every later one: the iteration that first
+uses it marks it used (by an identity that all the workers of one iteration share, see
+``StreamingDataset._iteration``), and later iterations start their epoch from the
+beginning. The marks also tell the main process which iteration ``state_dict`` counts
+from. The main process never sees an iteration's start when workers run it.
 """
 
 from __future__ import annotations
@@ -15,32 +22,42 @@ from __future__ import annotations
 import json
 import multiprocessing.context
 import multiprocessing.sharedctypes
+import struct
 from ctypes import c_char
 from typing import Any
 
 # A loader state is a dict of a few numbers and a shuffle name (about 100 bytes as JSON;
 # the loader refuses unknown keys, so a valid one stays far below this).
 _CAPACITY = 4096
-_HEADER = 8  # the payload's length, little-endian
+# The payload's length, then two iteration identities (two u64 each, all 0 for none): the
+# iteration that used the loaded state, and the one that started last. The JSON follows.
+_MARKS = struct.Struct("<Q2Q2Q")
+_HEADER = _MARKS.size
+
+Iteration = tuple[int, int]
 
 
 class WorkerSchedule:
-    """A block of shared memory holding ``(epoch, resume)`` as JSON."""
+    """A block of shared memory holding ``(epoch, resume)`` as JSON, and which iterations
+    used the resume state and started last."""
 
     def __init__(self) -> None:
         self._block = multiprocessing.sharedctypes.RawArray(c_char, _CAPACITY)
 
+    def _view(self) -> memoryview:
+        return memoryview(self._block).cast("B")
+
     def publish(self, epoch: int, resume: str | None) -> None:
-        """Makes ``(epoch, resume)`` what workers read from now on."""
+        """Makes ``(epoch, resume)`` what iterations read from now on, used by none yet."""
         payload = json.dumps([epoch, resume]).encode()
         if _HEADER + len(payload) > _CAPACITY:
             raise ValueError(
                 f"a loader state of {len(payload)} bytes is too large to share with "
                 f"DataLoader workers (at most {_CAPACITY - _HEADER})"
             )
-        view = memoryview(self._block).cast("B")
+        view = self._view()
         view[_HEADER : _HEADER + len(payload)] = payload
-        view[:_HEADER] = len(payload).to_bytes(_HEADER, "little")
+        view[:_HEADER] = _MARKS.pack(len(payload), 0, 0, 0, 0)
 
     def read(self) -> tuple[int, str | None]:
         """The schedule published last.
@@ -51,10 +68,35 @@ class WorkerSchedule:
         from another thread while an iteration starts is a race here as it is without
         persistent workers, where it races with the copy DataLoader makes.
         """
-        view = memoryview(self._block).cast("B")
-        length = int.from_bytes(view[:_HEADER], "little")
+        view = self._view()
+        length = _MARKS.unpack_from(view)[0]
         epoch, resume = json.loads(bytes(view[_HEADER : _HEADER + length]))
         return int(epoch), resume
+
+    def start(self, iteration: Iteration) -> tuple[int, str | None]:
+        """The schedule iteration ``iteration`` reads: the loaded state if no other
+        iteration used it before (it is then marked used by this one), else the start of
+        the epoch. The iteration is marked as the latest."""
+        epoch, resume = self.read()
+        view = self._view()
+        length, *marks = _MARKS.unpack_from(view)
+        used, latest = (marks[0], marks[1]), (marks[2], marks[3])
+        if resume is not None:
+            if used == (0, 0):
+                used = iteration
+            elif used != iteration:
+                resume = None
+        latest = iteration
+        # The workers of one iteration write the same marks, so their writes agree.
+        _MARKS.pack_into(view, 0, length, *used, *latest)
+        return epoch, resume
+
+    def latest_uses_resume(self) -> bool:
+        """Whether the iteration that started last began at the loaded state (or none has
+        started since it was loaded): what ``state_dict`` counts batches from."""
+        _, *marks = _MARKS.unpack_from(self._view())
+        used, latest = (marks[0], marks[1]), (marks[2], marks[3])
+        return used == (0, 0) or latest == used
 
     def __getstate__(self) -> dict[str, Any]:
         # Shared memory can only be handed to a process being started (multiprocessing

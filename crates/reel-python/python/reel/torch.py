@@ -35,6 +35,7 @@ A ten-line training loop::
 from __future__ import annotations
 
 import json
+import operator
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -167,7 +168,8 @@ class StreamingDataset(IterableDataset):
     count of batches your loop consumed; it can be left out when iterating without
     DataLoader workers) describes the position after them; ``load_state_dict`` makes the
     next iteration deliver exactly the batches an uninterrupted run would have delivered
-    next. The state is a small dict (JSON-serialisable).
+    next. The iterations after that one start their epoch from the beginning (or, after
+    ``set_epoch``, another epoch). The state is a small dict (JSON-serialisable).
 
     ``set_epoch`` and ``load_state_dict`` in the main process reach the DataLoader's
     workers also when they persist across epochs (``persistent_workers=True``): the dataset
@@ -235,8 +237,10 @@ class StreamingDataset(IterableDataset):
         self.epoch = 0
         self._resume: str | None = None  # loader state (JSON) the next iteration starts at
         self._seen = 0  # batches delivered by in-process iteration of the current epoch
+        self._iterations = 0  # iterations this copy (this process's) has begun
         # (epoch, resume) as the main process last set them, for workers that started
-        # before (persistent workers keep the copy of the dataset they started with).
+        # before (persistent workers keep the copy of the dataset they started with), and
+        # which iteration used the resume state (see _worker_schedule).
         self._shared = WorkerSchedule()
         self._shared.publish(self.epoch, self._resume)
         # Checks the configuration now (bad shuffle, rank outside the world ...).
@@ -261,16 +265,30 @@ class StreamingDataset(IterableDataset):
 
     def set_epoch(self, epoch: int) -> None:
         """Selects the epoch the next iteration reads (like ``DistributedSampler``). A
-        loaded state of another epoch is dropped."""
+        loaded state of another epoch is dropped. ``epoch`` is any integer (a NumPy or
+        torch one too) from 0 to 2**64 - 1."""
+        try:
+            epoch = operator.index(epoch)
+        except TypeError:
+            raise TypeError(f"argument 'epoch': an integer, not {type(epoch).__name__}") from None
+        if not 0 <= epoch < 2**64:
+            raise ValueError("argument 'epoch': from 0 to 2**64 - 1")
         if epoch != self.epoch:
+            self._shared.publish(epoch, None)
+            self.epoch = epoch
             self._resume = None
             self._seen = 0
-        self.epoch = epoch
-        self._shared.publish(self.epoch, self._resume)
 
     def __len__(self) -> int:
         """Batches of this rank in one whole epoch (counted without computing them)."""
         return self._plan(None).skip(2**64 - 1)
+
+    def _iteration(self, info: Any) -> tuple[int, int]:
+        """Which iteration this is, the same in every worker of one DataLoader iteration:
+        the DataLoader's base seed (new for every iterator) and how many iterations this
+        copy has begun (a persistent worker keeps its seed from epoch to epoch)."""
+        base = 0 if info is None else (info.seed - info.id) % 2**64
+        return base, self._iterations
 
     def __iter__(self) -> Iterator[Any]:
         info = get_worker_info()
@@ -278,14 +296,17 @@ class StreamingDataset(IterableDataset):
         in_process = info is None
         if in_process:
             self._seen = 0
-        else:
-            # This worker's copy was made when the worker started; a persistent worker
-            # iterates it again for every epoch. The main process's schedule now:
-            self.epoch, self._resume = self._shared.read()
+        self._iterations += 1
+        # The main process's schedule now (a worker's copy was made when the worker
+        # started, and a persistent worker iterates it again for every epoch); the loaded
+        # state only if no earlier iteration used it.
+        epoch, start = self._shared.start(self._iteration(info))
+        if not in_process:
+            self.epoch = epoch
         # This worker's batches (k, k + workers, ...) are read ahead by reel-loader's
         # threads; the others are not read here.
         stream = self.dataset.stream(
-            **self._schedule(self._resume),
+            **self._schedule(start),
             threads=self.threads,
             prefetch=self.prefetch,
             interleave=(workers, me),
@@ -307,7 +328,9 @@ class StreamingDataset(IterableDataset):
         n = self._seen if batches_seen is None else batches_seen
         if n < 0:
             raise ValueError("batches_seen cannot be negative")
-        plan = self._plan(self._resume)
+        # The current iteration began at the loaded state, or (a later one) at the start.
+        start = self._resume if self._shared.latest_uses_resume() else None
+        plan = self._plan(start)
         # Skipped in Rust without computing the batches' indices: replaying them cost
         # time in proportion to the step, so a state taken every step grew quadratically.
         if plan.skip(n) < n:
@@ -315,14 +338,15 @@ class StreamingDataset(IterableDataset):
         return {"loader": json.loads(plan.state()), "rank": self.rank, "world_size": self.world_size}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Makes the next iteration continue where ``state`` was taken."""
+        """Makes the next iteration continue where ``state`` was taken; the iterations
+        after it start their epoch from the beginning (``set_epoch`` picks another)."""
         loader = state["loader"]
         epoch = int(loader["epoch"])
         resume = json.dumps(loader)
         # Checked now (by the loader, against this dataset and schedule), not at the next
         # iteration, which may run in DataLoader workers.
         self.dataset.plan(**{**self._schedule(resume), "epoch": epoch, "epochs": epoch + 1})
+        self._shared.publish(epoch, resume)
         self.epoch = epoch
         self._resume = resume
         self._seen = 0
-        self._shared.publish(self.epoch, self._resume)
