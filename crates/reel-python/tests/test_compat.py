@@ -101,25 +101,48 @@ def test_syrah_file_matches_manifest():
             for name, a in e["arrays"].items():
                 d = a["decoded"]
                 if "value" in d:
-                    assert item[name] == d["value"]
+                    # Text is a one-element unicode array, as the reference returns it.
+                    assert item[name].dtype.kind == "U" and item[name].tolist() == [d["value"]]
                 else:
                     assert sha256(item[name].tobytes()) == d["sha256"]
                     assert same(f.get_array(e["index"], name), item[name])
-        with pytest.raises(KeyError):
+        # The reference's index checks: IndexError past the end, ValueError below zero,
+        # TypeError for a non-integer, KeyError for an unknown name; NumPy integers index.
+        with pytest.raises(IndexError):
             f.get_item(m["record_count"])
+        with pytest.raises(ValueError):
+            f.get_item(-1)
+        with pytest.raises(TypeError):
+            f.get_item("0")
         with pytest.raises(KeyError):
             f.get_array(0, "no such array")
+        assert same(f.get_item(np.int64(3)), f.get_item(3))
+        # A dtype override reinterprets the stored bytes.
+        f64 = f.get_array(0, "f64")
+        assert f.get_array(0, "f64", dtype="uint8").tobytes() == f64.tobytes()
+        assert f.get_array(0, "text", dtype="uint8").tobytes() == f.get_item(0)["text"][0].encode()
     with pytest.raises(OSError):
         f.num_items()
 
 
 def test_syrah_file_write_mode(tmp_path):
+    """The reference's add_item, and the file is there only once closed."""
     path = str(tmp_path / "x.syr")
     with csyrah.File(path, "w") as f:
-        f.write_item(0, {"a": np.arange(3, dtype=np.int32)})
-        f.write_item(1, {"a": np.arange(5, dtype=np.int32)})
+        f.add_item({"a": np.arange(3, dtype=np.int32), "t": np.array(["ab"])})
+        f.add_item({"a": np.arange(5, dtype=np.int32), "t": np.array(["c"])})
+        f.write_item(2, {"a": np.arange(1, dtype=np.int32), "t": np.array([""])})
+        assert not (tmp_path / "x.syr").exists()
     with csyrah.File(path, "r") as f:
-        assert f.num_items() == 2 and f.get_array(1, "a").tolist() == [0, 1, 2, 3, 4]
+        assert f.num_items() == 3 and f.get_array(1, "a").tolist() == [0, 1, 2, 3, 4]
+        assert f.get_array(0, "t").tolist() == ["ab"]
+        f.open(path, "r")  # opened again, as a worker does
+        assert f.get_item(2)["t"].tolist() == [""]
+    with pytest.raises(RuntimeError):
+        with csyrah.File(str(tmp_path / "y.syr"), "w") as f:
+            f.add_item({"a": np.arange(3)})
+            raise RuntimeError("stop")
+    assert not (tmp_path / "y.syr").exists()
 
 
 # ---- granular (the reference installed by name) ------------------------------------------

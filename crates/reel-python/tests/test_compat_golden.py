@@ -97,7 +97,9 @@ def test_ffrecord_shim_reads_as_the_reference(case):
 def check_syrah_array(actual, d: dict, where: str) -> None:
     """`actual` (from the shim) against a manifest record's descriptor of one decoded array."""
     if "value" in d:
-        assert isinstance(actual, str) and actual == d["value"], where
+        # Text: a one-element unicode array holding the whole string, as the reference.
+        assert isinstance(actual, np.ndarray) and actual.dtype.kind == "U", where
+        assert actual.tolist() == [d["value"]], where
         return
     assert isinstance(actual, np.ndarray), f"{where}: {type(actual).__name__}"
     assert list(actual.shape) == d["shape"], f"{where}: shape"
