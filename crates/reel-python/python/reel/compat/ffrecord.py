@@ -9,6 +9,8 @@ mismatch is ``reel.ChecksumError``) where the reference raises ``RuntimeError``.
 
 from __future__ import annotations
 
+import operator
+
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,7 +51,9 @@ class FileReader:
 
     def read(self, indices: Sequence[int]) -> list[np.ndarray]:
         """The samples at ``indices`` (one batched read per file)."""
-        indices = [int(i) for i in indices]
+        # Integers only (NumPy ones too), as the reference's binding takes them: int()
+        # would have read record 0 for 0.9.
+        indices = [operator.index(i) for i in indices]
         if len(self._parts) == 1:
             for i in indices:
                 if not 0 <= i < self.n:
@@ -69,7 +73,7 @@ class FileReader:
 
     def read_one(self, index: int) -> np.ndarray:
         """The sample at ``index``."""
-        part, local = self._locate(int(index))
+        part, local = self._locate(operator.index(index))
         return np.frombuffer(self._parts[part][local]["data"], np.uint8).copy()
 
     def validate(self) -> None:
@@ -103,7 +107,9 @@ class FileWriter:
         """Appends one sample (bytes, bytearray or any buffer)."""
         if self.count >= self.n:
             raise ValueError(f"already wrote the {self.n} samples this file was created for")
-        self._writer.write({"data": bytes(data)})
+        # Through the buffer protocol, as the reference takes it: bytes(5) would have
+        # stored five zero bytes.
+        self._writer.write({"data": bytes(memoryview(data))})
         self.count += 1
 
     def close(self) -> None:

@@ -41,7 +41,13 @@ def _select(frames: list, slice_) -> list:
         return frames
     if isinstance(slice_, (list, np.ndarray)):
         return [frames[i] for i in slice_]
-    return frames[slice_]
+    if isinstance(slice_, slice):
+        return frames[slice_]
+    # gulpio2 fails on anything else too (an int has no ``.start``); one frame indexed
+    # alone would have been one frame's bytes taken for a list of frames.
+    raise TypeError(
+        f"frames are selected by a slice, a list or an array, not {type(slice_).__name__}"
+    )
 
 
 class GulpChunk:
