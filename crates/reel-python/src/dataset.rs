@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -799,7 +799,8 @@ impl Dataset {
 
     /// Every record in order (read in batches).
     fn __iter__(slf: Bound<'_, Self>) -> DatasetIter {
-        DatasetIter { dataset: slf.unbind(), next: 0, pending: VecDeque::new() }
+        let state = IterState { next: 0, pending: VecDeque::new() };
+        DatasetIter { dataset: slf.unbind(), state: Mutex::new(state) }
     }
 
     /// Format, version, schema, files, warnings and facts.
@@ -1155,12 +1156,29 @@ fn import_pyarrow(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     })
 }
 
-/// Iterator over every record of a dataset, reading ahead one batch at a time.
-#[pyclass(module = "reel._reel")]
+/// Iterator over every record of a dataset, reading ahead one batch at a time. Threads
+/// sharing one iterator each take records, each record once (in index order from one
+/// thread; threads may see batches finish in another order).
+#[pyclass(frozen, module = "reel._reel")]
 pub struct DatasetIter {
     dataset: Py<Dataset>,
+    /// Taken only with the GIL held and never across a read (which releases the GIL), so
+    /// that it is never waited for.
+    state: Mutex<IterState>,
+}
+
+/// Where a [`DatasetIter`] is.
+struct IterState {
+    /// The first record no thread has claimed yet.
     next: u64,
+    /// Records read and not yet handed out.
     pending: VecDeque<Py<PyDict>>,
+}
+
+impl DatasetIter {
+    fn state(&self) -> std::sync::MutexGuard<'_, IterState> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 #[pymethods]
@@ -1169,19 +1187,26 @@ impl DatasetIter {
         slf
     }
 
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyDict>>> {
-        if self.pending.is_empty() {
-            let ds = self.dataset.get();
-            let len = ds.source.len();
-            if self.next >= len {
-                return Ok(None);
-            }
-            let end = len.min(self.next + ITER_BATCH);
-            let records = ds.read_dicts(py, (self.next..end).collect(), true, true)?;
-            self.next = end;
-            self.pending.extend(records.into_iter().map(Bound::unbind));
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyDict>>> {
+        let ds = self.dataset.get();
+        loop {
+            let (start, end) = {
+                let mut state = self.state();
+                if let Some(record) = state.pending.pop_front() {
+                    return Ok(Some(record));
+                }
+                let len = ds.source.len();
+                if state.next >= len {
+                    return Ok(None);
+                }
+                let start = state.next;
+                state.next = len.min(start + ITER_BATCH);
+                (start, state.next)
+            };
+            // Read without the lock: another thread may claim and read the next batch.
+            let records = ds.read_dicts(py, (start..end).collect(), true, true)?;
+            self.state().pending.extend(records.into_iter().map(Bound::unbind));
         }
-        Ok(self.pending.pop_front())
     }
 }
 

@@ -3,6 +3,8 @@
 //! ahead on Rust threads. `reel.torch.StreamingDataset` is built on both; shuffling,
 //! sharding, read-ahead and resume are all reel-loader's.
 
+use std::sync::{Mutex, PoisonError};
+
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use reel::{Error, Loader, LoaderBuilder, LoaderState, Shuffle};
@@ -121,17 +123,30 @@ pub(crate) fn stream(
         b.build()
     })
     .py_err(py)?;
-    Ok(BatchStream { loader, copy: r.copy })
+    Ok(BatchStream { loader: Mutex::new(loader), copy: r.copy })
 }
 
 /// The batches of a plan, read ahead by reel-loader's threads while Python works on the
 /// current one. Iterating yields each batch as a list of records (dicts).
 ///
-/// Waiting for a batch releases the GIL. Dropping the stream stops its threads.
-#[pyclass(module = "reel._reel")]
+/// Waiting for a batch releases the GIL. Dropping the stream stops its threads. Threads
+/// sharing one stream each take whole batches, each batch once.
+#[pyclass(frozen, module = "reel._reel")]
 pub struct BatchStream {
-    loader: Loader,
+    /// Taken with the GIL released (see `__next__`), so that a thread waiting for a batch
+    /// never holds the GIL that the thread holding the loader may need.
+    loader: Mutex<Loader>,
     copy: bool,
+}
+
+impl BatchStream {
+    /// The loader, waited for with the GIL released.
+    fn with_loader<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Loader) -> T + Send) -> T {
+        crate::shutdown::detach(py, || {
+            let mut loader = self.loader.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&mut loader)
+        })
+    }
 }
 
 #[pymethods]
@@ -140,9 +155,8 @@ impl BatchStream {
         slf
     }
 
-    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
-        let loader = &mut self.loader;
-        let Some(next) = crate::shutdown::detach(py, || loader.next_batch()) else {
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let Some(next) = self.with_loader(py, Loader::next_batch) else {
             return Ok(None);
         };
         let batch = next.py_err(py)?;
@@ -151,14 +165,14 @@ impl BatchStream {
     }
 
     /// The loader state (JSON) after the last batch delivered.
-    fn state(&self) -> String {
-        self.loader.state().to_json()
+    fn state(&self, py: Python<'_>) -> String {
+        self.with_loader(py, |loader| loader.state().to_json())
     }
 
     /// The number of Rust threads reading ahead.
     #[getter]
-    fn threads(&self) -> usize {
-        self.loader.workers()
+    fn threads(&self, py: Python<'_>) -> usize {
+        self.with_loader(py, |loader| loader.workers())
     }
 }
 

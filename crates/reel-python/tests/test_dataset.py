@@ -731,3 +731,40 @@ def test_the_benchmarks_rust_timing_reads_the_batches_it_is_given():
         ds._time_rust_reads([[0], [n]])
     with pytest.raises(IndexError):
         ds.read_batch_packed([n])
+
+
+def test_threads_sharing_an_iterator_or_a_stream_each_take_their_own(tmp_path):
+    """Several threads pulling from one iterator (or one loader stream) get every record
+    (batch) once between them; they raised pyo3's "Already mutably borrowed"."""
+    import threading
+
+    path = tmp_path / "d.ffr"
+    reel.generate(path, records=3000, max_record=200)
+    ds = reel.open(path)
+    want = sorted(r["data"] for r in ds)
+    for make, unit in [
+        (lambda: iter(ds), lambda item: [item["data"]]),
+        (
+            lambda: ds.stream(batch_size=16, shuffle="none", epochs=1, threads=2),
+            lambda batch: [r["data"] for r in batch],
+        ),
+    ]:
+        shared = make()
+        got, errors, lock = [], [], threading.Lock()
+
+        def pull():
+            try:
+                for item in shared:
+                    with lock:
+                        got.extend(unit(item))
+            except Exception as e:  # noqa: BLE001 - recorded, asserted below
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=pull) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not any(t.is_alive() for t in threads)
+        assert errors == []
+        assert sorted(got) == want
