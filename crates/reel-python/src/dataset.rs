@@ -172,9 +172,9 @@ pub(crate) fn open(
     cache_size: Option<Count<u64, name::CacheSize>>,
     columns: Option<Vec<String>>,
 ) -> PyResult<Dataset> {
-    let cache_size = opt(cache_size);
     let backend = backend.to_string();
-    let args = OpenArgs {
+    let dataset = reopen(
+        py,
         path,
         format,
         backend,
@@ -184,8 +184,7 @@ pub(crate) fn open(
         cache,
         cache_size,
         columns,
-    };
-    let dataset = Dataset::open(py, args)?;
+    )?;
     warn_of_missing_parts(py, &*dataset.source)?;
     Ok(dataset)
 }
