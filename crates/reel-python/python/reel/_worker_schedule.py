@@ -20,6 +20,7 @@ from. The main process never sees an iteration's start when workers run it.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import multiprocessing.context
 import multiprocessing.sharedctypes
 import struct
@@ -39,10 +40,20 @@ Iteration = tuple[int, int]
 
 class WorkerSchedule:
     """A block of shared memory holding ``(epoch, resume)`` as JSON, and which iterations
-    used the resume state and started last."""
+    used the resume state and started last, behind a lock shared with the workers.
+
+    The lock is needed: the workers of one iteration mark the block at the same time, and
+    ``struct.pack_into`` zeroes what it writes before writing it, so a reader without the
+    lock saw a length of 0 or no marks (a worker failed to decode the schedule; the main
+    process took a later iteration for the resumed one).
+    """
 
     def __init__(self) -> None:
         self._block = multiprocessing.sharedctypes.RawArray(c_char, _CAPACITY)
+        # A spawn context's lock may be handed to workers of any start method (one made in
+        # a fork context is refused by spawned workers from Python 3.12). A POSIX
+        # semaphore: held by a parent's thread at a fork, it is released for the child too.
+        self._lock = multiprocessing.get_context("spawn").Lock()
 
     def _view(self) -> memoryview:
         return memoryview(self._block).cast("B")
@@ -55,9 +66,10 @@ class WorkerSchedule:
                 f"a loader state of {len(payload)} bytes is too large to share with "
                 f"DataLoader workers (at most {_CAPACITY - _HEADER})"
             )
-        view = self._view()
-        view[_HEADER : _HEADER + len(payload)] = payload
-        view[:_HEADER] = _MARKS.pack(len(payload), 0, 0, 0, 0)
+        with self._lock:
+            view = self._view()
+            view[_HEADER : _HEADER + len(payload)] = payload
+            view[:_HEADER] = _MARKS.pack(len(payload), 0, 0, 0, 0)
 
     def read(self) -> tuple[int, str | None]:
         """The schedule published last.
@@ -68,6 +80,10 @@ class WorkerSchedule:
         from another thread while an iteration starts is a race here as it is without
         persistent workers, where it races with the copy DataLoader makes.
         """
+        with self._lock:
+            return self._read_locked()
+
+    def _read_locked(self) -> tuple[int, str | None]:
         view = self._view()
         length = _MARKS.unpack_from(view)[0]
         epoch, resume = json.loads(bytes(view[_HEADER : _HEADER + length]))
@@ -77,24 +93,24 @@ class WorkerSchedule:
         """The schedule iteration ``iteration`` reads: the loaded state if no other
         iteration used it before (it is then marked used by this one), else the start of
         the epoch. The iteration is marked as the latest."""
-        epoch, resume = self.read()
-        view = self._view()
-        length, *marks = _MARKS.unpack_from(view)
-        used, latest = (marks[0], marks[1]), (marks[2], marks[3])
-        if resume is not None:
-            if used == (0, 0):
-                used = iteration
-            elif used != iteration:
-                resume = None
-        latest = iteration
-        # The workers of one iteration write the same marks, so their writes agree.
-        _MARKS.pack_into(view, 0, length, *used, *latest)
-        return epoch, resume
+        with self._lock:
+            epoch, resume = self._read_locked()
+            view = self._view()
+            length, *marks = _MARKS.unpack_from(view)
+            used = (marks[0], marks[1])
+            if resume is not None:
+                if used == (0, 0):
+                    used = iteration
+                elif used != iteration:
+                    resume = None
+            _MARKS.pack_into(view, 0, length, *used, *iteration)
+            return epoch, resume
 
     def latest_uses_resume(self) -> bool:
         """Whether the iteration that started last began at the loaded state (or none has
         started since it was loaded): what ``state_dict`` counts batches from."""
-        _, *marks = _MARKS.unpack_from(self._view())
+        with self._lock:
+            _, *marks = _MARKS.unpack_from(self._view())
         used, latest = (marks[0], marks[1]), (marks[2], marks[3])
         return used == (0, 0) or latest == used
 
@@ -103,12 +119,13 @@ class WorkerSchedule:
         # refuses otherwise); a copy pickled any other way (a checkpoint, Ray) gets a block
         # of its own, linked to the workers it starts in turn.
         if multiprocessing.context.get_spawning_popen() is None:
-            return {"block": None, "schedule": self.read()}
-        return {"block": self._block, "schedule": None}
+            return {"block": None, "lock": None, "schedule": self.read()}
+        return {"block": self._block, "lock": self._lock, "schedule": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         if state["block"] is not None:
             self._block = state["block"]
+            self._lock = state["lock"]
         else:
             self.__init__()
             self.publish(*state["schedule"])
