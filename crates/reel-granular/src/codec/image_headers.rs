@@ -37,8 +37,10 @@ fn png_chunks(png: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
         let len = u32::from_be_bytes(png.get(at..at + 4)?.try_into().ok()?) as usize;
         let kind = png.get(at + 4..at + 8)?;
         let data = png.get(at + 8..(at + 8).checked_add(len)?)?;
-        // Data, then its 4-byte CRC.
-        at = (at + 8 + len).checked_add(4)?;
+        // Data, then its 4-byte CRC, which must be there too.
+        let end = (at + 8 + len).checked_add(4)?;
+        png.get(at + 8 + len..end)?;
+        at = end;
         Some((kind, data))
     })
 }
@@ -62,10 +64,8 @@ pub(crate) fn png_pixels(png: &[u8]) -> PngPixels {
 pub(crate) fn png_with_index_palette(png: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(png.len());
     out.extend_from_slice(PNG_SIGNATURE);
-    let mut parsed = PNG_SIGNATURE.len();
     let mut palette_seen = false;
     for (kind, data) in png_chunks(png) {
-        parsed += 12 + data.len();
         match kind {
             b"tRNS" => continue,
             b"PLTE" => {
@@ -76,8 +76,12 @@ pub(crate) fn png_with_index_palette(png: &[u8]) -> Option<Vec<u8>> {
             }
             _ => push_chunk(&mut out, kind, data),
         }
+        // Bytes after the end chunk are not the image's (Pillow ignores them too).
+        if kind == b"IEND" {
+            return palette_seen.then_some(out);
+        }
     }
-    (palette_seen && parsed == png.len()).then_some(out)
+    None // no end chunk: the chunks do not add up
 }
 
 /// Appends a PNG chunk (length, type, data, CRC of type and data).
@@ -165,8 +169,14 @@ mod tests {
                 (b"IEND", b""),
             ])
         );
+        // Bytes after the end chunk are left out.
+        let mut trailing = original.clone();
+        trailing.extend_from_slice(b"junk after IEND");
+        assert_eq!(png_with_index_palette(&trailing).as_ref(), Some(&rewritten));
         // No palette, or chunks that do not add up: not rewritten.
         assert_eq!(png_with_index_palette(&png(&[(b"IHDR", &ihdr(8, 3))])), None);
+        let no_palette = png(&[(b"IHDR", &ihdr(8, 3)), (b"IEND", b"")]);
+        assert_eq!(png_with_index_palette(&no_palette), None);
         let mut cut = original.clone();
         cut.truncate(original.len() - 3);
         assert_eq!(png_with_index_palette(&cut), None);
