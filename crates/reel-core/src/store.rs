@@ -151,13 +151,17 @@ pub fn files_with_extension(
 /// parts, named `{prefix}{digits}.{extension}`, and their numbers do not run 0, 1, 2, …:
 /// parts are missing from it (deleted, or lost in a copy). `None` when nothing is missing,
 /// or when a name does not follow the pattern (a directory of files named otherwise has no
-/// numbering to check). A missing last part cannot be told.
+/// numbering to check), or when `files` is `dir` itself (a file opened alone, as
+/// [`files_with_extension`] lists it). A missing last part cannot be told.
 pub fn missing_numbered_parts(
     dir: &Path,
     files: &[PathBuf],
     prefix: &str,
     extension: &str,
 ) -> Option<crate::Warning> {
+    if files == [dir] {
+        return None;
+    }
     let mut numbers = Vec::with_capacity(files.len());
     for file in files {
         let name = file.file_name()?.to_str()?;
@@ -314,6 +318,9 @@ mod tests {
         assert_eq!(check(&["PART_00001.ffr", "PART_00000.ffr", "PART_00002.ffr"]), None);
         assert_eq!(check(&["PART_0.ffr", "PART_1.ffr"]), None);
         assert_eq!(check(&["PART_00000.ffr"]), None);
+        // A file opened alone is listed as itself: no numbering to check.
+        let alone = dir.join("PART_00003.ffr");
+        assert_eq!(missing_numbered_parts(&alone, &[alone.clone()], "PART_", "ffr"), None);
         // Names that are not numbered parts: no numbering to check.
         assert_eq!(check(&["PART_00000.ffr", "PART_00002.ffr", "extra.ffr"]), None);
         assert_eq!(check(&["PART_00000.ffr", "PART_x2.ffr", "PART_00003.ffr"]), None);

@@ -103,9 +103,7 @@ impl FfrecordReader {
         let path = path.as_ref();
         let files = dataset_files_in(&*options.store, path).map_err(|e| e.with_format(FORMAT))?;
         let mut reader = Self::open_paths(&files, options)?;
-        if files != [path]
-            && let Some(warning) = reel_core::missing_numbered_parts(path, &files, "PART_", "ffr")
-        {
+        if let Some(warning) = reel_core::missing_numbered_parts(path, &files, "PART_", "ffr") {
             reader.source.layout_mut().warn(warning);
         }
         Ok(reader)

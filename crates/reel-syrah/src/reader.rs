@@ -137,9 +137,7 @@ impl SyrahReader {
         let path = path.as_ref();
         let files = dataset_files_in(&*options.store, path).map_err(|e| e.with_format(FORMAT))?;
         let mut reader = Self::open_concat(&files, options)?;
-        if files != [path]
-            && let Some(warning) = reel_core::missing_numbered_parts(path, &files, "part-", "syr")
-        {
+        if let Some(warning) = reel_core::missing_numbered_parts(path, &files, "part-", "syr") {
             reader.source.layout_mut().warn(warning);
         }
         Ok(reader)
