@@ -320,7 +320,10 @@ mod tests {
         assert_eq!(check(&["PART_00000.ffr"]), None);
         // A file opened alone is listed as itself: no numbering to check.
         let alone = dir.join("PART_00003.ffr");
-        assert_eq!(missing_numbered_parts(&alone, std::slice::from_ref(&alone), "PART_", "ffr"), None);
+        assert_eq!(
+            missing_numbered_parts(&alone, std::slice::from_ref(&alone), "PART_", "ffr"),
+            None
+        );
         // Names that are not numbered parts: no numbering to check.
         assert_eq!(check(&["PART_00000.ffr", "PART_00002.ffr", "extra.ffr"]), None);
         assert_eq!(check(&["PART_00000.ffr", "PART_x2.ffr", "PART_00003.ffr"]), None);
