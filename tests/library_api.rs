@@ -351,3 +351,95 @@ fn overwriting_replaces_datasets_not_other_directories() {
     write(&parts).unwrap();
     assert_eq!(reel::open(&parts).unwrap().len(), 1);
 }
+
+/// A Granular dataset whose key `s` holds text that is no longer UTF-8 (its last byte
+/// replaced), beside an intact key `k`.
+fn granular_with_a_damaged_key(dir: &Path) {
+    let spec = granular::GranularSpec::new().with("k", "int").with("s", "utf8");
+    let mut w = granular::GranularWriter::create(dir, &spec).unwrap();
+    for i in 0..4i64 {
+        w.append(Record::new().with_int("k", i).with_str("s", "text").view()).unwrap();
+    }
+    w.finish().unwrap();
+    let bag = dir.join("s.bag");
+    let mut bytes = std::fs::read(&bag).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] = 0xff;
+    std::fs::write(&bag, bytes).unwrap();
+}
+
+/// `OpenOptions::columns` on a Granular dataset reads only the keys named, so a damaged key
+/// left out does not fail the read or a conversion that drops it (`FieldMap`, pushed down
+/// into the open); a lone bag's one field may be named but not left out; formats without
+/// separately stored fields refuse a selection.
+#[test]
+fn a_column_selection_reads_only_the_granular_keys_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    granular_with_a_damaged_key(&dir);
+    assert!(reel::open(&dir).unwrap().read_batch(&[0, 1, 2, 3]).is_err());
+    for options in
+        [OpenOptions::default().columns(["k"]), OpenOptions::default().skip_columns(["s"])]
+    {
+        let ds = reel::open_with(&dir, &options).unwrap();
+        let names: Vec<&str> =
+            ds.info().schema.as_ref().unwrap().iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["k"]);
+        let batch = ds.read_batch(&[3, 1]).unwrap();
+        assert_eq!(batch.get(0).unwrap().get("k").and_then(|v| v.as_i64()), Some(3));
+        assert_eq!(batch.get(1).unwrap().iter().count(), 1);
+    }
+    let e = reel::open_with(&dir, &OpenOptions::default().columns(["k", "x"])).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("\"x\""), "{e}");
+
+    // A conversion that keeps `k` never reads `s`; one that keeps both fails on it.
+    let keep = |names: &[&str]| {
+        let mut options = reel::ConvertOptions::new(Format::Granular);
+        options.fields.keep = Some(names.iter().map(|n| n.to_string()).collect());
+        options
+    };
+    reel::convert(&dir, tmp.path().join("k-only"), &keep(&["k"])).unwrap();
+    let out = reel::open(tmp.path().join("k-only")).unwrap();
+    assert_eq!(out.read(2).unwrap().get("k").and_then(|v| v.as_i64()), Some(2));
+    assert!(reel::convert(&dir, tmp.path().join("both"), &keep(&["s", "k"])).is_err());
+
+    // The order `--fields` names survives the push-down, though Granular reads spec order.
+    let good = tmp.path().join("good");
+    let spec = granular::GranularSpec::new().with("a", "int").with("b", "int").with("c", "int");
+    let mut w = granular::GranularWriter::create(&good, &spec).unwrap();
+    w.append(Record::new().with_int("a", 1).with_int("b", 2).with_int("c", 3).view()).unwrap();
+    w.finish().unwrap();
+    // (Into Parquet, which keeps the order written: Granular writers sort their keys.)
+    let mut to_parquet = keep(&["c", "b"]);
+    to_parquet.to = Format::Parquet;
+    reel::convert(&good, tmp.path().join("cb.parquet"), &to_parquet).unwrap();
+    let cb = reel::open(tmp.path().join("cb.parquet")).unwrap();
+    let names: Vec<String> = cb.read(0).unwrap().iter().map(|(k, _)| k.to_string()).collect();
+    assert_eq!(names, ["c", "b"]);
+
+    // A lone bag: its field is `data`.
+    let bag = tmp.path().join("one.bag");
+    let mut w = granular::SingleFileBagWriter::create(&bag, granular::BagKind::SingleV2).unwrap();
+    w.append(b"payload").unwrap();
+    w.finish().unwrap();
+    let ds = reel::open_with(&bag, &OpenOptions::default().columns(["data"])).unwrap();
+    assert_eq!(ds.read(0).unwrap().bytes("data"), Some(&b"payload"[..]));
+    for options in [
+        OpenOptions::default().columns(["other"]),
+        OpenOptions::default().skip_columns(["data"]),
+        OpenOptions::default().columns(Vec::<String>::new()),
+    ] {
+        let e = reel::open_with(&bag, &options).err().unwrap();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert!(e.to_string().contains("lone bag"), "{e}");
+    }
+
+    // FFRecord has no fields stored apart.
+    let ffr = tmp.path().join("a.ffr");
+    let mut w = ffrecord::FfrecordWriter::create_counted(&ffr).unwrap();
+    w.append(Record::new().with_bytes("data", b"x").view()).unwrap();
+    w.finish().unwrap();
+    let e = reel::open_with(&ffr, &OpenOptions::default().columns(["data"])).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+}

@@ -18,7 +18,8 @@ pub struct CatArgs {
     #[arg(long)]
     index: Option<String>,
     /// Fields to show (default: all). Of a Parquet or Arrow IPC file, only these columns
-    /// are read, so a column reel has no value for (a decimal) can be left out.
+    /// are read, so a column reel has no value for (a decimal) can be left out; of a
+    /// Granular dataset, only these keys' bags.
     #[arg(long, value_delimiter = ',')]
     fields: Option<Vec<String>>,
     /// Print JSON Lines, one record per line.
@@ -36,7 +37,8 @@ pub fn run(args: &CatArgs) -> reel::Result<()> {
     let (path, mut open) = reel::locate(&args.path, &args.open.options()?)?;
     let format = reel::sniff_in(&*open.store, &path)?;
     // A Parquet or IPC file reads only the columns shown, so a column of a type reel has no
-    // value for (a decimal) does not stop showing the others. With a payload decoded, the
+    // value for (a decimal) does not stop showing the others; Granular reads only the keys
+    // shown. With a payload decoded, the
     // fields shown are the payload's, not columns.
     if format.reads_columns() && open.payload == reel::Payload::Raw {
         open.columns = args.fields.clone();

@@ -154,12 +154,15 @@ impl GranularLayout {
         settings.limits = opt.limits.clone();
         let int_signing = settings.int_signing;
 
+        let selected = selected_keys(&spec, opt).map_err(|e| e.with_path(&first.dir))?;
         let mut columns = Vec::with_capacity(spec.len());
-        for (key, type_string) in spec.iter() {
+        for ((key, type_string), &wanted) in spec.iter().zip(&selected) {
             let t =
                 TypeSpec::parse(type_string).map_err(|e| e.with_path(spec_path(files, first)))?;
             let sequence = t.sequence && first.generation == Generation::Refs;
-            let codec = if !opt.decode {
+            // A key left out is never decoded, so a type reel cannot decode does not stop
+            // the others from being read.
+            let codec = if !opt.decode || !wanted {
                 codec::raw_codec()
             } else {
                 if t.sequence && !sequence {
@@ -222,7 +225,9 @@ impl GranularLayout {
         info.schema = Some(
             columns
                 .iter()
-                .map(|c| FieldSpec { name: c.name.to_string(), kind: c.type_string.clone() })
+                .zip(&selected)
+                .filter(|(_, wanted)| **wanted)
+                .map(|(c, _)| FieldSpec { name: c.name.to_string(), kind: c.type_string.clone() })
                 .collect(),
         );
         info.paths = desc.paths().to_vec();
@@ -246,7 +251,7 @@ impl GranularLayout {
             any_on_disk,
             info,
             spec,
-            all: Selection::all(columns.len()),
+            all: Selection::of(&selected),
             columns,
             shards,
             starts,
@@ -536,7 +541,7 @@ impl GranularLayout {
         })
     }
 
-    /// The selection of every key.
+    /// The keys the records hold (every key unless the options select some).
     pub(crate) fn all(&self) -> &Selection {
         &self.all
     }
@@ -593,6 +598,27 @@ impl Layout for GranularLayout {
     fn prefetch(&self, index: u64) {
         self.prefetch_with(index, &self.all);
     }
+}
+
+/// Which keys of `spec` (in spec order) the records hold: [`GranularOptions::keys`] less
+/// [`GranularOptions::skip_keys`], every key by default. A name the spec does not have is
+/// an error naming the keys it has.
+fn selected_keys(spec: &GranularSpec, opt: &GranularOptions) -> Result<Vec<bool>> {
+    let named = opt.keys.iter().flatten().chain(&opt.skip_keys);
+    if let Some(unknown) = named.into_iter().find(|k| spec.get(k).is_none()) {
+        let have: Vec<&str> = spec.keys().collect();
+        return Err(Error::invalid_input(format!(
+            "no key {unknown:?} in the spec (it has {})",
+            have.join(", ")
+        )));
+    }
+    Ok(spec
+        .keys()
+        .map(|k| {
+            opt.keys.as_ref().is_none_or(|keys| keys.iter().any(|w| w == k))
+                && !opt.skip_keys.iter().any(|s| s == k)
+        })
+        .collect())
 }
 
 fn spec_path(files: &dyn ReadAt, sf: &ShardFiles) -> PathBuf {

@@ -87,7 +87,9 @@ pub(crate) struct Pick {
 }
 
 impl Selection {
-    pub(crate) fn all(columns: usize) -> Self {
-        Selection { picks: (0..columns).map(|col| Pick { col, range: None }).collect() }
+    /// The whole value of each column whose flag is set, in column order.
+    pub(crate) fn of(selected: &[bool]) -> Self {
+        let picks = selected.iter().enumerate().filter(|(_, on)| **on);
+        Selection { picks: picks.map(|(col, _)| Pick { col, range: None }).collect() }
     }
 }

@@ -54,6 +54,16 @@ pub struct GranularOptions {
     pub codecs: CodecTable,
     /// Which shards of a sharded dataset to read.
     pub shards: ShardSelection,
+    /// Read only these keys (default: all). Records then hold the selected keys, in spec
+    /// order, and the schema lists only them; the other keys' data files are never read
+    /// and their values never decoded, so a damaged or undecodable key left out does not
+    /// fail a read. Their indexes are still read and checked at open, since every key's
+    /// record count makes the dataset's length. A name the spec does not have is an error
+    /// naming the keys it has. [`read_masked`](GranularReader::read_masked) still reads any
+    /// key.
+    pub keys: Option<Vec<String>>,
+    /// Leave these keys out (of [`keys`](Self::keys), or of all), as `keys` does.
+    pub skip_keys: Vec<String>,
 }
 
 impl Default for GranularOptions {
@@ -72,6 +82,8 @@ impl Default for GranularOptions {
             strict_map_keys: false,
             codecs: CodecTable::new(),
             shards: ShardSelection::default(),
+            keys: None,
+            skip_keys: Vec::new(),
         }
     }
 }
@@ -140,6 +152,18 @@ impl GranularOptions {
     /// Sets [`codecs`](Self::codecs).
     pub fn codecs(mut self, codecs: CodecTable) -> Self {
         self.codecs = codecs;
+        self
+    }
+
+    /// Reads only the keys `keys` (see [`keys`](Self::keys)).
+    pub fn keys<S: Into<String>>(mut self, keys: impl IntoIterator<Item = S>) -> Self {
+        self.keys = Some(keys.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Leaves the keys `keys` out (see [`skip_keys`](Self::skip_keys)).
+    pub fn skip_keys<S: Into<String>>(mut self, keys: impl IntoIterator<Item = S>) -> Self {
+        self.skip_keys = keys.into_iter().map(Into::into).collect();
         self
     }
 

@@ -35,7 +35,8 @@ pub(crate) struct OpenArgs {
     /// The local cache of object bytes, and its bound in bytes.
     pub(crate) cache: Option<PathBuf>,
     pub(crate) cache_size: Option<u64>,
-    /// Parquet and Arrow IPC files: only these columns, in this order.
+    /// Parquet and Arrow IPC files: only these columns, in this order; Granular datasets:
+    /// only these keys.
     pub(crate) columns: Option<Vec<String>>,
 }
 
@@ -85,8 +86,8 @@ impl OpenArgs {
         let (path, options) = reel::locate(&self.path, &self.options()?)?;
         let path = path.as_path();
         let format = self.format_in(&*options.store, path)?;
-        // The readers opened directly below take no column selection: refuse it here, as
-        // the facade does.
+        // Refused for formats without columns here, as the facade does, since the readers
+        // opened directly below do not go through it.
         options.check_column_selection(format, path)?;
         // Images decoded as the reference packages return them: the facade keeps the
         // stored JPEG/PNG bytes (lossless, for conversion), so these two open directly.
@@ -116,6 +117,9 @@ impl OpenArgs {
                 .limits(options.limits)
                 .decode_images(self.decode_images && self.decode);
             opts.decode = self.decode;
+            // The column selection, as the facade reads it for Granular: the keys read.
+            opts.keys = options.columns.clone();
+            opts.skip_keys = options.skip_columns.clone();
             return Ok(Box::new(GranularReader::open_with(path, &opts)?));
         }
         reel::open_as(path, format, &options)
@@ -143,10 +147,11 @@ impl OpenArgs {
 ///         REEL_CACHE_DIR environment variable, else none).
 ///     cache_size: the most bytes the cache directory holds (default 10 GiB, or
 ///         REEL_CACHE_SIZE).
-///     columns: Parquet and Arrow IPC files only: read only these columns, in this order.
+///     columns: Parquet and Arrow IPC files: read only these columns, in this order.
 ///         The others are never decoded nor checked, so a file with a column reel has no
-///         value for (a decimal) opens with that column left out. Other formats raise
-///         ValueError.
+///         value for (a decimal) opens with that column left out. Granular and bags
+///         datasets: read only these keys, in spec order; the other keys' bags are never
+///         read. Other formats raise ValueError.
 ///
 /// Raises:
 ///     FileNotFoundError (reel.NotFoundError) if nothing is at `path`; reel.ReelError

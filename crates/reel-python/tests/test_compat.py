@@ -267,6 +267,66 @@ def test_granular_images_of_every_pillow_mode_decode_as_the_reference(tmp_path):
     assert np.abs(got.astype(int) - want.astype(int)).mean() < 8  # decoders differ a little
 
 
+def test_granular_reads_of_some_keys_leave_the_others_unread(tmp_path):
+    """``ds[i, keys]`` reads only those keys' bags, as the reference does: a damaged image
+    bag fails a read of the image and of everything, not a read of the label. The same
+    holds for ``reel.open(..., columns=)``, and for slices and pickled readers."""
+    import io
+
+    from PIL import Image
+
+    def png(value):
+        out = io.BytesIO()
+        Image.fromarray(np.full((4, 5), value, np.uint8), "L").save(out, format="PNG")
+        return out.getvalue()
+
+    path = tmp_path / "ds"
+    spec = {"image": "png", "label": "int", "name": "utf8"}
+    w = granular.DatasetWriter(path, spec, {**granular.encoders, "png": lambda x: x})
+    for i in range(6):
+        w.append({"image": png(i), "label": 10 + i, "name": f"item {i}"})
+    w.close()
+    bag = path / "image.bag"
+    data = bytearray(bag.read_bytes())
+    data[:8] = b"garbage!"  # the first image's PNG signature
+    bag.write_bytes(bytes(data))
+
+    ref = granular.DatasetReader(path, granular.decoders)
+    ours = cgranular.DatasetReader(path, cgranular.decoders)
+    for keys in (["label"], ["name", "label"], ("label", "name")):
+        assert same_values(ours[0, keys], ref[0, keys])
+        assert list(ours[0, keys]) == list(ref[0, keys])  # the order asked
+        assert same_values(ours[0:4, keys], ref[0:4, keys])
+    with pytest.raises(Exception):
+        ref[0]
+    with pytest.raises(reel.CorruptError):
+        ours[0]
+    with pytest.raises(reel.CorruptError):
+        ours[0, ["image", "label"]]
+    assert np.array_equal(ours[1, ["image"]]["image"], ref[1, ["image"]]["image"])
+    again = ours.copy()
+    assert again[5, ["label"]] == {"label": 15}
+    for n in range(8):  # more key sets than a reader keeps open
+        keys = [["label"], ["name"], ["label", "name"]][n % 3]
+        assert same_values(ours[n % 6, keys], ref[n % 6, keys])
+
+    ds = reel.open(path, columns=["name", "label"])
+    assert [f for f, _ in ds.info.schema] == ["label", "name"]  # spec order
+    assert [r["label"] for r in ds[0:6]] == list(range(10, 16))
+    assert list(ds.read_batch([0, 3])[1]) == ["label", "name"]
+    assert pa_table_names(ds) == ["label", "name"]
+    with pytest.raises(reel.InvalidInputError, match="lable"):
+        reel.open(path, columns=["lable"])
+    raw = reel.open(path, columns=["image"], decode=False)
+    assert raw[0]["image"][:8] == b"garbage!"
+
+
+def pa_table_names(ds):
+    import pyarrow as pa
+
+    return pa.table(ds).column_names
+
+
 def test_granular_bag_reader_matches_reference():
     bag = golden_root() / "granular/granular-0.24.2/raw_bag/data.bag"
     ref = granular.BagReader(bag)

@@ -48,9 +48,17 @@ impl Format {
         Format::ArrowIpc,
     ];
 
-    /// Whether the format's files are tables whose columns can be selected when opening
-    /// ([`OpenOptions::columns`]): Parquet and Arrow IPC.
+    /// Whether the format stores its fields apart, so that a selection of them when opening
+    /// ([`OpenOptions::columns`]) leaves the others unread: Parquet and Arrow IPC (columns),
+    /// Granular and bags (one bag per key).
     pub fn reads_columns(self) -> bool {
+        matches!(self, Format::Parquet | Format::ArrowIpc | Format::Granular | Format::Bags)
+    }
+
+    /// Whether a column selection ([`OpenOptions::columns`]) comes back in the order asked
+    /// (Parquet and Arrow IPC) rather than in the order the dataset stores its fields
+    /// (Granular's spec order).
+    pub fn selects_in_order(self) -> bool {
         matches!(self, Format::Parquet | Format::ArrowIpc)
     }
 
@@ -142,12 +150,17 @@ pub struct OpenOptions {
     /// Parquet and Arrow IPC files: read only these columns, in this order (default: all).
     /// Columns left out are never decoded nor checked for a value type, so a file with a
     /// column reel has no value for (a decimal, a union) opens when that column is left out
-    /// (`reel_arrow::ReadOptions::columns` says what is still checked). Other formats
-    /// refuse a column selection (a conversion's [`FieldMap`](crate::convert::FieldMap)
-    /// selects the fields of any format).
+    /// (`reel_arrow::ReadOptions::columns` says what is still checked).
+    ///
+    /// Granular and bags datasets: read only these keys, in spec order
+    /// (`reel_granular::GranularOptions::keys`); the bags of the others are never read. A
+    /// lone bag has one field, `data`.
+    ///
+    /// Other formats refuse a column selection (a conversion's
+    /// [`FieldMap`](crate::convert::FieldMap) selects the fields of any format).
     pub columns: Option<Vec<String>>,
-    /// Parquet and Arrow IPC files: leave these columns out (of [`columns`](Self::columns),
-    /// or of all), as above.
+    /// Leave these columns (or Granular keys) out (of [`columns`](Self::columns), or of
+    /// all), as above.
     pub skip_columns: Vec<String>,
 }
 
@@ -248,7 +261,7 @@ impl OpenOptions {
         if self.selects_columns() && !format.reads_columns() {
             return Err(Error::invalid_input(format!(
                 "a column selection (columns= in Python, OpenOptions::columns or skip_columns) \
-                 applies to Parquet and Arrow IPC files, not to {format} (a conversion's \
+                 applies to Parquet, Arrow IPC and Granular datasets, not to {format} (a conversion's \
                  --fields and --drop select the fields of any format)"
             ))
             .with_path(path));

@@ -32,9 +32,11 @@ def open(
     ``gs://``, ``az://``, ``http(s)://``, configured from the environment), working out its
     format. ``cache`` keeps record bytes read from object storage in a local directory
     (bounded by ``cache_size`` bytes) so later epochs read them from disk. ``columns``
-    (Parquet and Arrow IPC files only) reads only those columns, in that order: the others
+    reads only those columns of a Parquet or Arrow IPC file, in that order: the others
     are never decoded nor checked, so a file with a column reel has no value for (a
-    decimal) opens with that column left out. ``backend`` ``"auto"`` and ``"mmap"`` map the
+    decimal) opens with that column left out. Of a Granular dataset it reads only those
+    keys, in spec order, and never reads the other keys' bags. Other formats raise
+    ``ValueError``. ``backend`` ``"auto"`` and ``"mmap"`` map the
     files: a file truncated or rewritten in place while open crashes the process (SIGBUS);
     ``"pread"`` and ``"io_uring"`` raise ``CorruptError`` instead. A directory of numbered
     parts with numbers missing (``PART_00000.ffr``, ``PART_00002.ffr``) reads from the

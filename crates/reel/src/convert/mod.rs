@@ -234,11 +234,12 @@ pub fn convert_with_progress(
     convert_source(Arc::from(source), dst, options, progress)
 }
 
-/// For a Parquet or Arrow IPC source, the open and conversion options that read only the
-/// columns [`ConvertOptions::fields`] keeps: the selection moves into the open, so that a
-/// column left out is never decoded nor checked (one of a type reel has no value for, a
-/// decimal, no longer stops a conversion that drops it), and the conversion then keeps
-/// every column the source reads, renaming as asked. `None` when there is nothing to move:
+/// For a Parquet, Arrow IPC or Granular source, the open and conversion options that read
+/// only the columns (keys) [`ConvertOptions::fields`] keeps: the selection moves into the
+/// open, so that a column left out is never decoded nor checked (one of a type reel has no
+/// value for, a decimal, no longer stops a conversion that drops it; a Granular key left
+/// out is never read), and the conversion then keeps every column the source reads,
+/// renaming as asked. `None` when there is nothing to move:
 /// another format, no selection, a selection the open options already make, or a payload
 /// decoded from the records (whose fields are not the file's columns).
 fn push_down_fields(
@@ -259,7 +260,10 @@ fn push_down_fields(
     open.columns = map.keep.clone();
     open.skip_columns = map.drop.clone();
     let mut options = options.clone();
-    options.fields = FieldMap { keep: None, drop: Vec::new(), rename: map.rename.clone() };
+    // A Granular source gives its keys in spec order: the conversion still puts them in
+    // the order `--fields` names them.
+    let keep = map.keep.clone().filter(|_| !format.selects_in_order());
+    options.fields = FieldMap { keep, drop: Vec::new(), rename: map.rename.clone() };
     Some((open, options))
 }
 

@@ -26,13 +26,46 @@ fn open(path: &Path, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
             limits: options.limits.clone(),
             single_file: None,
         };
+        check_lone_bag_selection(options, &bag)?;
         return Ok(Box::new(BagReader::open_with(&bag, &opts)?));
     }
-    let opts = GranularOptions::default()
+    let mut opts = GranularOptions::default()
         .backend(options.backend.clone())
         .store(options.store.clone())
         .limits(options.limits.clone());
+    select_keys(&mut opts, options);
     Ok(Box::new(GranularReader::open_with(path, &opts)?))
+}
+
+/// Moves the column selection of `options` ([`OpenOptions::columns`] and `skip_columns`)
+/// into `granular`: the keys read.
+fn select_keys(granular: &mut GranularOptions, options: &OpenOptions) {
+    granular.keys = options.columns.clone();
+    granular.skip_keys = options.skip_columns.clone();
+}
+
+/// A lone bag's records have one field, [`RAW_FIELD`](reel_core::RAW_FIELD): a selection
+/// may name it, and nothing else, and cannot leave it out.
+fn check_lone_bag_selection(options: &OpenOptions, bag: &Path) -> Result<()> {
+    let field = reel_core::RAW_FIELD;
+    let named = options.columns.iter().flatten().chain(&options.skip_columns);
+    let misfit = match named.into_iter().find(|n| n.as_str() != field) {
+        Some(other) => Some(format!("no field {other:?}")),
+        None if !options.skip_columns.is_empty()
+            || options.columns.as_ref().is_some_and(Vec::is_empty) =>
+        {
+            Some(format!("a selection cannot leave out its only field, {field:?}"))
+        }
+        None => None,
+    };
+    match misfit {
+        Some(why) => Err(reel_core::Error::invalid_input(format!(
+            "a lone bag has one field, {field:?}: {why}"
+        ))
+        .with_format("granular")
+        .with_path(bag)),
+        None => Ok(()),
+    }
 }
 
 /// A directory with `spec.json`; a sharded root (no `spec.json`, a `000000/` folder that

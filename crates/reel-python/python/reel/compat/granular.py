@@ -1,7 +1,8 @@
 """``granular`` (0.24) readers, backed by reel.
 
 Covered: ``DatasetReader(directory, decoders, cache_index=True, cache_keys=(), parallel=False)``
-with ``len()``, ``ds[i]``, ``ds[i, keys]``, ``ds[start:stop]`` (a dict of lists), ``spec``,
+with ``len()``, ``ds[i]``, ``ds[i, keys]`` (reading only those keys' bags), ``ds[start:stop]``
+(a dict of lists), ``spec``,
 ``size``, ``copy()``, ``close()``, context-manager use; ``decoders=None`` gives the stored
 bytes, any other value the standard decoders (``granular.decoders``; custom decoder tables are
 not supported). ``ShardedDatasetReader(directory, decoders, ..., shardstart=0, shardstep=1)``
@@ -27,6 +28,9 @@ __all__ = ["DatasetReader", "ShardedDatasetReader", "BagReader"]
 
 #: Stands for granular's standard decoder table (``granular.decoders``).
 decoders = "standard"
+
+#: How many key sets of ``ds[i, keys]`` a reader keeps open at once (each an open dataset).
+_KEY_SETS_KEPT = 4
 
 
 class _Closing:
@@ -61,6 +65,27 @@ class DatasetReader(_Closing):
         self.thespec = dict(self._ds.info.schema or [])
         assert all(k in self.thespec for k in cache_keys), (self.thespec, cache_keys)
         self.length = len(self._ds)
+        # ``ds[i, keys]`` reads only those keys' bags, through a dataset opened with
+        # ``columns=keys``: a few recent key sets are kept open.
+        self._by_keys: dict[frozenset[str], reel.Dataset] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_by_keys"] = {}
+        return state
+
+    def _reading(self, keys: tuple[str, ...]) -> reel.Dataset:
+        """The dataset that reads ``keys`` (all of them: the one opened first)."""
+        wanted = frozenset(keys)
+        if wanted == frozenset(self.thespec):
+            return self._ds
+        ds = self._by_keys.pop(wanted, None)
+        if ds is None:
+            ds = reel.open(self.directory, format="granular", decode=self._decode, columns=sorted(wanted))
+            if len(self._by_keys) >= _KEY_SETS_KEPT:
+                self._by_keys.pop(next(iter(self._by_keys)))
+        self._by_keys[wanted] = ds  # most recently used last
+        return ds
 
     @property
     def spec(self) -> dict[str, str]:
@@ -77,11 +102,12 @@ class DatasetReader(_Closing):
         else:
             keys = tuple(self.spec)
         assert all(k in self.spec for k in keys), (self.spec, keys)
+        ds = self._reading(keys)
         if isinstance(index, int):
-            record = self._ds[index]
+            record = ds[index]
             return {k: record[k] for k in keys}
         assert 0 <= index.start <= index.stop and index.step in (None, 1), index
-        records = self._ds[index.start : min(index.stop, self.length)]
+        records = ds[index.start : min(index.stop, self.length)]
         return {k: [r[k] for r in records] for k in keys}
 
     @property
