@@ -693,3 +693,24 @@ fn size_fields_claiming_a_sparse_file_never_abort_or_hang() {
     }
     assert_eq!(variants, (3 + 3 + 2 + 10 + 3) + 5);
 }
+
+/// `generate` with more records than the disk can hold is refused at once, naming the room
+/// it would need and the room there is, and leaves nothing behind (it wrote until the disk
+/// was full).
+#[test]
+fn generate_refuses_a_dataset_larger_than_the_free_space() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    for format in ["ffrecord", "granular", "syrah", "gulp"] {
+        let name = format!("huge-{format}");
+        let args = ["generate", "--quiet", "--format", format, "--records", "1000000000000000"];
+        let started = std::time::Instant::now();
+        let out = run_reel("generate", dir, args.iter().copied().chain([name.as_str()]));
+        assert_eq!(out.code, 2, "{format}: {}", out.stderr);
+        assert!(out.stderr.contains("free") && out.stderr.contains("--records"), "{}", out.stderr);
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{format}: not at once");
+        let left: Vec<_> =
+            std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert!(left.is_empty(), "{format} left {left:?}");
+    }
+}
