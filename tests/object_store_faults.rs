@@ -113,6 +113,41 @@ fn http_through_the_fault_proxy() {
     persistent_faults_fail_clearly(&url, http_options(), &proxy, "cannot read bytes 93612..94612");
 }
 
+/// A port on 127.0.0.1 that nothing listens on (bound, then released).
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// A store that does not answer (a refused connection) is an I/O error that says so, from
+/// a dataset path and from the root of the store alike. At the root, recognising the format
+/// asks yes-or-no questions, which used to take the refusal for "no" and report "cannot
+/// tell the format", after one retry cycle per question (41 s with the default retries).
+/// A store that answers "not found" there still reads as no dataset.
+#[test]
+fn a_store_that_does_not_answer_is_an_error_not_an_unknown_format() {
+    let port = closed_port();
+    let mut store = http_options();
+    store.retry.max_retries = 0;
+    let options = OpenOptions::default().store_options(store);
+    for url in [format!("http://127.0.0.1:{port}/"), format!("http://127.0.0.1:{port}/data.ffr")] {
+        let started = Instant::now();
+        let e = reel::open_with(&url, &options).err().unwrap();
+        assert_eq!(e.kind(), ErrorKind::Io, "{url}: {e}");
+        let text = e.to_string();
+        assert!(text.contains("Connection refused") && !text.contains("cannot tell"), "{text}");
+        assert!(e.path().is_some_and(|p| p.to_string_lossy().contains(&port.to_string())), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{url}: {:?}", started.elapsed());
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("README"), b"not a dataset").unwrap();
+    let server = HttpServer::start(dir.path());
+    let e = reel::open_with(format!("{}/", server.url()), &options).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().contains("cannot tell the format"), "{e}");
+}
+
 /// A read whose requests hang is cancelled from another thread ([`reel::io::cancel`]): it
 /// ends with a `Closed` error at once, abandoning the requests in flight, instead of
 /// waiting out the deadlines and retries (three attempts of 5 s here).

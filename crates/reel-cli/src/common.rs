@@ -32,6 +32,10 @@ pub struct OpenArgs {
     /// $REEL_CACHE_SIZE.
     #[arg(long, value_name = "SIZE", requires = "cache")]
     pub cache_size: Option<String>,
+    /// Object storage: retries of a failed request (a timeout, a refused connection, a 5xx
+    /// or throttling answer), with exponential backoff; 0 fails at the first error.
+    #[arg(long, value_name = "N", default_value_t = reel::store::RetrySettings::default().max_retries)]
+    pub retries: usize,
 }
 
 impl OpenArgs {
@@ -56,6 +60,7 @@ impl OpenArgs {
             .payload(payload)
             .lenient_jpeg(self.lenient_jpeg);
         options.payload_field = self.payload_field.clone();
+        options.store_options.retry.max_retries = self.retries;
         let bound = self.cache_size.as_deref().map(crate::bench::parse_size).transpose()?;
         if let Some(cache) = reel::store::CacheSettings::from_options(self.cache.as_deref(), bound)?
         {

@@ -173,3 +173,20 @@ fn bench_measures_a_dataset_by_url() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("none.ffr"));
 }
+
+/// `--retries 0` fails at the first refused connection, at once, with the cause in the
+/// message (object_store's text ends at "error sending request"); with the default
+/// retries a refused connection took 2–48 s per request.
+#[test]
+fn retries_zero_fails_at_the_first_refused_connection() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    for command in ["inspect", "cat", "verify"] {
+        let url = format!("http://127.0.0.1:{port}/");
+        let started = std::time::Instant::now();
+        let out = reel().args([command, "--retries", "0"]).arg(&url).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&url) && err.contains("Connection refused"), "{command}: {err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "{command}");
+    }
+}

@@ -112,6 +112,17 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn is_dir(&self, path: &Path) -> bool {
         matches!(self.stat(path), Ok(InputKind::Dir))
     }
+
+    /// The first error other than "not found" that [`exists`](Self::exists),
+    /// [`is_file`](Self::is_file) or [`is_dir`](Self::is_dir) answered `false` for since the
+    /// last call, which it clears. Recognising a format asks such yes-or-no questions; an
+    /// object store that cannot be reached answers each with `false` (after its retries), so
+    /// without this a wrong endpoint or a refused connection read as "cannot tell the
+    /// format", after one retry cycle per question. The local file system answers from the
+    /// file system at once and keeps none.
+    fn take_failed_question(&self) -> Option<Error> {
+        None
+    }
 }
 
 /// The files of a dataset given as `path`: `path` itself unless it is a directory, else

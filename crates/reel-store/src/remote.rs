@@ -51,6 +51,9 @@ struct Memo {
     objects: HashMap<ObjectPath, Option<Known>>,
     /// One level of each prefix listed.
     listings: HashMap<ObjectPath, Arc<Listing>>,
+    /// The first failure a yes-or-no question answered `false` for (see
+    /// [`Store::take_failed_question`](reel_core::Store::take_failed_question)).
+    failed_question: Option<Error>,
 }
 
 /// An object's size and entity tag.
@@ -192,6 +195,22 @@ impl RemoteStore {
         self.fetcher.store.client()
     }
 
+    /// The answer of a yes-or-no question: `None` for an error, kept for
+    /// [`take_failed_question`](reel_core::Store::take_failed_question) when the store did
+    /// not answer at all (no connection, no answer in time). An answer that refuses (not
+    /// found, forbidden, a server without listings) is a plain "no".
+    fn answer<T>(&self, result: Result<T>) -> Option<T> {
+        match result {
+            Ok(value) => Some(value),
+            Err(e) => {
+                if e.io_error().is_some() {
+                    self.memo().failed_question.get_or_insert(e);
+                }
+                None
+            }
+        }
+    }
+
     fn memo(&self) -> std::sync::MutexGuard<'_, Memo> {
         self.memo.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -246,9 +265,7 @@ impl RemoteStore {
         match tokio::time::timeout(self.timeout(), client.head(key)).await {
             Ok(Ok(meta)) => Ok(meta),
             Ok(Err(e)) => Err(store_error(e, &path.to_string_lossy(), what)),
-            Err(_) => {
-                Err(Error::new(ErrorKind::Io, format!("{what}: no answer in time")).with_path(path))
-            }
+            Err(_) => Err(no_answer_in_time(what).with_path(path)),
         }
     }
 
@@ -334,9 +351,7 @@ impl RemoteStore {
                 listed.map_err(|e| store_error(e, &path.to_string_lossy(), "cannot list"))?
             }
             Err(_) => {
-                return Err(
-                    Error::new(ErrorKind::Io, "cannot list: no answer in time").with_path(path)
-                );
+                return Err(no_answer_in_time("cannot list").with_path(path));
             }
         };
         let listing = Arc::new(Listing::new(
@@ -396,7 +411,19 @@ impl reel_core::Store for RemoteStore {
     /// prefix, which is not a file.
     fn is_file(&self, path: &Path) -> bool {
         let Ok(key) = self.key(path) else { return false };
-        !key.as_ref().is_empty() && self.object(path, &key).is_ok()
+        !key.as_ref().is_empty() && self.answer(self.object(path, &key)).is_some()
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.answer(self.stat(path)).is_some()
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        matches!(self.answer(self.stat(path)), Some(InputKind::Dir))
+    }
+
+    fn take_failed_question(&self) -> Option<Error> {
+        self.memo().failed_question.take()
     }
 
     /// One HEAD: the object's size, ETag and last-modified time (an object written again
@@ -413,9 +440,20 @@ impl reel_core::Store for RemoteStore {
         ))
     }
 
+    /// A listing the store did not answer is also kept for
+    /// [`take_failed_question`](reel_core::Store::take_failed_question): recognising a format
+    /// lists directories and takes a failed listing for "not this format".
     fn list(&self, dir: &Path) -> Result<Vec<Entry>> {
         let key = self.key(dir)?;
-        let listing = self.listing(dir, &key)?;
+        let listing = self.listing(dir, &key).inspect_err(|e| {
+            if e.io_error().is_some() {
+                let mut copy = Error::new(e.kind(), e.message());
+                if let Some(path) = e.path() {
+                    copy = copy.with_path(path);
+                }
+                self.memo().failed_question.get_or_insert(copy);
+            }
+        })?;
         let mut out = Vec::with_capacity(listing.objects.len() + listing.prefixes.len());
         for (object, _) in &listing.objects {
             out.push(Entry { path: self.url_of(object), is_dir: false });
@@ -524,4 +562,13 @@ impl Read for ChunkReader {
         self.pos += n as u64;
         Ok(n)
     }
+}
+
+/// A request's deadline passed: `what` failed with no answer (an I/O error, so that a
+/// yes-or-no question counts it as unanswered).
+fn no_answer_in_time(what: &str) -> Error {
+    Error::io(
+        std::io::Error::from(std::io::ErrorKind::TimedOut),
+        format!("{what}: no answer in time"),
+    )
 }

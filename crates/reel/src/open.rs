@@ -347,11 +347,18 @@ pub fn sniff(path: &Path) -> Result<Format> {
 /// [`sniff`] for a dataset in `store`.
 pub fn sniff_in(store: &dyn Store, path: &Path) -> Result<Format> {
     store.stat(path)?;
+    // A question that failed (an object store not answering) ends the search with its
+    // error: the format cannot be told, and every further question would fail the same way.
+    let _ = store.take_failed_question();
     for format in Format::enabled() {
-        if let Some(h) = formats::handler(format)
-            && (h.sniff)(store, path)
-        {
-            return Ok(format);
+        if let Some(h) = formats::handler(format) {
+            let found = (h.sniff)(store, path);
+            if let Some(e) = store.take_failed_question() {
+                return Err(e);
+            }
+            if found {
+                return Ok(format);
+            }
         }
     }
     let known: Vec<_> = Format::enabled().map(Format::name).collect();
