@@ -148,3 +148,38 @@ fn granular_writer_killed_anywhere_then_resumed() {
         resumed_with_progress.load(Ordering::Relaxed)
     );
 }
+
+/// A Granular write killed part way leaves its staging directory (kept for `resume`). The
+/// next `reel generate` to the same path refuses it and names `--force`, and `--force`
+/// replaces it: it used to block every later run, `--force` included, with a message
+/// naming a library call the CLI cannot make.
+#[cfg(unix)]
+#[test]
+fn force_replaces_what_a_killed_granular_write_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = dir.path().join("probe");
+    let t = Instant::now();
+    assert!(generate("granular", &probe).status().unwrap().success());
+    let full = t.elapsed();
+    let out = dir.path().join("out");
+    let staging = reel::granular::staging_path(&out).unwrap();
+    // Kill mid-way, at later moments until a kill lands while the staging directory exists.
+    let left_staging = (1..=9).any(|tenth| {
+        let _ = std::fs::remove_dir_all(&staging);
+        let mut child = generate("granular", &out).spawn().unwrap();
+        std::thread::sleep(full.mul_f64(f64::from(tenth) / 10.0));
+        let _ = child.kill();
+        let _ = child.wait();
+        staging.is_dir() && !out.exists()
+    });
+    assert!(left_staging, "no kill landed mid-write ({full:?} per write)");
+
+    let again = generate("granular", &out).stderr(Stdio::piped()).output().unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("interrupted") && err.contains("--force"), "{err}");
+    let forced = generate("granular", &out).arg("--force").status().unwrap();
+    assert!(forced.success());
+    assert!(!staging.exists());
+    assert_eq!(reel::open(&out).unwrap().len(), records("granular"));
+}

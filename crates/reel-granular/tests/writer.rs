@@ -582,3 +582,75 @@ fn shards_of_a_size_are_sealed_when_the_next_starts() {
         ShardedWriter::create(tmp.path().join("zero"), &spec, &o.clone().shard_bytes(0)).is_err()
     );
 }
+
+/// A write interrupted (its writer gone, its staging directory left) is told from one still
+/// going on: a new `create` refuses the first, saying how to resume, replace or delete it,
+/// and with `replace_interrupted` deletes it and starts again; a writer that is alive holds
+/// its directory, so neither `create` (replacing or not) nor `resume` takes it over.
+#[test]
+fn an_interrupted_write_is_told_from_a_live_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    let spec = GranularSpec::new().with("k", "int");
+    let staging = staging_path(&dir).unwrap();
+    let replacing = GranularWriterOptions::default().replace_interrupted(true);
+
+    let mut live = GranularWriter::create(&dir, &spec).unwrap();
+    live.append(Record::new().with_int("k", 1).view()).unwrap();
+    for attempt in [
+        GranularWriter::create(&dir, &spec).err(),
+        GranularWriter::create_with(&dir, &spec, &replacing).err(),
+        GranularWriter::resume(&dir).err(),
+    ] {
+        let e = attempt.expect("a live writer's directory was taken over");
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert!(e.to_string().contains("another writer is writing"), "{e}");
+    }
+    assert!(staging.join(PARTIAL_SPEC).is_file());
+    live.suspend().unwrap(); // what a killed process leaves: its records, no writer
+
+    let e = GranularWriter::create(&dir, &spec).err().unwrap();
+    let text = e.to_string();
+    assert!(text.contains("interrupted") && text.contains("--force"), "{text}");
+    assert!(staging.is_dir());
+    let mut w = GranularWriter::create_with(&dir, &spec, &replacing).unwrap();
+    w.append(Record::new().with_int("k", 7).view()).unwrap();
+    w.finish().unwrap();
+    assert!(!staging.exists());
+    let r = GranularReader::open(&dir).unwrap();
+    assert_eq!(r.len(), 1);
+    assert_eq!(r.read(0).unwrap().get("k").unwrap().as_i64(), Some(7));
+
+    // Appending in place claims the dataset itself.
+    let mut appending = GranularWriter::resume(&dir).unwrap();
+    let e = GranularWriter::resume(&dir).err().unwrap();
+    assert!(e.to_string().contains("another writer is writing"), "{e}");
+    appending.append(Record::new().with_int("k", 8).view()).unwrap();
+    appending.finish().unwrap();
+    assert_eq!(GranularReader::open(&dir).unwrap().len(), 2);
+}
+
+/// The same for a sharded root staged beside its target.
+#[test]
+fn an_interrupted_sharded_write_is_replaced_only_when_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let spec = GranularSpec::new().with("k", "int");
+    let options = ShardedWriterOptions { shard_len: Some(2), ..ShardedWriterOptions::default() };
+    let mut live = ShardedWriter::create(&root, &spec, &options).unwrap();
+    for i in 0..3 {
+        live.append(Record::new().with_int("k", i).view()).unwrap();
+    }
+    let e = ShardedWriter::create(&root, &spec, &options).err().unwrap();
+    assert!(e.to_string().contains("another writer is writing"), "{e}");
+    live.suspend().unwrap();
+    let e = ShardedWriter::create(&root, &spec, &options).err().unwrap();
+    assert!(e.to_string().contains("ShardedWriter::resume"), "{e}");
+    let mut replacing = options.clone();
+    replacing.writer.replace_interrupted = true;
+    let mut w = ShardedWriter::create(&root, &spec, &replacing).unwrap();
+    w.append(Record::new().with_int("k", 5).view()).unwrap();
+    w.finish().unwrap();
+    assert!(!staging_path(&root).unwrap().exists());
+    assert_eq!(GranularReader::open(&root).unwrap().len(), 1);
+}

@@ -8,6 +8,7 @@ use reel_core::staged::publish_dir;
 use reel_core::{Error, ErrorKind, RecordRef, RecordSink, Result, SinkSummary, UnfinishedGuard};
 
 use super::bag_writer::BagWriter;
+use super::claim::{self, Claim};
 use super::encode::{FieldEncoder, check_keys, field_encoders};
 use crate::FORMAT;
 use crate::codec::{CodecFamily, CodecSettings, CodecTable};
@@ -43,11 +44,21 @@ pub struct GranularWriterOptions {
     /// writes made the kernel's copy out of the buffer 3–4× slower (1.3–2.2 s against
     /// 0.46–0.51 s at 1 MiB), because each write streams a buffer larger than the caches.
     pub flush_bytes: usize,
+    /// Delete the staging directory an interrupted write left beside the target (its
+    /// process ended before `finish`) and start again, where by default `create` refuses
+    /// it and says how to resume it. A staging directory that a live writer holds is
+    /// refused either way. The facade sets it from `CreateOptions::overwrite`.
+    pub replace_interrupted: bool,
 }
 
 impl Default for GranularWriterOptions {
     fn default() -> Self {
-        GranularWriterOptions { codecs: CodecTable::new(), encode: true, flush_bytes: 1 << 20 }
+        GranularWriterOptions {
+            codecs: CodecTable::new(),
+            encode: true,
+            flush_bytes: 1 << 20,
+            replace_interrupted: false,
+        }
     }
 }
 
@@ -61,6 +72,12 @@ impl GranularWriterOptions {
     /// Sets [`codecs`](Self::codecs).
     pub fn codecs(mut self, codecs: CodecTable) -> Self {
         self.codecs = codecs;
+        self
+    }
+
+    /// Sets [`replace_interrupted`](Self::replace_interrupted).
+    pub fn replace_interrupted(mut self, on: bool) -> Self {
+        self.replace_interrupted = on;
         self
     }
 }
@@ -110,6 +127,9 @@ pub struct GranularWriter {
     scratch: Vec<Vec<u8>>,
     state: State,
     pub(crate) unfinished: UnfinishedGuard,
+    /// The claim on `dir` until finished (see [`claim`](super::claim)): a write interrupted
+    /// later is told from this one by whether its directory can still be claimed.
+    claim: Option<Claim>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,13 +164,8 @@ impl GranularWriter {
         }
         let staging = staging_path(&target)?;
         if staging.exists() {
-            return Err(Error::invalid_input(format!(
-                "an interrupted or concurrent write of this dataset exists at {}: resume it \
-                 with GranularWriter::resume, or delete it",
-                staging.display()
-            ))
-            .with_path(&target)
-            .with_format(FORMAT));
+            let how = "GranularWriter::resume";
+            claim::clear_interrupted(&staging, &target, options.replace_interrupted, how)?;
         }
         if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
             fs::create_dir_all(parent)
@@ -158,7 +173,12 @@ impl GranularWriter {
         }
         fs::create_dir(&staging)
             .map_err(|e| Error::io(e, "cannot create staging directory").with_path(&staging))?;
+        let Some(claimed) = claim::claim(&staging)? else {
+            // Another writer made the same staging directory since the check above.
+            return Err(claim::busy(&staging, &target));
+        };
         let mut w = GranularWriter {
+            claim: Some(claimed),
             unfinished: UnfinishedGuard::new(FORMAT, &target),
             mode: Mode::Staged { target },
             dir: staging.clone(),
@@ -216,6 +236,9 @@ impl GranularWriter {
             .with_path(&target)
             .with_format(FORMAT));
         };
+        let Some(claimed) = claim::claim(&files_dir)? else {
+            return Err(claim::busy(&files_dir, &target));
+        };
         let bytes = reel_core::paths::read_input(
             &spec_file,
             reel_core::Limits::default().max_metadata_bytes,
@@ -224,6 +247,7 @@ impl GranularWriter {
         let spec = check_spec(&GranularSpec::parse(&bytes).map_err(|e| e.with_path(&spec_file))?)?;
         let fields = encoders(&spec, options)?;
         let mut w = GranularWriter {
+            claim: Some(claimed),
             unfinished: UnfinishedGuard::new(FORMAT, dir.as_ref()),
             mode,
             dir: files_dir,
@@ -412,6 +436,9 @@ impl GranularWriter {
         self.unfinished.finished();
         let r = self.finish_inner();
         self.state = if r.is_ok() { State::Finished } else { State::Broken };
+        if r.is_ok() {
+            self.claim = None; // finished: anyone may append to it now
+        }
         r
     }
 

@@ -2,6 +2,7 @@
 //! granular 0.20–0.21, sharded roots of either, and single bags.
 
 mod bag_writer;
+mod claim;
 mod dataset;
 mod encode;
 mod fit;

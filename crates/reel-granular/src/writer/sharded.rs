@@ -9,6 +9,7 @@ use reel_core::{
     Error, ErrorKind, RecordRef, RecordSink, Result, SealedFile, SinkSummary, UnfinishedGuard,
 };
 
+use super::claim::{self, Claim};
 use super::dataset::{GranularWriter, GranularWriterOptions, PARTIAL_SPEC, staging_path};
 use super::refs_writer::{BagsWriter, RefsFlavor};
 use crate::FORMAT;
@@ -171,6 +172,9 @@ pub struct ShardedWriter {
     /// by [`RecordSink::take_sealed`].
     sealed: Vec<SealedFile>,
     unfinished: UnfinishedGuard,
+    /// The claim on `base` until finished (see [`claim`](super::claim)), so that an
+    /// interrupted write of the root is told from this one.
+    claim: Option<Claim>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,13 +204,8 @@ impl ShardedWriter {
         } else {
             let staging = staging_path(&root)?;
             if staging.exists() {
-                return Err(Error::invalid_input(format!(
-                    "an interrupted write of this dataset exists at {}: resume it with \
-                     ShardedWriter::resume, or delete it",
-                    staging.display()
-                ))
-                .with_path(&root)
-                .with_format(FORMAT));
+                let replace = options.writer.replace_interrupted;
+                claim::clear_interrupted(&staging, &root, replace, "ShardedWriter::resume")?;
             }
             if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
                 fs::create_dir_all(parent)
@@ -216,7 +215,11 @@ impl ShardedWriter {
                 .map_err(|e| Error::io(e, "cannot create staging directory").with_path(&staging))?;
             (staging, true)
         };
+        let Some(claimed) = claim::claim(&base)? else {
+            return Err(claim::busy(&base, &root));
+        };
         Ok(ShardedWriter {
+            claim: Some(claimed),
             unfinished: UnfinishedGuard::new(FORMAT, &root),
             root,
             base,
@@ -260,9 +263,13 @@ impl ShardedWriter {
                 .with_path(&root)
                 .with_format(FORMAT));
         };
+        let Some(claimed) = claim::claim(&base)? else {
+            return Err(claim::busy(&base, &root));
+        };
         let mut quiet = UnfinishedGuard::new(FORMAT, &root);
         quiet.finished(); // armed once the resume succeeded: a failed resume loses nothing
         let mut w = ShardedWriter {
+            claim: Some(claimed),
             unfinished: quiet,
             root,
             base,
@@ -449,6 +456,7 @@ impl ShardedWriter {
             }
         }
         self.state = State::Finished;
+        self.claim = None; // finished: anyone may append to it now
         Ok(SinkSummary {
             records: self.done_len,
             bytes: self.done_bytes,

@@ -134,12 +134,12 @@ pub(crate) fn create(
                     (_, Some(v2 @ ShardFormat::Refs(RefsFlavor::Granular021))) => v2,
                     _ => ShardFormat::Indexed,
                 };
-            let sink = reel_granular::GranularSink::new(
-                path,
-                options.schema.as_deref(),
-                layout,
-                Default::default(),
-            );
+            // Overwriting also replaces what a killed write of this target left (its fixed
+            // staging name would otherwise refuse every later write).
+            let writer = reel_granular::GranularWriterOptions::default()
+                .replace_interrupted(options.overwrite);
+            let sink =
+                reel_granular::GranularSink::new(path, options.schema.as_deref(), layout, writer);
             Ok(Box::new(match options.part_bytes {
                 Some(bytes) => sink.shard_bytes(bytes),
                 None => sink,
