@@ -326,3 +326,37 @@ def test_a_directory_with_a_part_missing_warns_and_verify_names_it(tmp_path, fmt
     report = reel.verify(d)
     assert not report["clean"] and report["records"] == 2 and report["bad_records"] == []
     assert any("are missing" in p["message"] for p in report["problems"]), report
+
+
+def test_overwrite_replaces_what_a_killed_granular_write_left(tmp_path):
+    """A process that dies while writing Granular leaves its staging directory (for resume);
+    a new writer to the same path refuses it, naming ``overwrite=True``, which replaces it.
+    A writer that is still writing is never replaced."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "ds"
+    script = (
+        "import os, reel\n"
+        f"w = reel.granular.Writer({str(path)!r})\n"
+        "for i in range(100): w.write({'k': i})\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    staging = tmp_path / ".ds.reel-partial"
+    assert staging.is_dir() and not path.exists()
+    with pytest.raises(reel.InvalidInputError, match="overwrite=True"):
+        with reel.granular.Writer(path) as w:
+            w.write({"k": 1})
+    with reel.granular.Writer(path, overwrite=True) as w:
+        w.write({"k": 7})
+    assert not staging.exists()
+    assert [r["k"] for r in reel.open(path)] == [7]
+
+    live = reel.granular.Writer(tmp_path / "live")
+    live.write({"k": 1})
+    with pytest.raises(reel.InvalidInputError, match="another writer"):
+        with reel.granular.Writer(tmp_path / "live", overwrite=True) as w:
+            w.write({"k": 2})
+    live.finish()
+    assert [r["k"] for r in reel.open(tmp_path / "live")] == [1]
