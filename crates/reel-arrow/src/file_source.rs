@@ -296,6 +296,20 @@ impl ArrowFileSource {
                     })?;
                 }
                 info.facts.push(("record batches".into(), batch_starts.len().to_string()));
+                if let Some(codec) = layout.compression {
+                    // A random read decompresses the whole of each batch it touches (every
+                    // buffer is compressed as one piece), which users of `to_feather`'s
+                    // default LZ4 meet as reads hundreds of times slower than uncompressed.
+                    let largest = layout.batch_rows.iter().max().copied().unwrap_or(0);
+                    info.facts.push((
+                        "compression".into(),
+                        format!(
+                            "{codec}: a random read decompresses each record batch it touches \
+                             whole (up to {largest} rows); for random access write the file \
+                             uncompressed (reel convert --to arrow)"
+                        ),
+                    ));
+                }
                 let schema = ipc.schema();
                 let n = schema.fields().len();
                 (Cursor::Ipc { file: Box::new(ipc), batch_starts }, schema, total, (0..n).collect())

@@ -49,6 +49,8 @@ pub(crate) struct IpcLayout {
     dictionaries: Vec<Block>,
     /// The record batches' blocks, checked, in the footer's order.
     batches: Vec<Block>,
+    /// The codec of the first compressed record batch (`"LZ4"`, `"zstd"`), if any is.
+    pub(crate) compression: Option<&'static str>,
 }
 
 /// How far LZ4 can expand: 255 times (a frame's block of literal runs), with room for
@@ -219,6 +221,7 @@ pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
         return Err(ipc_corrupt(path, "the footer lists messages that overlap"));
     }
     let mut batch_rows = Vec::with_capacity(batches.len());
+    let mut compression = None;
     let mut meta_bytes = Vec::new();
     for (k, block) in batches.iter().enumerate() {
         let bad = |why: &str| ipc_corrupt(path, &format!("record batch {k}: {why}"));
@@ -232,6 +235,11 @@ pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
         let rows = u64::try_from(header.length())
             .map_err(|_| bad(&format!("negative row count {}", header.length())))?;
         batch_rows.push(rows);
+        compression = compression.or(match header.compression().map(|c| c.codec()) {
+            Some(arrow_ipc::CompressionType::LZ4_FRAME) => Some("LZ4"),
+            Some(arrow_ipc::CompressionType::ZSTD) => Some("zstd"),
+            _ => None,
+        });
     }
     Ok(IpcLayout {
         schema,
@@ -240,6 +248,7 @@ pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
         native_byte_order,
         dictionaries,
         batches,
+        compression,
     })
 }
 

@@ -90,6 +90,16 @@ fn every_codec_reads() {
             let src = ArrowFileSource::open(&path, &options)
                 .unwrap_or_else(|e| panic!("ipc {name} (map {map}): {e}"));
             check_sample(&src, &format!("ipc {name} (map {map})"));
+            // A compressed file says what its random reads cost (`reel inspect` shows it).
+            let fact = src.info().facts.iter().find(|(k, _)| k == "compression");
+            match codec {
+                None => assert!(fact.is_none(), "ipc {name}: {fact:?}"),
+                Some(_) => {
+                    let (_, text) = fact.unwrap_or_else(|| panic!("ipc {name}: no fact"));
+                    let named = if name == "lz4" { "LZ4" } else { "zstd" };
+                    assert!(text.starts_with(named) && text.contains("whole"), "{text}");
+                }
+            }
         }
     }
 }
