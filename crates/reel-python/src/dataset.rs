@@ -321,6 +321,37 @@ impl Dataset {
         self.here().map(|opened| opened.source)
     }
 
+    /// The source to stream `columns` from: where the format reads only the fields it is
+    /// asked for (Granular keys, Parquet and IPC columns) and the dataset has every field
+    /// named, the dataset opened again with that selection, so that `to_arrow(columns=)`
+    /// and Ray's `select_columns` never read (nor decode) the others; else the dataset's
+    /// own source, whose stream drops the other fields after reading them.
+    fn reader_for(&self, columns: Option<&[String]>) -> reel::Result<Arc<dyn RecordSource>> {
+        let info = self.source.info();
+        let pushes_down = Format::from_name(info.format).is_some_and(Format::reads_columns);
+        let has_all = |wanted: &[String]| {
+            info.schema.as_ref().is_some_and(|fields| {
+                wanted.iter().all(|w| fields.iter().any(|f| &f.name == w))
+            })
+        };
+        if let (Some(wanted), Some(opened)) = (columns, &self.args.columns)
+            && let Some(outside) = wanted.iter().find(|w| !opened.contains(w))
+        {
+            return Err(Error::invalid_input(format!(
+                "no column {outside:?}: the dataset was opened with columns={opened:?}"
+            ))
+            .with_path(&self.args.path));
+        }
+        match columns {
+            Some(wanted) if pushes_down && !wanted.is_empty() && has_all(wanted) => {
+                let mut args = self.args.clone();
+                args.columns = Some(wanted.to_vec());
+                Ok(Arc::from(args.open()?))
+            }
+            _ => self.reader(),
+        }
+    }
+
     /// Reads `indices` in one batched read into a pooled buffer, the GIL released while
     /// reading: lending records where the source can (`lend`), or always reading them into
     /// the buffer, back to back in batch order.
@@ -1012,7 +1043,8 @@ impl Dataset {
             with_location,
             sample_records,
         };
-        let source = self.reader().py_err(py)?;
+        let wanted = args.columns.clone();
+        let source = crate::shutdown::detach(py, || self.reader_for(wanted.as_deref())).py_err(py)?;
         Ok(ArrowStream::new(crate::arrow::batch_reader(py, source, &self.bounds(), args)?))
     }
 

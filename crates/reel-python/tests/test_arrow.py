@@ -424,3 +424,21 @@ def test_a_directory_of_parts_written_by_pyarrow_reads_as_pyarrow_reads_it(tmp_p
     back = tmp_path / "gran"
     reel.convert(out, back, to="granular")
     assert [r["id"] for r in reel.open(back)] == ids
+
+
+def test_arrow_columns_of_a_granular_dataset_read_only_those_keys(tmp_path):
+    """``to_arrow(columns=)`` on a Granular dataset opened whole reads only the keys named
+    (it read and decoded every key, then dropped the others): a damaged image bag does not
+    fail a stream of the labels. A column outside the selection the dataset was opened
+    with is refused, naming that selection."""
+    path = tmp_path / "ds"
+    with reel.granular.Writer(path, schema={"image": "png", "label": "int"}) as w:
+        for i in range(10):
+            w.write({"image": b"\x89PNG not really", "label": i})
+    with pytest.raises(reel.CorruptError):
+        reel.open(path).to_arrow()
+    table = reel.open(path).to_arrow(columns=["label"])
+    assert table.column("label").to_pylist() == list(range(10))
+    assert pa.table(reel.open(path).arrow_stream(columns=["label"])).num_rows == 10
+    with pytest.raises(reel.InvalidInputError, match='opened with columns=\["label"\]'):
+        reel.open(path, columns=["label"]).to_arrow(columns=["image"])
