@@ -99,17 +99,6 @@ pub fn parse_indices(spec: &str, len: u64) -> reel::Result<Vec<u64>> {
     Ok(out)
 }
 
-/// `bytes` for messages, in whole TiB, GiB, MiB or KiB from ten of them on.
-pub fn human_bytes(bytes: u64) -> String {
-    match bytes {
-        b if b >= 10 << 40 => format!("{} TiB", b >> 40),
-        b if b >= 10 << 30 => format!("{} GiB", b >> 30),
-        b if b >= 10 << 20 => format!("{} MiB", b >> 20),
-        b if b >= 10 << 10 => format!("{} KiB", b >> 10),
-        b => format!("{b} B"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -360,3 +360,11 @@ def test_overwrite_replaces_what_a_killed_granular_write_left(tmp_path):
             w.write({"k": 2})
     live.finish()
     assert [r["k"] for r in reel.open(tmp_path / "live")] == [1]
+
+
+def test_generate_refuses_a_dataset_larger_than_the_free_space(tmp_path):
+    """``reel.generate`` checks the free space before writing, as ``reel generate`` does
+    (it wrote until the disk was full), and leaves nothing."""
+    with pytest.raises(reel.InvalidInputError, match="free"):
+        reel.generate(tmp_path / "huge", records=10**15, max_record=4096)
+    assert list(tmp_path.iterdir()) == []

@@ -144,7 +144,8 @@ pub fn jpeg_frame(video: u64, frame: u64) -> Vec<u8> {
 pub const MAX_GENERATED_RECORD: usize = 1 << 30;
 
 /// Writes a generated dataset of `records` records of `format` at `path` ([`record`] with
-/// payloads of at most `max_record` bytes, which is at most [`MAX_GENERATED_RECORD`]),
+/// payloads of at most `max_record` bytes, which is at most [`MAX_GENERATED_RECORD`];
+/// refused before anything is written when the records cannot fit in the free space there),
 /// calling `progress(done)` after each record. The dataset appears only when complete,
 /// like every writer's output.
 pub fn generate(
@@ -160,6 +161,7 @@ pub fn generate(
             "generated records are at most {MAX_GENERATED_RECORD} bytes (1 GiB), not {max_record}"
         )));
     }
+    check_room(path.as_ref(), format, records, max_record)?;
     let options = options.clone().records(records);
     let mut sink = crate::create(path, format, &options)?;
     for i in 0..records {
@@ -167,4 +169,85 @@ pub fn generate(
         progress(i + 1);
     }
     sink.finish()
+}
+
+/// Below this many records the payload total spreads too widely around its mean for
+/// [`least_bytes`] to be a floor worth refusing on; a write that runs out of room then
+/// fails like any other, leaving nothing.
+const ROOM_CHECK_RECORDS: u64 = 100;
+
+/// The fewest bytes `records` generated records of `format` take: each payload is drawn
+/// evenly from 0 to `max_record` bytes, so with many records they sum to nearly half the
+/// largest each; 90 % of that leaves room for chance. Gulp stores a JPEG frame or more per
+/// record instead of a payload.
+fn least_bytes(format: Format, records: u64, max_record: usize) -> u128 {
+    let per_record = match format {
+        Format::Gulp => gulp_frame_bytes(),
+        _ => max_record as u128 / 2,
+    };
+    u128::from(records) * per_record * 9 / 10
+}
+
+/// Refuses, before anything is written, a generated dataset that cannot fit in the free
+/// space of the file system it goes to: without it, records in the billions were written
+/// until the disk was full. A URL (object storage) has no such bound to ask about.
+fn check_room(out: &Path, format: Format, records: u64, max_record: usize) -> crate::Result<()> {
+    if records < ROOM_CHECK_RECORDS || out.to_str().is_some_and(|s| s.contains("://")) {
+        return Ok(());
+    }
+    let dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    // A directory that cannot be asked (missing, not a directory) is left to the writer,
+    // whose error names the path.
+    let Some(free) = free_bytes(dir) else { return Ok(()) };
+    let least = least_bytes(format, records, max_record);
+    if least > free {
+        let (what, smaller) = match format {
+            Format::Gulp => (format!("{records} gulp videos"), ""),
+            _ => (
+                format!("{records} {format} records of up to {max_record} bytes"),
+                " or a smaller largest record (--max-record, max_record=)",
+            ),
+        };
+        return Err(crate::Error::invalid_input(format!(
+            "{what} take at least {} and the file system holding {} has {} free; ask for \
+             fewer records (--records, records=){smaller}",
+            megabytes(least),
+            dir.display(),
+            megabytes(free)
+        ))
+        .with_path(out));
+    }
+    Ok(())
+}
+
+/// The bytes an unprivileged writer may still use on the file system holding `dir`.
+#[cfg(unix)]
+fn free_bytes(dir: &Path) -> Option<u128> {
+    let fs = rustix::fs::statvfs(dir).ok()?;
+    Some(u128::from(fs.f_bavail) * u128::from(fs.f_frsize))
+}
+
+#[cfg(not(unix))]
+fn free_bytes(_: &Path) -> Option<u128> {
+    None
+}
+
+/// Bytes of the one JPEG frame a generated Gulp video has at least.
+fn gulp_frame_bytes() -> u128 {
+    #[cfg(feature = "gulp")]
+    return jpeg_frame(0, 0).len() as u128;
+    #[cfg(not(feature = "gulp"))]
+    return 0;
+}
+
+/// `bytes` in whole MiB (GiB, TiB from ten of them on), for messages.
+fn megabytes(bytes: u128) -> String {
+    match bytes {
+        b if b >= 10 << 40 => format!("{} TiB", b >> 40),
+        b if b >= 10 << 30 => format!("{} GiB", b >> 30),
+        b => format!("{} MiB", b >> 20),
+    }
 }

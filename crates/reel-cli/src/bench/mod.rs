@@ -24,7 +24,6 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use reel::{Backend, Format, RecordBatch, RecordSource};
 
-use crate::common::human_bytes;
 use crate::table::Table;
 use measure::{Run, run_parallel};
 use workload::{Batches, Dataset, dataset};
@@ -738,6 +737,14 @@ fn total_size(path: &Path) -> u64 {
         entries.map(|e| total_size(&e.path())).sum()
     } else {
         std::fs::metadata(path).map_or(0, |m| m.len())
+    }
+}
+
+fn human_bytes(bytes: u64) -> String {
+    match bytes {
+        b if b >= 10 << 20 => format!("{} MiB", b >> 20),
+        b if b >= 10 << 10 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
     }
 }
 
