@@ -443,3 +443,49 @@ fn a_column_selection_reads_only_the_granular_keys_named() {
     let e = reel::open_with(&ffr, &OpenOptions::default().columns(["data"])).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
 }
+
+/// Conversions: a field named twice by `--fields`, or both kept and dropped, is refused
+/// saying so (the messages spoke of renaming, or of a field the record lacks); a record
+/// whose fields are already in sorted order loses no order going to Granular, and one
+/// whose fields are not is told it does.
+#[test]
+fn field_selections_that_contradict_themselves_and_the_sorted_order_loss() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sorted = tmp.path().join("sorted");
+    let spec = granular::GranularSpec::new().with("a", "int").with("b", "int");
+    let mut w = granular::GranularWriter::create(&sorted, &spec).unwrap();
+    w.append(Record::new().with_int("a", 1).with_int("b", 2).view()).unwrap();
+    w.finish().unwrap();
+
+    let mut twice = reel::ConvertOptions::new(Format::Granular);
+    twice.fields.keep = Some(vec!["a".into(), "a".into()]);
+    let e = reel::convert(&sorted, tmp.path().join("x"), &twice).unwrap_err();
+    assert!(e.to_string().contains("names \"a\" twice"), "{e}");
+    let mut both = reel::ConvertOptions::new(Format::Granular);
+    both.fields.keep = Some(vec!["a".into()]);
+    both.fields.drop = vec!["a".into()];
+    let e = reel::convert(&sorted, tmp.path().join("y"), &both).unwrap_err();
+    assert!(e.to_string().contains("--drop leaves it out"), "{e}");
+
+    let order_loss = |report: &reel::ConvertReport| {
+        report.losses.iter().any(|l| l.what.contains("sorted name order"))
+    };
+    let report = reel::convert(
+        &sorted,
+        tmp.path().join("copy"),
+        &reel::ConvertOptions::new(Format::Granular),
+    )
+    .unwrap();
+    assert!(!order_loss(&report), "{:?}", report.losses);
+    // b before a (Parquet keeps the order written): the order is lost, and said so.
+    let mut reversed = reel::ConvertOptions::new(Format::Parquet);
+    reversed.fields.keep = Some(vec!["b".into(), "a".into()]);
+    reel::convert(&sorted, tmp.path().join("ba.parquet"), &reversed).unwrap();
+    let report = reel::convert(
+        tmp.path().join("ba.parquet"),
+        tmp.path().join("again"),
+        &reel::ConvertOptions::new(Format::Granular),
+    )
+    .unwrap();
+    assert!(order_loss(&report), "{:?}", report.losses);
+}

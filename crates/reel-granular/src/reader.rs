@@ -55,9 +55,9 @@ pub struct GranularOptions {
     /// Which shards of a sharded dataset to read.
     pub shards: ShardSelection,
     /// Read only these keys (default: all). Records then hold the selected keys, in spec
-    /// order, and the schema lists only them; the other keys' data files are never read
-    /// and their values never decoded, so a damaged or undecodable key left out does not
-    /// fail a read. Their indexes are still read and checked at open, since every key's
+    /// order, and the schema lists only them; the other keys' record data is never read
+    /// and their values never decoded, so damaged records (or a type reel cannot decode) of
+    /// a key left out do not fail a read. Their files are still opened and their indexes are still read and checked at open, since every key's
     /// record count makes the dataset's length. A name the spec does not have is an error
     /// naming the keys it has. [`read_masked`](GranularReader::read_masked) still reads any
     /// key.

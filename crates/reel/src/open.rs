@@ -153,7 +153,8 @@ pub struct OpenOptions {
     /// (`reel_arrow::ReadOptions::columns` says what is still checked).
     ///
     /// Granular and bags datasets: read only these keys, in spec order
-    /// (`reel_granular::GranularOptions::keys`); the bags of the others are never read. A
+    /// (`reel_granular::GranularOptions::keys`); the record data of the others is never read
+    /// (their indexes are, at open). A
     /// lone bag has one field, `data`.
     ///
     /// Other formats refuse a column selection (a conversion's

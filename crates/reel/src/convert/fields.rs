@@ -38,6 +38,22 @@ impl FieldMap {
         }
     }
 
+    /// Refuses a mapping that contradicts itself, whatever the records: a field `--fields`
+    /// names twice, or one that `--fields` keeps and `--drop` leaves out.
+    pub fn check(&self) -> Result<()> {
+        let keep = self.keep.as_deref().unwrap_or_default();
+        let repeated = keep.iter().enumerate().find(|(k, n)| keep[..*k].contains(n));
+        if let Some((_, twice)) = repeated {
+            return Err(Error::invalid_input(format!("--fields names {twice:?} twice")));
+        }
+        if let Some(both) = keep.iter().find(|n| self.drop.contains(n)) {
+            return Err(Error::invalid_input(format!(
+                "--fields keeps {both:?} and --drop leaves it out: name it in one of them"
+            )));
+        }
+        Ok(())
+    }
+
     /// The name field `name` is written under (renamed, or as it is).
     pub(crate) fn renamed<'a>(&'a self, name: &'a str) -> &'a str {
         self.rename.iter().find(|(old, _)| old == name).map_or(name, |(_, new)| new)
@@ -87,6 +103,7 @@ impl FieldMap {
                 names.join(", ")
             ))
         };
+        self.check()?;
         for name in self.keep.iter().flatten() {
             if !has(name) {
                 return Err(missing(name, "--fields"));

@@ -225,6 +225,9 @@ pub fn convert_with_progress(
     }
     let (src, open) = crate::locate(src, &open)?;
     let format = crate::sniff_in(&*open.store, &src)?;
+    // Before the selection moves into the open, where a contradiction would read as
+    // fields missing from the records.
+    options.fields.check()?;
     let pushed = push_down_fields(format, &open, options);
     let (open, options) = match &pushed {
         Some((open, options)) => (open, options),
