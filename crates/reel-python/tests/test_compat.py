@@ -310,6 +310,14 @@ def test_granular_reads_of_some_keys_leave_the_others_unread(tmp_path):
         keys = [["label"], ["name"], ["label", "name"]][n % 3]
         assert same_values(ours[n % 6, keys], ref[n % 6, keys])
 
+    # Out of range, as the reference: ValueError (no indices from the end); no keys, {}.
+    for bad in (-1, len(ref)):
+        with pytest.raises(ValueError):
+            ref[bad, ["label"]]
+        with pytest.raises(ValueError):
+            ours[bad, ["label"]]
+    assert ours[len(ref), ()] == ref[len(ref), ()] == {}
+
     ds = reel.open(path, columns=["name", "label"])
     assert [f for f, _ in ds.info.schema] == ["label", "name"]  # spec order
     assert [r["label"] for r in ds[0:6]] == list(range(10, 16))

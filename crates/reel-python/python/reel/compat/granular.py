@@ -102,6 +102,11 @@ class DatasetReader(_Closing):
         else:
             keys = tuple(self.spec)
         assert all(k in self.spec for k in keys), (self.spec, keys)
+        if not keys:
+            return {}  # as the reference: nothing is read, so nothing is checked
+        if isinstance(index, int) and not 0 <= index < self.length:
+            # The reference's bags raise ValueError (no negative indices from the end).
+            raise ValueError(f"datapoint {index} is out of range ({self.length} datapoints)")
         ds = self._reading(keys)
         if isinstance(index, int):
             record = ds[index]
