@@ -230,7 +230,7 @@ impl GranularLayout {
                 .map(|(c, _)| FieldSpec { name: c.name.to_string(), kind: c.type_string.clone() })
                 .collect(),
         );
-        info.paths = desc.paths().to_vec();
+        info.paths = paths_read(desc, &selected);
         if first.generation == Generation::Refs {
             warnings.push(Warning {
                 kind: WarningKind::LegacyLayout,
@@ -598,6 +598,31 @@ impl Layout for GranularLayout {
     fn prefetch(&self, index: u64) {
         self.prefetch_with(index, &self.all);
     }
+}
+
+/// The files of `desc` whose bytes records are read from: with some keys selected, the
+/// specs, `refs.bag` and the selected keys' files, so that a selection's size
+/// (`stored_bytes`, which Ray sizes its read tasks by) is what it reads.
+fn paths_read(desc: &DatasetFiles, selected: &[bool]) -> Vec<PathBuf> {
+    let all = desc.paths();
+    if selected.iter().all(|on| *on) {
+        return all.to_vec();
+    }
+    let mut read = vec![false; all.len()];
+    let mut mark = |file: u32| {
+        if let Some(slot) = read.get_mut(file as usize) {
+            *slot = true;
+        }
+    };
+    for shard in desc.shards() {
+        mark(shard.spec);
+        shard.refs.into_iter().for_each(&mut mark);
+        for (column, _) in shard.columns.iter().zip(selected).filter(|(_, on)| **on) {
+            mark(column.bag);
+            column.idx.into_iter().for_each(&mut mark);
+        }
+    }
+    all.iter().zip(read).filter(|(_, r)| *r).map(|(p, _)| p.clone()).collect()
 }
 
 /// Which keys of `spec` (in spec order) the records hold: [`GranularOptions::keys`] less

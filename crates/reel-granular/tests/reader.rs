@@ -450,6 +450,17 @@ fn selected_keys_are_the_only_ones_read() {
     let tags = r.read_masked(3, &GranularMask::new().key("tags")).unwrap();
     assert_eq!(tags.get("tags").unwrap().as_list().unwrap().len(), 3);
 
+    // The files listed are those records are read from: no tags.bag.
+    let listed: Vec<String> = r
+        .info()
+        .paths
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(listed.contains(&"blob.bag".to_string()) && listed.contains(&"refs.bag".into()));
+    assert!(!listed.iter().any(|n| n.starts_with("tags")), "{listed:?}");
+    assert_eq!(whole.info().paths.len(), listed.len() + 1);
+
     let skip = GranularOptions::default().skip_keys(["tags"]);
     assert_eq!(names(&GranularReader::open_with(&refs, &skip).unwrap()), ["blob", "n"]);
     let both = GranularOptions::default().keys(["tags", "blob"]).skip_keys(["blob"]);
