@@ -18,7 +18,7 @@ use reel_core::{
 use crate::FORMAT;
 use crate::bag::{self, BagKind, BagTable, ENTRY};
 use crate::codec::{self, CodecFamily, CodecSettings, GranularCodec, IntSigning};
-use crate::files::{DatasetFiles, Generation, ShardFiles};
+use crate::files::{ColumnFiles, DatasetFiles, Generation, ShardFiles};
 use crate::mask::{GranularMask, Items, Pick, Selection};
 use crate::reader::GranularOptions;
 use crate::refs::{RefItem, for_each_ref};
@@ -155,32 +155,41 @@ impl GranularLayout {
         let int_signing = settings.int_signing;
 
         let selected = selected_keys(&spec, opt).map_err(|e| e.with_path(&first.dir))?;
+        // The keys whose indexes are loaded and checked, and whose record counts make the
+        // length: the selected ones, or every key when none is selected.
+        let counted: Vec<bool> = if selected.iter().any(|on| *on) {
+            selected.clone()
+        } else {
+            vec![true; selected.len()]
+        };
         let mut columns = Vec::with_capacity(spec.len());
         for ((key, type_string), &wanted) in spec.iter().zip(&selected) {
             let t =
                 TypeSpec::parse(type_string).map_err(|e| e.with_path(spec_path(files, first)))?;
             let sequence = t.sequence && first.generation == Generation::Refs;
-            // A key left out is never decoded, so a type reel cannot decode does not stop
-            // the others from being read.
-            let codec = if !opt.decode || !wanted {
-                codec::raw_codec()
+            let codec = if !opt.decode {
+                Ok(codec::raw_codec())
+            } else if t.sequence && !sequence {
+                Err(Error::schema(format!(
+                    "field {key:?} has the sequence type {type_string:?}, which only \
+                     refs-based datasets support"
+                ))
+                .with_path(spec_path(files, first)))
+            } else if matches!(t.name.as_str(), "mp4" | "webm") && opt.decode_video {
+                Err(Error::unsupported(format!(
+                    "decoding video (field {key:?}, type {type_string:?}) is not supported; \
+                     read with decode_video off to get the encoded bytes"
+                )))
             } else {
-                if t.sequence && !sequence {
-                    return Err(Error::schema(format!(
-                        "field {key:?} has the sequence type {type_string:?}, which only \
-                         refs-based datasets support"
-                    ))
-                    .with_path(spec_path(files, first)));
-                }
-                if matches!(t.name.as_str(), "mp4" | "webm") && opt.decode_video {
-                    return Err(Error::unsupported(format!(
-                        "decoding video (field {key:?}, type {type_string:?}) is not supported; \
-                         read with decode_video off to get the encoded bytes"
-                    )));
-                }
                 let base = if sequence { t.base() } else { type_string.to_string() };
                 codec::codec_for(&base, &opt.codecs, &settings)
-                    .map_err(|e| e.with_path(spec_path(files, first)))?
+                    .map_err(|e| e.with_path(spec_path(files, first)))
+            };
+            // A key left out whose type reel cannot decode does not stop the others from
+            // being read: a masked read of it gives its stored bytes.
+            let codec = match codec {
+                Err(_) if !wanted => codec::raw_codec(),
+                other => other?,
             };
             columns.push(Column {
                 name: Arc::from(key),
@@ -211,9 +220,9 @@ impl GranularLayout {
                 ))
                 .with_path(&sf.dir));
             }
-            let shard = open_shard(sf, files, opt, &columns, &mut warnings)?;
+            let shard = open_shard(sf, files, opt, &columns, &counted, &mut warnings)?;
             let total = starts[n]
-                .checked_add(shard_len(&shard, &columns)?)
+                .checked_add(shard_len(&shard, &columns, &counted)?)
                 .ok_or_else(|| Error::corrupt("datapoint counts overflow"))?;
             opt.limits.check_records(total)?;
             starts.push(total);
@@ -667,19 +676,28 @@ fn read_spec(files: &dyn ReadAt, sf: &ShardFiles, limits: &Limits) -> Result<Gra
     Ok(spec)
 }
 
+/// Opens the shard `sf`. In the current layout, the indexes of keys not `counted` (left
+/// out of a selection) are neither read nor checked: they stay on disk, read per batch if a
+/// masked read asks for such a key, so that damage there fails only reads of that key.
 fn open_shard(
     sf: &ShardFiles,
     files: &dyn ReadAt,
     opt: &GranularOptions,
     columns: &[Column],
+    counted: &[bool],
     warnings: &mut Vec<Warning>,
 ) -> Result<Shard> {
     if sf.generation == Generation::Indexed {
         // Column lengths follow from the .idx sizes alone: compare them before any index
         // is read, so one huge (say, sparse) .idx among small ones costs nothing.
-        let lens: Vec<u64> =
-            sf.columns.iter().filter_map(|cf| cf.idx).map(|f| files.file_len(f) / ENTRY).collect();
-        if lens.windows(2).any(|w| w[0] != w[1]) && lens.len() == sf.columns.len() {
+        let counted_files: Vec<&ColumnFiles> =
+            sf.columns.iter().zip(counted).filter(|(_, on)| **on).map(|(cf, _)| cf).collect();
+        let lens: Vec<u64> = counted_files
+            .iter()
+            .filter_map(|cf| cf.idx)
+            .map(|f| files.file_len(f) / ENTRY)
+            .collect();
+        if lens.windows(2).any(|w| w[0] != w[1]) && lens.len() == counted_files.len() {
             return Err(Error::corrupt(format!(
                 "inconsistent column lengths {lens:?}: a column is ahead or behind (an interrupted \
                  write; resume the writer to repair it)"
@@ -690,9 +708,12 @@ fn open_shard(
     }
     let mut shard_columns = Vec::with_capacity(sf.columns.len());
     let mut size = 0u64;
-    for (cf, column) in sf.columns.iter().zip(columns) {
+    for ((cf, column), &counts) in sf.columns.iter().zip(columns).zip(counted) {
         let data_path = files.file_path(cf.bag).to_path_buf();
         let index = match (sf.generation, cf.idx) {
+            (Generation::Indexed, Some(idx_file)) if !counts => {
+                ColumnIndex::OnDisk { idx_file, len: files.file_len(idx_file) / ENTRY }
+            }
             (Generation::Indexed, Some(idx_file)) => {
                 let idx_path = files.file_path(idx_file).to_path_buf();
                 let idx_len = files.file_len(idx_file);
@@ -774,8 +795,8 @@ fn open_shard(
 }
 
 /// Number of datapoints of a shard: `refs.bag`'s length, or the common length of the
-/// columns (which must agree, as the reference asserts).
-fn shard_len(shard: &Shard, columns: &[Column]) -> Result<u64> {
+/// `counted` columns (which must agree, as the reference asserts).
+fn shard_len(shard: &Shard, columns: &[Column], counted: &[bool]) -> Result<u64> {
     if let Some(refs) = &shard.refs {
         // One writer wrote every bag: all share the single-file version, and every
         // datapoint appended exactly one record to each scalar column.
@@ -802,7 +823,8 @@ fn shard_len(shard: &Shard, columns: &[Column]) -> Result<u64> {
         }
         return Ok(refs.table.len());
     }
-    let lens: Vec<u64> = shard.columns.iter().map(ShardColumn::len).collect();
+    let lens: Vec<u64> =
+        shard.columns.iter().zip(counted).filter(|(_, on)| **on).map(|(c, _)| c.len()).collect();
     let Some(&first) = lens.first() else {
         return Err(Error::corrupt(
             "spec.json has no keys, so the number of datapoints is unknown",

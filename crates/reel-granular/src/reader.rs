@@ -57,10 +57,12 @@ pub struct GranularOptions {
     /// Read only these keys (default: all). Records then hold the selected keys, in spec
     /// order, and the schema lists only them; the other keys' record data is never read
     /// and their values never decoded, so damaged records (or a type reel cannot decode) of
-    /// a key left out do not fail a read. Their files are still opened and their indexes are still read and checked at open, since every key's
-    /// record count makes the dataset's length. A name the spec does not have is an error
-    /// naming the keys it has. [`read_masked`](GranularReader::read_masked) still reads any
-    /// key.
+    /// a key left out do not fail a read. In the current layout their indexes are not read
+    /// at open either: the length comes from the selected keys, so a torn or short index of
+    /// a key left out fails only a [`read_masked`](GranularReader::read_masked) of that key
+    /// (which reads its index entries from disk). Their files are still opened, so a
+    /// missing one fails the open; refs-based datasets read every bag's table at open. A
+    /// name the spec does not have is an error naming the keys it has.
     pub keys: Option<Vec<String>>,
     /// Leave these keys out (of [`keys`](Self::keys), or of all), as `keys` does.
     pub skip_keys: Vec<String>,

@@ -154,7 +154,7 @@ pub struct OpenOptions {
     ///
     /// Granular and bags datasets: read only these keys, in spec order
     /// (`reel_granular::GranularOptions::keys`); the record data of the others is never read
-    /// (their indexes are, at open). A
+    /// (nor, in the current layout, their indexes). A
     /// lone bag has one field, `data`.
     ///
     /// Other formats refuse a column selection (a conversion's

@@ -35,8 +35,8 @@ def open(
     reads only those columns of a Parquet or Arrow IPC file, in that order: the others
     are never decoded nor checked, so a file with a column reel has no value for (a
     decimal) opens with that column left out. Of a Granular dataset it reads only those
-    keys, in spec order, and never reads the other keys' record data (their indexes are
-    still read and checked at open). Other formats raise
+    keys, in spec order, and never reads the other keys' record data (nor, in the current
+    layout, their indexes). Other formats raise
     ``ValueError``. ``backend`` ``"auto"`` and ``"mmap"`` map the
     files: a file truncated or rewritten in place while open crashes the process (SIGBUS);
     ``"pread"`` and ``"io_uring"`` raise ``CorruptError`` instead. A directory of numbered
