@@ -329,9 +329,11 @@ impl Dataset {
     fn reader_for(&self, columns: Option<&[String]>) -> reel::Result<Arc<dyn RecordSource>> {
         let info = self.source.info();
         let pushes_down = Format::from_name(info.format).is_some_and(Format::reads_columns);
-        let has_all = |wanted: &[String]| {
+        // Every field named, and some field left out: else opening again gains nothing.
+        let narrows = |wanted: &[String]| {
             info.schema.as_ref().is_some_and(|fields| {
                 wanted.iter().all(|w| fields.iter().any(|f| &f.name == w))
+                    && fields.iter().any(|f| !wanted.contains(&f.name))
             })
         };
         if let (Some(wanted), Some(opened)) = (columns, &self.args.columns)
@@ -343,7 +345,7 @@ impl Dataset {
             .with_path(&self.args.path));
         }
         match columns {
-            Some(wanted) if pushes_down && !wanted.is_empty() && has_all(wanted) => {
+            Some(wanted) if pushes_down && !wanted.is_empty() && narrows(wanted) => {
                 let mut args = self.args.clone();
                 args.columns = Some(wanted.to_vec());
                 Ok(Arc::from(args.open()?))
@@ -1044,7 +1046,8 @@ impl Dataset {
             sample_records,
         };
         let wanted = args.columns.clone();
-        let source = crate::shutdown::detach(py, || self.reader_for(wanted.as_deref())).py_err(py)?;
+        let source =
+            crate::shutdown::detach(py, || self.reader_for(wanted.as_deref())).py_err(py)?;
         Ok(ArrowStream::new(crate::arrow::batch_reader(py, source, &self.bounds(), args)?))
     }
 
