@@ -489,3 +489,58 @@ fn field_selections_that_contradict_themselves_and_the_sorted_order_loss() {
     .unwrap();
     assert!(order_loss(&report), "{:?}", report.losses);
 }
+
+/// The names in `dir`, hidden ones (staged output) included.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn long_operations_stop_when_their_cancel_flag_is_raised_and_leave_nothing() {
+    use reel::io::cancel::CancelFlag;
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.ffr");
+    let options = CreateOptions::default();
+    reel::synth::generate(&src, Format::Ffrecord, 2000, 512, &options, &mut |_| {}).unwrap();
+    let raised = CancelFlag::new();
+    raised.cancel();
+    let closed = |what: &str, r: reel::Result<()>| {
+        let e = r.expect_err(what);
+        assert_eq!(e.kind(), ErrorKind::Closed, "{what}: {e}");
+        assert!(e.to_string().contains("cancelled"), "{what}: {e}");
+    };
+    // A conversion to a file (staged file) and to a directory (staged directory).
+    for to in [Format::Syrah, Format::Granular, Format::Parquet] {
+        let out = dir.path().join(format!("out-{to}"));
+        let converted = raised.scope(|| reel::convert(&src, &out, &ConvertOptions::new(to)));
+        closed(&format!("convert to {to}"), converted.map(drop));
+    }
+    let generated = raised.scope(|| {
+        reel::synth::generate(
+            dir.path().join("gen"),
+            Format::Granular,
+            500,
+            64,
+            &options,
+            &mut |_| {},
+        )
+    });
+    closed("generate", generated.map(drop));
+    closed("verify", raised.scope(|| reel::verify(&src, &OpenOptions::default())).map(drop));
+    let folder = dir.path().join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("a.txt"), b"a").unwrap();
+    let packed = raised.scope(|| ffrecord::pack_folder(&folder, dir.path().join("packed.ffr")));
+    closed("pack_folder", packed.map(drop));
+    assert_eq!(names_in(dir.path()), ["folder", "src.ffr"], "left behind");
+    // A flag not raised changes nothing.
+    let calm = CancelFlag::new();
+    let out = dir.path().join("out.syr");
+    let report = calm.scope(|| reel::convert(&src, &out, &ConvertOptions::new(Format::Syrah)));
+    assert_eq!(report.unwrap().records, 2000);
+}

@@ -102,6 +102,9 @@ pub fn run(args: &DemoArgs) -> reel::Result<()> {
     let started = Instant::now();
     let work = work_dir(args.dir.as_deref())?;
     outln!("reel demo: {} records per format in {}\n", args.records, work.path.display());
+    // Ctrl-C stops the demo at its next step (a record, a batch, a conversion's batch), so
+    // that its work directory is removed; killed, it would stay in /dev/shm, holding memory.
+    let cancel = reel::io::cancel::CancelCheck::current();
 
     // 1. Write every format.
     let mut written = Table::new(&["format", "records", "bytes", "write MB/s"]);
@@ -112,6 +115,7 @@ pub fn run(args: &DemoArgs) -> reel::Result<()> {
         let mut sink =
             reel::create(&path, format, &CreateOptions::default().records(args.records))?;
         for i in 0..args.records {
+            cancel.stop_if_cancelled("the demo")?;
             sink.append(record(format, i, args.max_record).view())?;
         }
         let s = sink.finish()?;
@@ -241,7 +245,9 @@ fn random_batches(
     let order = SplitMix::new(42).permutation(source.len());
     let mut batch = RecordBatch::new();
     let mut m = Measured { records: 0, batches: 0, bytes: 0, secs: 0.0, mismatches: 0 };
+    let cancel = reel::io::cancel::CancelCheck::current();
     for chunk in order.chunks(args.batch.max(1)) {
+        cancel.stop_if_cancelled("the demo")?;
         // Only the read is timed; checking the records is the demo's own cost.
         let t = Instant::now();
         source.read_batch_into(chunk, &mut batch)?;

@@ -13,6 +13,7 @@ mod convert;
 mod demo;
 mod generate;
 mod inspect;
+mod interrupt;
 mod pack;
 mod progress;
 mod ray;
@@ -24,6 +25,7 @@ mod verify;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use interrupt::cancellable;
 
 /// Read, write, check and convert deep-learning dataset formats.
 #[derive(Parser)]
@@ -63,20 +65,33 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect(args) => inspect::run(&args).map(|()| ExitCode::SUCCESS),
-        Command::Verify(args) => verify::run(&args),
+        // The commands that write stop on Ctrl-C and SIGTERM at their next step, removing
+        // what they were writing (see `interrupt`).
+        Command::Verify(args) => cancellable(|| verify::run(&args)),
         Command::Cat(args) => cat::run(&args).map(|()| ExitCode::SUCCESS),
-        Command::Convert(args) => convert::run(&args).map(|()| ExitCode::SUCCESS),
-        Command::Generate(args) => generate::run(&args).map(|()| ExitCode::SUCCESS),
-        Command::Pack(args) => pack::pack(&args).map(|()| ExitCode::SUCCESS),
-        Command::Unpack(args) => pack::unpack(&args).map(|()| ExitCode::SUCCESS),
-        Command::Demo(args) => demo::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Convert(args) => cancellable(|| convert::run(&args)).map(|()| ExitCode::SUCCESS),
+        Command::Generate(args) => cancellable(|| generate::run(&args)).map(|()| ExitCode::SUCCESS),
+        Command::Pack(args) => cancellable(|| pack::pack(&args)).map(|()| ExitCode::SUCCESS),
+        Command::Unpack(args) => cancellable(|| pack::unpack(&args)).map(|()| ExitCode::SUCCESS),
+        Command::Demo(args) => cancellable(|| demo::run(&args)).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("reel: error: {e}");
-            ExitCode::from(2)
-        }
+        Err(e) => match interrupt::received() {
+            // Stopped by a signal: exit as the signal would have, once the writers removed
+            // what they staged.
+            Some(signal) => {
+                eprintln!(
+                    "reel: {}: stopped; what was being written was removed",
+                    interrupt::signal_name(signal)
+                );
+                ExitCode::from(u8::try_from(128 + signal).unwrap_or(u8::MAX))
+            }
+            None => {
+                eprintln!("reel: error: {e}");
+                ExitCode::from(2)
+            }
+        },
     }
 }

@@ -92,7 +92,10 @@ pub fn unpack(args: &UnpackArgs) -> reel::Result<()> {
         })?;
     }
     let pb = bar(plan.len() as u64, "unpack", args.quiet);
+    let cancel = reel::io::cancel::CancelCheck::current();
     for (rel, index) in &plan {
+        // Ctrl-C: the staging directory, dropped uncommitted, is removed.
+        cancel.stop_if_cancelled("unpacking")?;
         let target = staged.path().join(rel);
         let shown = args.dir.join(rel);
         let data = folder.reader().read_one(*index)?;

@@ -243,7 +243,11 @@ pub fn pack_folder(folder: impl AsRef<Path>, out_file: impl AsRef<Path>) -> Resu
     meta.extend_from_slice(&write_folder_index(&root));
 
     let mut writer = FfrecordWriter::create(out_file, files.len() as u64 + 1)?;
+    // Stops at the next file once the calling thread's flag is raised (Ctrl-C); the writer,
+    // dropped unfinished, leaves nothing.
+    let cancel = reel_core::io::cancel::CancelCheck::current();
     for path in &files {
+        cancel.stop_if_cancelled("packing the folder")?;
         let (f, len) = reel_core::paths::open_input(path)?;
         writer.write_one_from(f, len).map_err(|e| e.with_path(path))?;
     }

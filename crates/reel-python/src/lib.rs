@@ -12,6 +12,7 @@ mod errors;
 mod fork;
 mod fspath;
 mod gulp;
+mod interrupt;
 mod loader;
 mod parts;
 mod records;

@@ -11,6 +11,7 @@ use crate::args::{Count, count, name, opt, opt_pair};
 use crate::dataset::OpenArgs;
 use crate::errors::IntoPyResult;
 use crate::fspath::fs_path;
+use crate::interrupt::interruptible;
 use crate::records::record_from;
 
 pub(crate) fn format_named(name: &str) -> reel::Result<Format> {
@@ -183,7 +184,8 @@ impl Sink {
 /// about that size (other targets raise `ValueError`).
 ///
 /// Returns a dict: `from`, `to`, `records`, `bytes`, `losses` (list of (field, what)),
-/// `outputs` (paths written).
+/// `outputs` (paths written). Ctrl-C stops the conversion at its next batch and raises
+/// `KeyboardInterrupt` once what it staged is removed: nothing appears at `dst`.
 #[pyfunction]
 #[pyo3(signature = (src, dst, *, to, verify=true, overwrite=false, shard=None, part_size=None))]
 #[allow(clippy::too_many_arguments)] // Python keyword arguments
@@ -208,7 +210,7 @@ pub(crate) fn convert<'py>(
     if let Some(bytes) = part_size {
         options = options.part_size(bytes).py_err(py)?;
     }
-    let report = crate::shutdown::detach(py, || reel::convert(&src, &dst, &options)).py_err(py)?;
+    let report = interruptible(py, || reel::convert(&src, &dst, &options))?;
     report_dict(py, &report)
 }
 
@@ -234,7 +236,8 @@ pub(crate) fn report_dict<'py>(
 /// stored values; images in Granular `jpg`/`png` fields are kept as stored, not decoded, so
 /// damaged image bytes pass) and returns a report: `format`, `records`, `good_records`, `bad_records` (the indices that failed),
 /// `problems` (dicts with `record`, `path`, `offset`, `kind`, `message`), `opened` (False
-/// when the dataset could not even be opened) and `clean`.
+/// when the dataset could not even be opened) and `clean`. Ctrl-C stops it at its next
+/// batch (`KeyboardInterrupt`).
 #[pyfunction]
 #[pyo3(signature = (path, *, backend="auto"))]
 pub(crate) fn verify<'py>(
@@ -254,7 +257,7 @@ pub(crate) fn verify<'py>(
         columns: None,
     };
     let options = args.options().py_err(py)?;
-    let report = crate::shutdown::detach(py, || reel::verify(&path, &options)).py_err(py)?;
+    let report = interruptible(py, || reel::verify(&path, &options))?;
     let d = PyDict::new(py);
     d.set_item("format", report.format.name())?;
     d.set_item("records", report.records)?;
@@ -278,7 +281,8 @@ pub(crate) fn verify<'py>(
 
 /// Writes a generated dataset of `format` with `records` records whose content is derived
 /// from the record index (payloads up to `max_record` bytes), as `reel generate` does; for
-/// tests and benchmarks. Returns the writer's summary (`records`, `bytes`, `paths`).
+/// tests and benchmarks. Returns the writer's summary (`records`, `bytes`, `paths`). Ctrl-C
+/// stops it (`KeyboardInterrupt`), leaving nothing at `path`.
 #[pyfunction]
 #[pyo3(signature = (path, *, format="ffrecord", records=1000, max_record=4096, overwrite=false))]
 pub(crate) fn generate<'py>(
@@ -291,10 +295,9 @@ pub(crate) fn generate<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = format_named(format).py_err(py)?;
     let options = CreateOptions::default().overwrite(overwrite);
-    let summary = crate::shutdown::detach(py, || {
+    let summary = interruptible(py, || {
         reel::synth::generate(&path, format, records, max_record, &options, &mut |_| {})
-    })
-    .py_err(py)?;
+    })?;
     summary_dict(py, summary)
 }
 

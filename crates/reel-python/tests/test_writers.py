@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import _thread
 import os
+import shutil
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -368,3 +372,52 @@ def test_generate_refuses_a_dataset_larger_than_the_free_space(tmp_path):
     with pytest.raises(reel.InvalidInputError, match="free"):
         reel.generate(tmp_path / "huge", records=10**15, max_record=4096)
     assert list(tmp_path.iterdir()) == []
+
+
+def interrupt_once_staged(directory, before: int) -> threading.Thread:
+    """A thread that, once ``directory`` holds more than ``before`` entries (a writer has
+    staged its output), raises ``KeyboardInterrupt`` in the main thread as Ctrl-C does
+    (``_thread.interrupt_main`` simulates SIGINT). It gives up after 60 s."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if len(os.listdir(directory)) > before:
+                _thread.interrupt_main()
+                return
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_ctrl_c_stops_generate_and_leaves_nothing(tmp_path):
+    """Ctrl-C reaches a long ``reel.generate`` (which runs with the GIL released): it stops
+    at its next record, removes its staged file and raises ``KeyboardInterrupt``."""
+    watcher = interrupt_once_staged(tmp_path, 0)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        # About a quarter of the free space if it ran to the end: far more than can be
+        # written before the interrupt, and within what the free-space check allows.
+        free = shutil.disk_usage(tmp_path).free
+        reel.generate(tmp_path / "big.ffr", records=max(200, free // 8192 // 4), max_record=16384)
+    watcher.join()
+    assert time.monotonic() - started < 30
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("to", ["parquet", "granular"])
+def test_ctrl_c_stops_a_conversion_and_leaves_only_the_source(tmp_path, to):
+    """Ctrl-C during ``reel.convert``: the conversion stops at its next batch, nothing
+    appears at the destination (no staged files either) and ``KeyboardInterrupt`` is
+    raised."""
+    src = tmp_path / "src.ffr"
+    reel.generate(src, records=3000, max_record=131072)  # about 200 MB
+    watcher = interrupt_once_staged(tmp_path, 1)
+    with pytest.raises(KeyboardInterrupt):
+        reel.convert(src, tmp_path / "out", to=to)
+    watcher.join()
+    assert [p.name for p in tmp_path.iterdir()] == ["src.ffr"]
+    # The process goes on reading and writing as before.
+    assert reel.convert(src, tmp_path / "out", to=to)["records"] == 3000

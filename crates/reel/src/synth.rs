@@ -164,7 +164,10 @@ pub fn generate(
     check_room(path.as_ref(), format, records, max_record)?;
     let options = options.clone().records(records);
     let mut sink = crate::create(path, format, &options)?;
+    // Stops once the calling thread's flag is raised (Ctrl-C), leaving nothing behind.
+    let cancel = reel_core::io::cancel::CancelCheck::current();
     for i in 0..records {
+        cancel.stop_if_cancelled("writing the generated dataset")?;
         sink.append(record(format, i, max_record).view())?;
         progress(i + 1);
     }

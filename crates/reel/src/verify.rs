@@ -105,8 +105,12 @@ pub fn verify_with_progress(
         VerifyReport { format, records: 0, good_records: 0, problems: Vec::new(), opened: false };
     let source = match open_as(path, format, &options) {
         Ok(s) => s,
+        // Not damage: the dataset could not be read, or the verification was cancelled.
         Err(e)
-            if matches!(e.kind(), ErrorKind::Io | ErrorKind::NotFound | ErrorKind::Unsupported) =>
+            if matches!(
+                e.kind(),
+                ErrorKind::Io | ErrorKind::NotFound | ErrorKind::Unsupported | ErrorKind::Closed
+            ) =>
         {
             return Err(e);
         }
@@ -171,7 +175,12 @@ fn check_records(
     // Batches wait at most one budget's worth of bytes beyond the one being read.
     let options = reel_core::StreamOptions::default().max_ahead_bytes(STREAM_BATCH_BYTES);
     let stream = reel_core::BatchStream::new(source.clone(), plan, &options)?;
+    // Stops at the next batch once the calling thread's flag is raised (Ctrl-C). The reads
+    // again on this thread see the flag too and fail as cancelled, not as damage: the last
+    // look, after the loop, keeps such failures out of a report.
+    let cancel = reel_core::io::cancel::CancelCheck::current();
     for (seq, item) in stream.enumerate() {
+        cancel.stop_if_cancelled("the verification")?;
         let start = seq as u64 * BATCH;
         let end = n.min(start + BATCH);
         match item {
@@ -181,7 +190,7 @@ fn check_records(
         }
         progress(end, n);
     }
-    Ok(())
+    cancel.stop_if_cancelled("the verification")
 }
 
 /// Reads `range` again on this thread: in batches that fit the budget while they read, one

@@ -21,6 +21,13 @@
 //! Scopes nest, and a read looks at the innermost flag only. A stream's reads, even those
 //! it makes on the consumer's thread, run in the stream's own scope: a stream is cancelled
 //! by dropping it.
+//!
+//! Long operations look too, between their steps: a conversion, a generated dataset, a
+//! verification and a folder being packed stop at the next batch (or file) once the flag
+//! of the thread that runs them is raised, and fail with an error of kind
+//! [`Closed`](crate::ErrorKind::Closed) ([`CancelCheck::stop_if_cancelled`]). A writer that
+//! stops so is dropped unfinished, which removes its staged output: that is how the `reel`
+//! command and the Python package stop one on Ctrl-C and leave nothing behind.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -97,6 +104,26 @@ impl CancelCheck {
             _ => Ok(()),
         }
     }
+
+    /// For a long operation between two of its steps: an error (kind
+    /// [`Closed`](ErrorKind::Closed)) saying that `operation` (for example "the conversion")
+    /// was cancelled before it finished, once the flag is raised.
+    #[inline]
+    pub fn stop_if_cancelled(&self, operation: &str) -> Result<()> {
+        match &self.0 {
+            Some(flag) if flag.is_cancelled() => Err(operation_cancelled(operation)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The error of a long operation cancelled between two steps.
+#[cold]
+fn operation_cancelled(operation: &str) -> Error {
+    Error::new(
+        ErrorKind::Closed,
+        format!("{operation} was cancelled before it finished (its CancelFlag was raised)"),
+    )
 }
 
 /// The error of a cancelled read.
@@ -127,6 +154,18 @@ mod tests {
             assert!(CancelCheck::current().check().is_err());
         });
         assert!(CancelCheck::current().check().is_ok());
+    }
+
+    #[test]
+    fn a_long_operation_is_told_it_was_cancelled_by_name() {
+        assert!(CancelCheck::current().stop_if_cancelled("the conversion").is_ok());
+        let flag = CancelFlag::new();
+        let check = flag.scope(CancelCheck::current);
+        assert!(check.stop_if_cancelled("the conversion").is_ok());
+        flag.cancel();
+        let e = check.stop_if_cancelled("the conversion").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Closed);
+        assert!(e.to_string().contains("the conversion was cancelled"), "{e}");
     }
 
     #[test]

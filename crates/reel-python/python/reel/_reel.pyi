@@ -58,7 +58,8 @@ def convert(
     object URL (``s3://bucket/key`` …): a URL destination (or part) is staged locally and
     uploaded when complete, the objects that make it openable last. ``part_size``: OFRecord
     targets in part files of at most that many bytes, Granular and bags targets in shards of
-    about that size (other targets raise ``ValueError``)."""
+    about that size (other targets raise ``ValueError``). Ctrl-C stops it at its next batch
+    and raises ``KeyboardInterrupt`` once what it staged is removed."""
 
 def write_arrow(
     data: object,
@@ -120,7 +121,7 @@ def discard_staging(staging: StrPath) -> None:
 def verify(path: FsPath, *, backend: str = "auto") -> dict[str, Any]:
     """Checks every record (checksums, structure, stored values; Granular ``jpg``/``png``
     fields are kept as stored, not decoded); the report names the bad ones
-    (``bad_records``)."""
+    (``bad_records``). Ctrl-C stops it at its next batch (``KeyboardInterrupt``)."""
 
 def generate(
     path: FsPath,
@@ -131,7 +132,8 @@ def generate(
     overwrite: bool = False,
 ) -> dict[str, Any]:
     """Writes a generated dataset whose records are derived from their index (payloads of
-    at most ``max_record`` bytes, at most 1 GiB)."""
+    at most ``max_record`` bytes, at most 1 GiB). Ctrl-C stops it (``KeyboardInterrupt``),
+    leaving nothing at ``path``."""
 
 def gulp_index(
     path: FsPath,

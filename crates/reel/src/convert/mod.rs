@@ -75,6 +75,7 @@ pub use fields::FieldMap;
 pub use rules::Loss;
 pub(crate) use rules::has_non_text_keys;
 
+use reel_core::io::cancel::CancelCheck;
 use reel_core::paths::{Existing, check_destination};
 use reel_core::stream::{PassRecords, StreamOptions, WholePass};
 
@@ -460,8 +461,13 @@ fn write_batches<B: Deref<Target = RecordBatch>>(
     let locator = target.source.filter(|_| wants_location(options));
     // Where each record of a batch is stored, located for the whole batch at once.
     let (mut located, mut indices) = (reel_core::Located::default(), Vec::new());
+    // A cancelled conversion (the calling thread's flag raised: Ctrl-C in the `reel`
+    // command or in Python) stops at the next batch; the sink, dropped unfinished, removes
+    // what it staged.
+    let cancel = CancelCheck::current();
     let held = held.into_iter().map(Ok);
     for batch in held.chain(batches) {
+        cancel.stop_if_cancelled("the conversion")?;
         let batch = batch?;
         let locator = match locator {
             Some(source) => {
