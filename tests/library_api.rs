@@ -490,16 +490,6 @@ fn field_selections_that_contradict_themselves_and_the_sorted_order_loss() {
     assert!(order_loss(&report), "{:?}", report.losses);
 }
 
-/// The names in `dir`, hidden ones (staged output) included.
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 #[test]
 fn long_operations_stop_when_their_cancel_flag_is_raised_and_leave_nothing() {
     use reel::io::cancel::CancelFlag;
@@ -537,7 +527,7 @@ fn long_operations_stop_when_their_cancel_flag_is_raised_and_leave_nothing() {
     std::fs::write(folder.join("a.txt"), b"a").unwrap();
     let packed = raised.scope(|| ffrecord::pack_folder(&folder, dir.path().join("packed.ffr")));
     closed("pack_folder", packed.map(drop));
-    assert_eq!(names_in(dir.path()), ["folder", "src.ffr"], "left behind");
+    assert_eq!(reel_core::testing::names_in(dir.path()), ["folder", "src.ffr"], "left behind");
     // A flag not raised changes nothing.
     let calm = CancelFlag::new();
     let out = dir.path().join("out.syr");

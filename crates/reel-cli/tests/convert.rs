@@ -263,16 +263,6 @@ fn checksums_are_verified_while_converting() {
     assert!(!dst.exists());
 }
 
-/// The files of a dataset directory, sorted.
-fn file_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 #[test]
 fn the_target_names_the_granular_generation_whatever_the_source() {
     let dir = tempfile::tempdir().unwrap();
@@ -293,7 +283,7 @@ fn the_target_names_the_granular_generation_whatever_the_source() {
         keys.iter().flat_map(|k| [format!("{k}.bag"), format!("{k}.idx")]).collect();
     want.push("spec.json".into());
     want.sort();
-    assert_eq!(file_names(&current), want);
+    assert_eq!(reel_core::testing::names_in(&current), want);
     let info = reel::open(&current).unwrap().info().clone();
     assert!(info.version.as_deref().unwrap().contains(".idx"), "{:?}", info.version);
     // ... and --to bags (from that granular dataset) gives bags 0.5.1's layout back.
@@ -302,7 +292,7 @@ fn the_target_names_the_granular_generation_whatever_the_source() {
     let mut want: Vec<String> = keys.iter().map(|k| format!("{k}.bag")).collect();
     want.extend(["refs.bag".to_string(), "spec.json".to_string()]);
     want.sort();
-    assert_eq!(file_names(&back), want);
+    assert_eq!(reel_core::testing::names_in(&back), want);
     let source = reel::open(&back).unwrap();
     assert_eq!(Format::of_source(source.info()), Some(Format::Bags));
     // The library says the same: the format passed to `create` decides, never the schema.
@@ -336,7 +326,7 @@ fn part_size_splits_ofrecord_into_parts_and_granular_into_shards() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let parts = file_names(&dst);
+    let parts = reel_core::testing::names_in(&dst);
     assert!(parts.len() >= 10, "{parts:?}");
     for part in &parts {
         let len = std::fs::metadata(dst.join(part)).unwrap().len();
@@ -357,7 +347,7 @@ fn part_size_splits_ofrecord_into_parts_and_granular_into_shards() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{to}: {}", String::from_utf8_lossy(&out.stderr));
-        let shards = file_names(&sharded);
+        let shards = reel_core::testing::names_in(&sharded);
         assert!(shards.len() >= 3 && shards[0] == "000000", "{to}: {shards:?}");
         let back = dir.path().join(format!("back-{to}.ffr"));
         convert(&sharded, &back, "ffrecord");

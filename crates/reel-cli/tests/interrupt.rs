@@ -7,18 +7,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use reel_core::testing::names_in as names;
+
 fn reel() -> Command {
     Command::new(env!("CARGO_BIN_EXE_reel"))
-}
-
-/// The names in `dir`, hidden ones included.
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// Waits (at most 60 s) until `dir` holds a name that `before` does not: the command has
