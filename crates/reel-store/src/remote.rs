@@ -203,7 +203,7 @@ impl RemoteStore {
         match result {
             Ok(value) => Some(value),
             Err(e) => {
-                if e.io_error().is_some() {
+                if unanswered(&e) {
                     self.memo().failed_question.get_or_insert(e);
                 }
                 None
@@ -446,7 +446,8 @@ impl reel_core::Store for RemoteStore {
     fn list(&self, dir: &Path) -> Result<Vec<Entry>> {
         let key = self.key(dir)?;
         let listing = self.listing(dir, &key).inspect_err(|e| {
-            if e.io_error().is_some() {
+            if unanswered(e) {
+                // The error goes back to the caller too: what is kept is its text and path.
                 let mut copy = Error::new(e.kind(), e.message());
                 if let Some(path) = e.path() {
                     copy = copy.with_path(path);
@@ -562,6 +563,13 @@ impl Read for ChunkReader {
         self.pos += n as u64;
         Ok(n)
     }
+}
+
+/// Whether `failure` says the store did not answer at all (an I/O error: no connection, no
+/// answer in time), as opposed to an answer that refuses (not found, forbidden, a server
+/// without listings), which is a plain "no" to a yes-or-no question.
+fn unanswered(failure: &Error) -> bool {
+    failure.io_error().is_some()
 }
 
 /// A request's deadline passed: `what` failed with no answer (an I/O error, so that a
