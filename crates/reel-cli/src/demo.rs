@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use clap::Args;
 use reel::{
-    ConvertOptions, CreateOptions, Format, OpenOptions, Record, RecordBatch, RecordSink,
-    RecordSource, RecordSourceExt,
+    ConvertOptions, CreateOptions, Format, OpenOptions, Record, RecordBatch, RecordSource,
+    RecordSourceExt,
 };
 
 use crate::table::Table;
@@ -104,7 +104,6 @@ pub fn run(args: &DemoArgs) -> reel::Result<()> {
     outln!("reel demo: {} records per format in {}\n", args.records, work.path.display());
     // Ctrl-C stops the demo at its next step (a record, a batch, a conversion's batch), so
     // that its work directory is removed; killed, it would stay in /dev/shm, holding memory.
-    let cancel = reel::io::cancel::CancelCheck::current();
 
     // 1. Write every format.
     let mut written = Table::new(&["format", "records", "bytes", "write MB/s"]);
@@ -112,13 +111,16 @@ pub fn run(args: &DemoArgs) -> reel::Result<()> {
     for format in FORMATS {
         let path = work.path.join(dataset_name(format));
         let t = Instant::now();
-        let mut sink =
-            reel::create(&path, format, &CreateOptions::default().records(args.records))?;
-        for i in 0..args.records {
-            cancel.stop_if_cancelled("the demo")?;
-            sink.append(record(format, i, args.max_record).view())?;
-        }
-        let s = sink.finish()?;
+        // The generated records the reads below are compared with (`record`); generating
+        // stops at the next record on Ctrl-C.
+        let s = reel::synth::generate(
+            &path,
+            format,
+            args.records,
+            args.max_record,
+            &CreateOptions::default(),
+            &mut |_| {},
+        )?;
         let secs = t.elapsed().as_secs_f64();
         written.row(vec![
             format.to_string(),

@@ -9,7 +9,6 @@
 //! removes what it staged, and the exception is raised once the helper has ended, so that
 //! nothing is still writing when the caller sees it.
 
-use std::sync::Mutex;
 use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::time::Duration;
 
@@ -31,17 +30,7 @@ where
 {
     let flag = CancelFlag::new();
     std::thread::scope(|s| {
-        let (done, finished) = channel();
-        // The waits run with the GIL released, on this thread, behind `detach`'s `Send`
-        // bound: a lock makes the receiver shareable (it is never contended).
-        let finished = Mutex::new(finished);
-        let wait = |timeout: Option<Duration>| {
-            let finished = finished.lock().unwrap_or_else(|e| e.into_inner());
-            match timeout {
-                Some(t) => finished.recv_timeout(t),
-                None => finished.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            }
-        };
+        let (done, mut finished) = channel();
         let worker = {
             let flag = flag.clone();
             s.spawn(move || {
@@ -49,7 +38,14 @@ where
             })
         };
         loop {
-            match crate::shutdown::detach(py, || wait(Some(SIGNAL_LOOK))) {
+            // The receiver goes into each wait and comes back: `detach` runs its closure
+            // behind a `Send` bound, which a borrowed receiver does not meet.
+            let (back, answer) = crate::shutdown::detach(py, move || {
+                let answer = finished.recv_timeout(SIGNAL_LOOK);
+                (finished, answer)
+            });
+            finished = back;
+            match answer {
                 Ok(result) => return result.py_err(py),
                 Err(RecvTimeoutError::Timeout) => {}
                 // The helper ended without an answer: it panicked. Its panic goes on here,
@@ -67,7 +63,7 @@ where
                 flag.cancel();
                 // Its own error says only that it was cancelled: the exception the signal
                 // raised is the one to see.
-                let _ = crate::shutdown::detach(py, || wait(None));
+                let _ = crate::shutdown::detach(py, move || finished.recv());
                 return Err(signalled);
             }
         }

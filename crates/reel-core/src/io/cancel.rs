@@ -99,10 +99,13 @@ impl CancelCheck {
     /// An error (kind [`Closed`](ErrorKind::Closed)) once the read was cancelled.
     #[inline]
     pub fn check(&self) -> Result<()> {
-        match &self.0 {
-            Some(flag) if flag.is_cancelled() => Err(cancelled()),
-            _ => Ok(()),
-        }
+        if self.raised() { Err(cancelled()) } else { Ok(()) }
+    }
+
+    /// Whether the scope's flag is raised (never, outside a scope).
+    #[inline]
+    fn raised(&self) -> bool {
+        self.0.as_ref().is_some_and(CancelFlag::is_cancelled)
     }
 
     /// For a long operation between two of its steps: an error (kind
@@ -110,10 +113,7 @@ impl CancelCheck {
     /// was cancelled before it finished, once the flag is raised.
     #[inline]
     pub fn stop_if_cancelled(&self, operation: &str) -> Result<()> {
-        match &self.0 {
-            Some(flag) if flag.is_cancelled() => Err(operation_cancelled(operation)),
-            _ => Ok(()),
-        }
+        if self.raised() { Err(operation_cancelled(operation)) } else { Ok(()) }
     }
 }
 
