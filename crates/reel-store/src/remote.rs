@@ -103,11 +103,15 @@ impl Listing {
 }
 
 /// The prefix `key` is directly under (the empty path for a key at the root).
+///
+/// Built from `key`'s parts as they are: `ObjectPath::from` of the text before the last
+/// `/` would percent-encode it again, so that the parent of `k=a%20b/part-0` (a Hive
+/// partition value, as pyarrow encodes it) became `k=a%2520b`, a prefix no listing holds,
+/// and the object read as missing.
 fn parent(key: &ObjectPath) -> ObjectPath {
-    match key.as_ref().rsplit_once('/') {
-        Some((parent, _)) => ObjectPath::from(parent),
-        None => ObjectPath::default(),
-    }
+    let mut parts: Vec<_> = key.parts().collect();
+    parts.pop();
+    parts.into_iter().collect()
 }
 
 impl Memo {
@@ -579,4 +583,17 @@ fn no_answer_in_time(what: &str) -> Error {
         std::io::Error::from(std::io::ErrorKind::TimedOut),
         format!("{what}: no answer in time"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parent_is_its_keys_leading_parts_unchanged() {
+        let key = ObjectPath::parse("tables/k=a%20b/part-0.parquet").unwrap();
+        assert_eq!(parent(&key).as_ref(), "tables/k=a%20b");
+        assert_eq!(parent(&parent(&parent(&key))).as_ref(), "");
+        assert_eq!(parent(&ObjectPath::default()).as_ref(), "");
+    }
 }
