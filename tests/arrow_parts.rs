@@ -118,3 +118,119 @@ fn a_directory_without_parts_is_not_found() {
     assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
     assert!(e.to_string().contains("*.parquet"), "{e}");
 }
+
+/// The records of `n` generated records as a Parquet file at `path` (its directories made).
+fn parquet_part(tmp: &Path, path: &Path, n: u64) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let src = tmp.join(format!("src-{n}.ffr"));
+    if !src.exists() {
+        reel::synth::generate(
+            &src,
+            Format::Ffrecord,
+            n,
+            300,
+            &CreateOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+    }
+    reel::convert(&src, path, &ConvertOptions::new(Format::Parquet)).unwrap();
+}
+
+/// The value of `field` in record `i`, as text (`None` where the record lacks it).
+fn text_of(source: &dyn RecordSource, i: u64, field: &str) -> Option<String> {
+    let record = source.read(i).unwrap();
+    let value = record.view().get(field)?;
+    Some(value.as_i64().map_or_else(|| value.as_str().unwrap().to_string(), |v| v.to_string()))
+}
+
+#[test]
+fn hive_partition_directories_are_read_and_their_keys_are_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("table");
+    // Spark's and Hive's layout: key=value directories, a null key, a value with a space
+    // (percent-encoded), a part at the root (no keys), and a `_temporary` directory of an
+    // unfinished job, which is not read. The paths compare as text: `year=2020/lang=de`
+    // before `year=2020/lang=en`, `year=2021` before `year=__HIVE_DEFAULT_PARTITION__`.
+    let layout: [(&str, u64); 5] = [
+        ("year=2021/lang=x%20y/part-0.parquet", 3),
+        ("year=2020/lang=en/part-0.parquet", 2),
+        ("year=2020/lang=de/part-0.parquet", 4),
+        ("year=__HIVE_DEFAULT_PARTITION__/lang=en/part-0.parquet", 1),
+        ("a-root-part.parquet", 5),
+    ];
+    for (path, n) in layout {
+        parquet_part(tmp.path(), &dir.join(path), n);
+    }
+    parquet_part(tmp.path(), &dir.join("_temporary/0/part-9.parquet"), 7);
+    let table = reel::open(&dir).unwrap();
+    assert_eq!(table.len(), 15);
+    let schema = table.info().schema.clone().unwrap();
+    let names: Vec<&str> = schema.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["data", "year", "lang"], "{schema:?}");
+    assert_eq!(schema[1].kind, "Int32");
+    assert_eq!(schema[2].kind, "Utf8");
+    // Part order, and each record's keys: (year, lang) for records 0.., part after part.
+    let expect: Vec<(Option<&str>, Option<&str>)> = [
+        (None, None, 5),
+        (Some("2020"), Some("de"), 4),
+        (Some("2020"), Some("en"), 2),
+        (Some("2021"), Some("x y"), 3),
+        (None, Some("en"), 1),
+    ]
+    .iter()
+    .flat_map(|&(y, l, n)| std::iter::repeat_n((y, l), n))
+    .collect();
+    for (i, (year, lang)) in expect.iter().enumerate() {
+        let i = i as u64;
+        assert_eq!(text_of(&*table, i, "year").as_deref(), *year, "record {i}");
+        assert_eq!(text_of(&*table, i, "lang").as_deref(), *lang, "record {i}");
+    }
+    // The part's own columns are untouched: record 5 is the first record of its part.
+    let first = reel::open(dir.join("year=2020/lang=de/part-0.parquet")).unwrap();
+    assert_eq!(bytes_of(&*table, 5), bytes_of(&*first, 0));
+    assert_eq!(first.info().schema.as_ref().unwrap().len(), 1, "one file alone has no keys");
+    conformance::check_source(&*table);
+
+    // A key can be selected or left out like a column.
+    let only = reel::OpenOptions { columns: Some(vec!["lang".into()]), ..Default::default() };
+    let only = reel::open_with(&dir, &only).unwrap();
+    let record = only.read(6).unwrap();
+    let fields: Vec<&str> = record.view().iter().map(|(name, _)| name).collect();
+    assert_eq!(fields, ["lang"]);
+    let skip = reel::OpenOptions { skip_columns: vec!["year".into()], ..Default::default() };
+    let skip = reel::open_with(&dir, &skip).unwrap();
+    let names: Vec<String> =
+        skip.info().schema.as_ref().unwrap().iter().map(|f| f.name.clone()).collect();
+    assert_eq!(names, ["data", "lang"]);
+
+    // Converted to another format, the keys are fields of every record.
+    let out = tmp.path().join("out.granular");
+    reel::convert(&dir, &out, &ConvertOptions::new(Format::Granular)).unwrap();
+    let out = reel::open(&out).unwrap();
+    assert_eq!(text_of(&*out, 12, "lang").as_deref(), Some("x y"));
+    assert_eq!(text_of(&*out, 12, "year").as_deref(), Some("2021"));
+}
+
+#[test]
+fn a_partition_key_that_is_also_a_column_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("table");
+    parquet_part(tmp.path(), &dir.join("data=1/part-0.parquet"), 2);
+    parquet_part(tmp.path(), &dir.join("data=2/part-0.parquet"), 2);
+    let e = reel::open(&dir).err().expect("a key clashing with a column");
+    assert_eq!(e.kind(), ErrorKind::Schema, "{e}");
+    assert!(e.to_string().contains("\"data\" is both a column"), "{e}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symbolic_link_looping_back_up_the_tree_is_refused_not_walked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("table");
+    parquet_part(tmp.path(), &dir.join("k=1/part-0.parquet"), 2);
+    std::os::unix::fs::symlink(&dir, dir.join("k=1/again")).unwrap();
+    let e = reel::open(&dir).err().expect("a loop");
+    assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+    assert!(e.to_string().contains("directories deep"), "{e}");
+}

@@ -14,7 +14,7 @@ use parquet::arrow::arrow_reader::{
     ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
 };
 use reel_core::{
-    Error, ErrorKind, Record, RecordBatch as ReelBatch, RecordOut, RecordSource, Result,
+    Error, ErrorKind, FieldSpec, Record, RecordBatch as ReelBatch, RecordOut, RecordSource, Result,
     SourceInfo, Store, StoreRef,
 };
 
@@ -47,11 +47,70 @@ pub struct ReadOptions {
     /// backend; `false` reads each batch into memory instead. Objects in a store are always
     /// read; Parquet files are unaffected.
     pub map: bool,
+    /// Values every row of the file has as fields after the file's own columns: one row,
+    /// its columns named and typed as the fields are (the Hive partition keys of the
+    /// directories the file lies in, from [`hive_partition_columns`](crate::hive_partition_columns)).
+    /// [`columns`](Self::columns) and [`skip_columns`](Self::skip_columns) select among
+    /// them as among the file's columns; those selected follow the file's, in their order.
+    /// A name the file has a column of too is a [`Schema`](ErrorKind::Schema) error.
+    pub partition: Option<RecordBatch>,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { columns: None, skip_columns: Vec::new(), window_rows: 1024, map: true }
+        ReadOptions {
+            columns: None,
+            skip_columns: Vec::new(),
+            window_rows: 1024,
+            map: true,
+            partition: None,
+        }
+    }
+}
+
+/// The partition columns of a file: the one-row batch of their values, and how each
+/// selected one decodes.
+struct Partition {
+    values: RecordBatch,
+    columns: Vec<Column>,
+    /// The selected columns' fields, for the source's schema.
+    specs: Vec<FieldSpec>,
+}
+
+impl Partition {
+    /// The partition columns `options` selects, and `options` with its selection narrowed
+    /// to the file's own columns; refused when a partition key names a column of the file
+    /// (`has_column`), which would make two values for one field.
+    fn split(
+        options: &ReadOptions,
+        has_column: impl Fn(&str) -> bool,
+        path: &Path,
+    ) -> Result<(Option<Partition>, ReadOptions)> {
+        let Some(values) = &options.partition else { return Ok((None, options.clone())) };
+        let schema = values.schema();
+        let is_key = |name: &str| schema.index_of(name).is_ok();
+        if let Some(clash) = schema.fields().iter().find(|f| has_column(f.name())) {
+            return Err(Error::schema(format!(
+                "{:?} is both a column of the file and a partition key of the directory it \
+                 lies in ({}=…); rename the directory or the column",
+                clash.name(),
+                clash.name()
+            ))
+            .with_path(path));
+        }
+        let mut own = options.clone();
+        own.partition = None;
+        own.columns =
+            options.columns.as_ref().map(|c| c.iter().filter(|n| !is_key(n)).cloned().collect());
+        own.skip_columns.retain(|n| !is_key(n));
+        let skipped = |name: &str| options.skip_columns.iter().any(|n| n == name);
+        let mut order: Vec<usize> = match &options.columns {
+            Some(wanted) => wanted.iter().filter_map(|n| schema.index_of(n).ok()).collect(),
+            None => (0..schema.fields().len()).collect(),
+        };
+        order.retain(|&i| !skipped(schema.field(i).name()));
+        let (columns, specs) = columns_of(&schema, &order).map_err(|e| e.with_path(path))?;
+        Ok((Some(Partition { values: values.clone(), columns, specs }), own))
     }
 }
 
@@ -142,6 +201,8 @@ pub struct ArrowFileSource {
     window_rows: usize,
     /// Field name, column index in the decoded batches, plan.
     columns: Vec<Column>,
+    /// The selected partition columns, whose values every row has after its own.
+    partition: Option<Partition>,
     state: Mutex<State>,
 }
 
@@ -222,12 +283,14 @@ impl ArrowFileSource {
         });
         info.paths = vec![path.to_path_buf()];
         let mut window_rows = options.window_rows.max(1);
-        let (cursor, schema, len, order) = match kind {
+        let (cursor, schema, len, order, partition) = match kind {
             FileKind::Parquet => {
                 let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
                     .map_err(|e| pq_err(e, path))?;
                 let schema = meta.schema().clone();
-                let order = projection(&schema, options, path)?;
+                let (partition, options) =
+                    Partition::split(options, |n| schema.index_of(n).is_ok(), path)?;
+                let order = projection(&schema, &options, path)?;
                 let mut sorted = order.clone();
                 sorted.sort_unstable();
                 let mask = ProjectionMask::roots(meta.parquet_schema(), sorted.iter().copied());
@@ -278,6 +341,7 @@ impl ArrowFileSource {
                     pschema,
                     total,
                     order,
+                    partition,
                 )
             }
             FileKind::ArrowIpc => {
@@ -285,7 +349,9 @@ impl ArrowFileSource {
                 // before arrow-rs reads anything the footer points at), not from decoding
                 // every batch, which held the largest batch in memory only to count it.
                 let layout = ipc_layout(&file, path)?;
-                let order = projection(&layout.schema, options, path)?;
+                let (partition, options) =
+                    Partition::split(options, |n| layout.schema.index_of(n).is_ok(), path)?;
+                let order = projection(&layout.schema, &options, path)?;
                 let ipc = IpcFile::open(file, path, &layout, order, options.map)?;
                 let mut batch_starts = Vec::with_capacity(layout.batch_rows.len());
                 let mut total = 0u64;
@@ -312,10 +378,14 @@ impl ArrowFileSource {
                 }
                 let schema = ipc.schema();
                 let n = schema.fields().len();
-                (Cursor::Ipc { file: Box::new(ipc), batch_starts }, schema, total, (0..n).collect())
+                let cursor = Cursor::Ipc { file: Box::new(ipc), batch_starts };
+                (cursor, schema, total, (0..n).collect(), partition)
             }
         };
-        let (columns, specs) = columns_of(&schema, &order).map_err(|e| e.with_path(path))?;
+        let (columns, mut specs) = columns_of(&schema, &order).map_err(|e| e.with_path(path))?;
+        if let Some(partition) = &partition {
+            specs.extend(partition.specs.iter().cloned());
+        }
         info.schema = Some(specs);
         Ok(ArrowFileSource {
             info,
@@ -323,6 +393,7 @@ impl ArrowFileSource {
             len,
             window_rows,
             columns,
+            partition,
             state: Mutex::new(State { cursor, window: None }),
         })
     }
@@ -419,7 +490,13 @@ impl ArrowFileSource {
     /// Decodes row `index` (which the window holds) into `out`.
     fn decode(&self, window: &Window, index: u64, out: &mut RecordOut<'_>) -> Result<()> {
         let row = (index - window.start) as usize;
-        guarded(&self.path, || decode_row(&self.columns, &window.batch, row, out))
+        guarded(&self.path, || {
+            decode_row(&self.columns, &window.batch, row, out)?;
+            match &self.partition {
+                Some(p) => decode_row(&p.columns, &p.values, 0, out),
+                None => Ok(()),
+            }
+        })
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>> {

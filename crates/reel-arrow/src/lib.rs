@@ -11,6 +11,8 @@
 //! * [`ArrowFileSource`]: any Parquet or Arrow IPC file as a record source, so it converts
 //!   to every reel format; [`BatchRecords`]: the same for a stream of record batches a
 //!   caller hands over (a pyarrow table through the C stream interface), read once.
+//! * [`hive_partition_columns`]: the `key=value` directories above a part of a partitioned
+//!   table as its rows' extra columns ([`ReadOptions::partition`]), as pyarrow reads them.
 //!
 //! # One schema mapping
 //!
@@ -55,6 +57,7 @@ mod input;
 mod ipc_file;
 mod kind;
 mod losses;
+mod partition;
 mod stream;
 mod write;
 
@@ -65,6 +68,7 @@ pub use file_source::{
 };
 pub use kind::{EXTENSION_METADATA_KEY, EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, REEL_TYPE_KEY};
 pub use losses::{ReadLoss, read_losses, reads_as_arrays};
+pub use partition::{HIVE_NULL_VALUE, MAX_PARTITION_DEPTH, hive_partition_columns};
 pub use stream::{ArrowOptions, SourceBatchReader, into_ffi_stream};
 pub use write::{
     ArrowSink, Compression, FileKind, MAX_COLUMN_NESTING, WriteOptions, write_file, write_ipc,

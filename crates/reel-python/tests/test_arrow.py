@@ -426,6 +426,52 @@ def test_a_directory_of_parts_written_by_pyarrow_reads_as_pyarrow_reads_it(tmp_p
     assert [r["id"] for r in reel.open(back)] == ids
 
 
+def test_a_hive_partitioned_table_written_by_pyarrow_reads_as_pyarrow_reads_it(tmp_path):
+    """``write_dataset(partitioning_flavor="hive")`` stores key columns in directory names
+    (``year=2020/lang=de%2Ffr/``, ``year=__HIVE_DEFAULT_PARTITION__`` for a null): reel
+    reads the files in pyarrow's order and gives every row its keys back, declared as
+    pyarrow types them (``int32`` for integers, text otherwise)."""
+    import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
+
+    n = 60
+    table = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "blob": pa.array([bytes([i]) * (i % 5) for i in range(n)], pa.binary()),
+            "year": pa.array([[2020, 2021, None][i % 3] for i in range(n)], pa.int32()),
+            "lang": pa.array([["en", "x y", "de/fr", "en"][i % 4] for i in range(n)]),
+        }
+    )
+    out = tmp_path / "table"
+    pads.write_dataset(
+        table, out, format="parquet", partitioning=["year", "lang"], partitioning_flavor="hive"
+    )
+    # What an unfinished Spark job leaves: not part of the table.
+    (out / "_temporary").mkdir()
+    pq.write_table(table, out / "_temporary" / "part-9.parquet")
+    want = pads.dataset(out, format="parquet", partitioning="hive").to_table()
+    ds = reel.open(out)
+    assert len(ds) == n and len(ds.info.files) == 9
+    got = pa.table(ds)
+    assert got.column_names == want.column_names == ["id", "blob", "year", "lang"]
+    assert want.schema.field("year").type == pa.int32()
+    assert ds.info.schema[2:] == [("year", "Int32"), ("lang", "Utf8")]
+    for name in want.column_names:
+        assert got[name].to_pylist() == want[name].to_pylist(), name
+    # A row's keys are fields of its record; a null key is a field the record lacks.
+    rows = want.to_pylist()
+    k = next(i for i, r in enumerate(rows) if r["year"] is None)
+    assert "year" not in ds[k] and ds[k]["lang"] == rows[k]["lang"]
+    assert ds[0] == {key: v for key, v in rows[0].items() if v is not None}
+    # A key is selected like a column.
+    assert list(reel.open(out, columns=["lang"])[0]) == ["lang"]
+    # Converted, the keys travel with every row (to a record format too: the Rust tests).
+    back = tmp_path / "one.arrow"
+    reel.convert(out, back, to="arrow")
+    assert pa.ipc.open_file(back).read_all().to_pylist() == rows
+
+
 def test_arrow_columns_of_a_granular_dataset_read_only_those_keys(tmp_path):
     """``to_arrow(columns=)`` on a Granular dataset opened whole reads only the keys named
     (it read and decoded every key, then dropped the others): a damaged image bag does not

@@ -146,6 +146,28 @@ def test_parquet_and_arrow_files_read_in_place_from_a_bucket(s3, tmp_path, to):
     same_records(remote, reel.open(local), f"{to} in place")
 
 
+def test_a_hive_partitioned_table_reads_from_a_bucket_as_from_a_disk(s3, tmp_path):
+    """A table written by ``write_dataset(partitioning_flavor="hive")`` and uploaded to a
+    bucket: its key prefixes (``k=a%20b/``) are listed level by level, and the rows come
+    back with their keys as from the same tree on disk."""
+    import pyarrow as pa
+    import pyarrow.dataset as pads
+
+    table = pa.table({"id": list(range(30)), "k": [["a b", "c", "d"][i % 3] for i in range(30)]})
+    local = tmp_path / "table"
+    pads.write_dataset(
+        table, local, format="parquet", partitioning=["k"], partitioning_flavor="hive"
+    )
+    upload_tree(s3, BUCKET, local, "tables/hive")
+    remote = reel.open(f"s3://{BUCKET}/tables/hive")
+    assert remote.format == "parquet" and len(remote.info.files) == 3
+    assert remote.info.schema == reel.open(local).info.schema
+    same_records(remote, reel.open(local), "a hive-partitioned table in a bucket")
+    assert sorted((r["id"], r["k"]) for r in remote) == sorted(
+        zip(table["id"].to_pylist(), table["k"].to_pylist())
+    )
+
+
 def test_a_directory_of_parquet_parts_reads_from_a_bucket(s3, tmp_path):
     """Shards converted into a bucket prefix open there as one dataset, in part order."""
     src = dataset_path("ffrecord", "normal")

@@ -13,16 +13,26 @@ pub(super) const ARROW_IPC: Handler = Handler { sniff: sniff_ipc, open: open_ipc
 // system or by ranges from any other store (`ArrowFileSource::open_in`).
 fn sniff_parquet(store: &dyn Store, path: &Path) -> bool {
     if store.is_dir(path) {
-        return part_files(store, path, FileKind::Parquet).is_ok();
+        return holds_parts(store, path, FileKind::Parquet);
     }
     reel_arrow::sniff_in(store, path) == Some(FileKind::Parquet)
 }
 
 fn sniff_ipc(store: &dyn Store, path: &Path) -> bool {
     if store.is_dir(path) {
-        return part_files(store, path, FileKind::ArrowIpc).is_ok();
+        return holds_parts(store, path, FileKind::ArrowIpc);
     }
     reel_arrow::sniff_in(store, path) == Some(FileKind::ArrowIpc)
+}
+
+/// Whether the directory `path` is a table in parts of `kind`: it holds such files, or its
+/// tree is too deep to tell (a symbolic link looping back up it), which opening it then
+/// reports instead of "cannot tell the format".
+fn holds_parts(store: &dyn Store, path: &Path, kind: FileKind) -> bool {
+    match part_files(store, path, kind) {
+        Ok(_) => true,
+        Err(e) => e.kind() == ErrorKind::Limit,
+    }
 }
 
 /// The file name endings of `kind`'s files in a directory of parts.
@@ -33,35 +43,65 @@ fn part_extensions(kind: FileKind) -> &'static [&'static str] {
     }
 }
 
+/// One file of a directory of parts: where it is, and the directory it lies in relative
+/// to the dataset's root (`year=2024/lang=en`, `""` for the root), whose `key=value`
+/// names are its rows' Hive partition columns.
+struct PartFile {
+    path: PathBuf,
+    dir: String,
+}
+
 /// The files of a directory of Parquet or IPC parts (what `reel convert --shard k/n` and
-/// `reel::parts` publish, or Spark, Dask and Hugging Face write): the files directly in it
-/// with `kind`'s extension, in the order of their names, as `pyarrow.dataset` lists them.
-/// Names starting with `.` or `_` are left out, as pyarrow leaves them out: staging files,
-/// `_metadata`, `_SUCCESS`. Subdirectories (Hive partitions) are not read.
-fn part_files(store: &dyn Store, dir: &Path, kind: FileKind) -> Result<Vec<PathBuf>> {
+/// `reel::parts` publish, or Spark, Dask and Hugging Face write): the files with `kind`'s
+/// extension in it and in its subdirectories, at any depth up to
+/// [`MAX_PARTITION_DEPTH`](reel_arrow::MAX_PARTITION_DEPTH), in the order of their paths
+/// relative to it, as `pyarrow.dataset` lists them (`a/x` after `a.b/x`: the paths compare
+/// as text). Names starting with `.` or `_` are left out, files and directories alike, as
+/// pyarrow leaves them out: staging files, `_metadata`, `_SUCCESS`, Spark's `_temporary/`.
+fn part_files(store: &dyn Store, dir: &Path, kind: FileKind) -> Result<Vec<PartFile>> {
     let extensions = part_extensions(kind);
-    let mut files: Vec<PathBuf> = store
-        .list(dir)?
-        .into_iter()
-        .filter(|entry| !entry.is_dir)
-        .map(|entry| entry.path)
-        .filter(|path| {
-            let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-            let visible = !name.starts_with('.') && !name.starts_with('_');
-            let ext = path.extension().map(|e| e.to_string_lossy()).unwrap_or_default();
-            visible && extensions.contains(&&*ext)
-        })
-        .collect();
+    let mut files: Vec<(String, PartFile)> = Vec::new();
+    // Directories still to list, with their path relative to `dir` and their depth.
+    let mut pending: Vec<(PathBuf, String, usize)> = vec![(dir.to_path_buf(), String::new(), 0)];
+    while let Some((at, relative, depth)) = pending.pop() {
+        for entry in store.list(&at)? {
+            let name = entry.name().into_owned();
+            if name.starts_with('.') || name.starts_with('_') {
+                continue;
+            }
+            let joined =
+                if relative.is_empty() { name.clone() } else { format!("{relative}/{name}") };
+            if entry.is_dir {
+                if depth + 1 > reel_arrow::MAX_PARTITION_DEPTH {
+                    return Err(Error::new(
+                        ErrorKind::Limit,
+                        format!(
+                            "{joined:?} lies more than {} directories deep (a symbolic link \
+                             to a directory above it?)",
+                            reel_arrow::MAX_PARTITION_DEPTH
+                        ),
+                    )
+                    .with_path(dir));
+                }
+                pending.push((entry.path, joined, depth + 1));
+                continue;
+            }
+            let ext = entry.path.extension().map(|e| e.to_string_lossy()).unwrap_or_default();
+            if extensions.contains(&&*ext) {
+                files.push((joined, PartFile { path: entry.path, dir: relative.clone() }));
+            }
+        }
+    }
     if files.is_empty() {
         let names = extensions.iter().map(|e| format!("*.{e}")).collect::<Vec<_>>().join(", ");
         return Err(Error::new(
             ErrorKind::NotFound,
-            format!("the directory holds no {names} file"),
+            format!("the directory holds no {names} file (nor do its subdirectories)"),
         )
         .with_path(dir));
     }
-    files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
-    Ok(files)
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(files.into_iter().map(|(_, file)| file).collect())
 }
 
 // Parquet and IPC have their own page and body checksums where they have any; the reader
@@ -85,7 +125,8 @@ fn open_ipc(path: &Path, options: &OpenOptions) -> Result<Box<dyn RecordSource>>
     open_file_or_parts(path, options, FileKind::ArrowIpc)
 }
 
-/// One file, or a directory of parts read as one dataset, part after part.
+/// One file, or a directory of parts read as one dataset, part after part, each part's
+/// rows with the Hive partition columns of the directories it lies in.
 fn open_file_or_parts(
     path: &Path,
     options: &OpenOptions,
@@ -100,12 +141,20 @@ fn open_file_or_parts(
         FileKind::ArrowIpc => "arrow",
     };
     let files = part_files(&*options.store, path, kind).map_err(|e| e.with_format(format))?;
-    if let [only] = &files[..] {
-        return Ok(Box::new(ArrowFileSource::open_in(&options.store, only, kind, &read)?));
+    let dirs: Vec<&str> = files.iter().map(|f| f.dir.as_str()).collect();
+    let partitions = reel_arrow::hive_partition_columns(&dirs)
+        .map_err(|e| e.with_format(format).with_path(path))?;
+    let open_part = |k: usize| {
+        let mut read = read.clone();
+        read.partition = partitions.as_ref().map(|p| p[k].clone());
+        ArrowFileSource::open_in(&options.store, &files[k].path, kind, &read)
+    };
+    if files.len() == 1 {
+        return Ok(Box::new(open_part(0)?));
     }
     let mut parts: Vec<Box<dyn RecordSource>> = Vec::with_capacity(files.len());
-    for file in &files {
-        parts.push(Box::new(ArrowFileSource::open_in(&options.store, file, kind, &read)?));
+    for k in 0..files.len() {
+        parts.push(Box::new(open_part(k)?));
     }
     let info = parts_info(path, &parts)?;
     Ok(Box::new(ConcatSource::new(info, parts)?))
