@@ -26,11 +26,12 @@ fn sniff_ipc(store: &dyn Store, path: &Path) -> bool {
 }
 
 /// Whether the directory `path` is a table in parts of `kind`: it holds such files, or its
-/// tree is too deep to tell (a symbolic link looping back up it), which opening it then
+/// tree is too large to walk (a symbolic link looping back up it), which opening it then
 /// reports instead of "cannot tell the format".
 fn holds_parts(store: &dyn Store, path: &Path, kind: FileKind) -> bool {
-    match part_files(store, path, kind) {
-        Ok(_) => true,
+    // The first part found answers: a tree of many partitions need not be walked whole.
+    match walk_parts(store, path, kind, |_, _| false) {
+        Ok(found) => found,
         Err(e) => e.kind() == ErrorKind::Limit,
     }
 }
@@ -59,11 +60,57 @@ struct PartFile {
 /// as text). Names starting with `.` or `_` are left out, files and directories alike, as
 /// pyarrow leaves them out: staging files, `_metadata`, `_SUCCESS`, Spark's `_temporary/`.
 fn part_files(store: &dyn Store, dir: &Path, kind: FileKind) -> Result<Vec<PartFile>> {
-    let extensions = part_extensions(kind);
     let mut files: Vec<(String, PartFile)> = Vec::new();
+    walk_parts(store, dir, kind, |relative, file| {
+        files.push((relative, file));
+        true
+    })?;
+    if files.is_empty() {
+        let extensions = part_extensions(kind);
+        let names = extensions.iter().map(|e| format!("*.{e}")).collect::<Vec<_>>().join(", ");
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            format!("the directory holds no {names} file (nor do its subdirectories)"),
+        )
+        .with_path(dir));
+    }
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(files.into_iter().map(|(_, file)| file).collect())
+}
+
+/// Directories a walk of a table's tree lists at most. A partitioned table has one per
+/// partition (a year of daily partitions has 365); a walk that reaches this many is a
+/// tree that is not one table (a bucket's root), refused rather than listed for minutes.
+const MAX_PART_DIRECTORIES: usize = 100_000;
+
+/// Walks the tree under `dir` breadth first, handing each file with `kind`'s extension to
+/// `found` (with its path relative to `dir`, and where it lies) until `found` returns
+/// `false`; answers whether any file was found. Names starting with `.` or `_` are not
+/// walked. A tree deeper than [`MAX_PARTITION_DEPTH`](reel_arrow::MAX_PARTITION_DEPTH) or
+/// with more than [`MAX_PART_DIRECTORIES`] directories is a [`ErrorKind::Limit`] error.
+fn walk_parts(
+    store: &dyn Store,
+    dir: &Path,
+    kind: FileKind,
+    mut found: impl FnMut(String, PartFile) -> bool,
+) -> Result<bool> {
+    let extensions = part_extensions(kind);
+    let mut any = false;
+    let mut listed = 0usize;
     // Directories still to list, with their path relative to `dir` and their depth.
-    let mut pending: Vec<(PathBuf, String, usize)> = vec![(dir.to_path_buf(), String::new(), 0)];
-    while let Some((at, relative, depth)) = pending.pop() {
+    let mut pending = std::collections::VecDeque::from([(dir.to_path_buf(), String::new(), 0)]);
+    while let Some((at, relative, depth)) = pending.pop_front() {
+        listed += 1;
+        if listed > MAX_PART_DIRECTORIES {
+            return Err(Error::new(
+                ErrorKind::Limit,
+                format!(
+                    "more than {MAX_PART_DIRECTORIES} directories lie under it, which is not \
+                     one table's tree"
+                ),
+            )
+            .with_path(dir));
+        }
         for entry in store.list(&at)? {
             let name = entry.name().into_owned();
             if name.starts_with('.') || name.starts_with('_') {
@@ -83,25 +130,19 @@ fn part_files(store: &dyn Store, dir: &Path, kind: FileKind) -> Result<Vec<PartF
                     )
                     .with_path(dir));
                 }
-                pending.push((entry.path, joined, depth + 1));
+                pending.push_back((entry.path, joined, depth + 1));
                 continue;
             }
             let ext = entry.path.extension().map(|e| e.to_string_lossy()).unwrap_or_default();
             if extensions.contains(&&*ext) {
-                files.push((joined, PartFile { path: entry.path, dir: relative.clone() }));
+                any = true;
+                if !found(joined, PartFile { path: entry.path, dir: relative.clone() }) {
+                    return Ok(true);
+                }
             }
         }
     }
-    if files.is_empty() {
-        let names = extensions.iter().map(|e| format!("*.{e}")).collect::<Vec<_>>().join(", ");
-        return Err(Error::new(
-            ErrorKind::NotFound,
-            format!("the directory holds no {names} file (nor do its subdirectories)"),
-        )
-        .with_path(dir));
-    }
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(files.into_iter().map(|(_, file)| file).collect())
+    Ok(any)
 }
 
 // Parquet and IPC have their own page and body checksums where they have any; the reader
