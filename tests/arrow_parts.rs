@@ -203,6 +203,15 @@ fn hive_partition_directories_are_read_and_their_keys_are_columns() {
     let names: Vec<String> =
         skip.info().schema.as_ref().unwrap().iter().map(|f| f.name.clone()).collect();
     assert_eq!(names, ["data", "lang"]);
+    // A name that is neither is refused, listing the file's columns and the keys.
+    let typo = reel::OpenOptions { columns: Some(vec!["langs".into()]), ..Default::default() };
+    let e = reel::open_with(&dir, &typo).err().expect("no column langs");
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    assert!(
+        e.to_string()
+            .contains("the file has data, and its directories the partition keys year, lang"),
+        "{e}"
+    );
 
     // Converted to another format, the keys are fields of every record.
     let out = tmp.path().join("out.granular");

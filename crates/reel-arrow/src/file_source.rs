@@ -114,6 +114,13 @@ impl Partition {
     }
 }
 
+/// The names of the partition keys `options` gives the file's rows, for messages.
+fn partition_keys(options: &ReadOptions) -> Vec<String> {
+    options.partition.as_ref().map_or_else(Vec::new, |values| {
+        values.schema().fields().iter().map(|f| f.name().clone()).collect()
+    })
+}
+
 /// Bytes of decoded rows a Parquet window aims at: rows per window are this divided by the
 /// largest row size of the file's row groups (their uncompressed size over their rows, from
 /// the footer), at least one row. 300 rows of 1 MiB took 728 MiB at the fixed 1024 rows a
@@ -211,17 +218,28 @@ fn pq_err(e: impl std::fmt::Display, path: &Path) -> Error {
 }
 
 /// Indices in `schema` of the columns `options` selects (`columns` in their order, or all,
-/// less `skip_columns`), or an error naming a column the file does not have.
+/// less `skip_columns`), or an error naming a column neither the file nor its
+/// `partition_keys` have. (`options` is narrowed to the file's own columns already: a
+/// partition key is never looked up here, only listed as a name the user could have meant.)
 fn projection(
     schema: &arrow_schema::Schema,
     options: &ReadOptions,
+    partition_keys: &[String],
     path: &Path,
 ) -> Result<Vec<usize>> {
     let index_of = |name: &str| {
         schema.index_of(name).map_err(|_| {
             let have: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-            Error::invalid_input(format!("no column {name:?} (the file has {})", have.join(", ")))
-                .with_path(path)
+            let keys = if partition_keys.is_empty() {
+                String::new()
+            } else {
+                format!(", and its directories the partition keys {}", partition_keys.join(", "))
+            };
+            Error::invalid_input(format!(
+                "no column {name:?} (the file has {}{keys})",
+                have.join(", ")
+            ))
+            .with_path(path)
         })
     };
     let mut out = match &options.columns {
@@ -283,6 +301,7 @@ impl ArrowFileSource {
         });
         info.paths = vec![path.to_path_buf()];
         let mut window_rows = options.window_rows.max(1);
+        let keys = partition_keys(options);
         let (cursor, schema, len, order, partition) = match kind {
             FileKind::Parquet => {
                 let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
@@ -290,7 +309,7 @@ impl ArrowFileSource {
                 let schema = meta.schema().clone();
                 let (partition, options) =
                     Partition::split(options, |n| schema.index_of(n).is_ok(), path)?;
-                let order = projection(&schema, &options, path)?;
+                let order = projection(&schema, &options, &keys, path)?;
                 let mut sorted = order.clone();
                 sorted.sort_unstable();
                 let mask = ProjectionMask::roots(meta.parquet_schema(), sorted.iter().copied());
@@ -351,7 +370,7 @@ impl ArrowFileSource {
                 let layout = ipc_layout(&file, path)?;
                 let (partition, options) =
                     Partition::split(options, |n| layout.schema.index_of(n).is_ok(), path)?;
-                let order = projection(&layout.schema, &options, path)?;
+                let order = projection(&layout.schema, &options, &keys, path)?;
                 let ipc = IpcFile::open(file, path, &layout, order, options.map)?;
                 let mut batch_starts = Vec::with_capacity(layout.batch_rows.len());
                 let mut total = 0u64;
