@@ -5,11 +5,11 @@
 //! The rules are pyarrow's, so that a partitioned table reads as the same rows in both:
 //!
 //! * A directory name is a key when it has a `=` after at least one character: the key is
-//!   what comes before the first `=`, the value what comes after, percent-decoded (`x%20y`
-//!   is `x y`; `write_dataset` encodes values that way). Other directory names (`data/`,
-//!   `train/`) name no key.
-//! * The value `__HIVE_DEFAULT_PARTITION__` (what Hive and Spark write for a null key) is a
-//!   null cell.
+//!   what comes before the first `=`, the value what comes after, both percent-decoded
+//!   (`x%20y` is `x y`; `write_dataset` encodes values that way, Spark names too). Other
+//!   directory names (`data/`, `train/`) name no key.
+//! * The value `__HIVE_DEFAULT_PARTITION__` (what Hive and Spark write for a null key),
+//!   spelled so once decoded, is a null cell.
 //! * A key's column is `int32` when every non-null value of it, across all parts, is a
 //!   32-bit integer, `null` when none is non-null, and `utf8` otherwise.
 //! * Columns come in the order their keys first appear, part after part; a part under no
@@ -48,10 +48,12 @@ pub fn hive_partition_columns(dirs: &[&str]) -> Result<Option<Vec<RecordBatch>>>
             let Some((key, value)) = segment.split_once('=').filter(|(k, _)| !k.is_empty()) else {
                 continue;
             };
-            let k = match keys.iter().position(|known| known == key) {
+            // Spark escapes a column name as it escapes a value (`a:b` is `a%3Ab`).
+            let key = percent_decoded(key, "partition key", dir)?;
+            let k = match keys.iter().position(|known| *known == key) {
                 Some(k) => k,
                 None => {
-                    keys.push(key.to_string());
+                    keys.push(key.clone());
                     row.push(None);
                     keys.len() - 1
                 }
@@ -118,16 +120,20 @@ fn is_int32(value: &str) -> bool {
     !value.starts_with('+') && value.parse::<i32>().is_ok()
 }
 
-/// A key's value as the directory name spells it: percent-decoded, or null.
+/// A key's value as the directory name spells it: percent-decoded, or null (the null
+/// marker is recognised once decoded, as pyarrow recognises it).
 fn decode_value(value: &str, dir: &str) -> Result<Option<String>> {
-    if value == HIVE_NULL_VALUE {
-        return Ok(None);
-    }
-    match percent_encoding::percent_decode_str(value).decode_utf8() {
-        Ok(text) => Ok(Some(text.into_owned())),
+    let value = percent_decoded(value, "partition value", dir)?;
+    Ok((value != HIVE_NULL_VALUE).then_some(value))
+}
+
+/// `text` of a directory name, percent-decoded; `what` it is names it in the error when
+/// the decoded bytes are not UTF-8.
+fn percent_decoded(text: &str, what: &str, dir: &str) -> Result<String> {
+    match percent_encoding::percent_decode_str(text).decode_utf8() {
+        Ok(decoded) => Ok(decoded.into_owned()),
         Err(_) => Err(Error::schema(format!(
-            "the partition value {value:?} in the directory {dir:?} is not UTF-8 once \
-             percent-decoded"
+            "the {what} {text:?} in the directory {dir:?} is not UTF-8 once percent-decoded"
         ))),
     }
 }
@@ -193,5 +199,20 @@ mod tests {
         assert!(twice.message().contains("twice"), "{twice}");
         let bad = hive_partition_columns(&["a=%ff"]).unwrap_err();
         assert!(bad.message().contains("not UTF-8"), "{bad}");
+        let bad = hive_partition_columns(&["a%ff=1"]).unwrap_err();
+        assert!(bad.message().contains("partition key"), "{bad}");
+    }
+
+    #[test]
+    fn key_names_are_percent_decoded_and_an_encoded_null_is_null() {
+        let batches =
+            hive_partition_columns(&["a%3Ab=1/k=%5F%5FHIVE_DEFAULT_PARTITION%5F%5F", "a:b=2/k=x"])
+                .unwrap()
+                .unwrap();
+        let schema = batches[0].schema();
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, ["a:b", "k"], "one key, however its name is spelled");
+        assert_eq!(cell(&batches[0], "k"), None);
+        assert_eq!(cell(&batches[1], "a:b").as_deref(), Some("2"));
     }
 }
