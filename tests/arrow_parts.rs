@@ -4,7 +4,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
+use std::sync::Arc;
 
+use reel::arrow::arrow_array::types::Int32Type;
+use reel::arrow::arrow_array::{
+    ArrayRef, DictionaryArray, Int32Array, Int64Array, LargeStringArray, RecordBatch, StringArray,
+};
+use reel::arrow::arrow_schema::DataType;
+use reel::arrow::parquet::arrow::ArrowWriter;
 use reel::{ConvertOptions, CreateOptions, ErrorKind, Format, RecordSource, RecordSourceExt};
 use reel_core::testing::conformance;
 
@@ -116,7 +123,131 @@ fn a_directory_without_parts_is_not_found() {
         .err()
         .expect("no parts");
     assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
-    assert!(e.to_string().contains("*.parquet"), "{e}");
+    assert!(e.to_string().contains("no Parquet part"), "{e}");
+}
+
+/// Writes one Parquet file of the columns `columns` (`x` int64 0.., `s` text `s0`.., as
+/// the named Arrow types) in their order, with `n` rows.
+fn typed_parquet(path: &Path, columns: &[(&str, DataType)], n: i64) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let arrays: Vec<(&str, ArrayRef)> = columns
+        .iter()
+        .map(|(name, dt)| {
+            let array: ArrayRef = match dt {
+                DataType::Int64 => Arc::new(Int64Array::from_iter_values(0..n)),
+                DataType::Int32 => Arc::new(Int32Array::from_iter_values(0..n as i32)),
+                DataType::Utf8 => {
+                    Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("s{i}"))))
+                }
+                DataType::LargeUtf8 => {
+                    Arc::new(LargeStringArray::from_iter_values((0..n).map(|i| format!("s{i}"))))
+                }
+                DataType::Dictionary(..) => {
+                    let texts: Vec<String> = (0..n).map(|i| format!("s{i}")).collect();
+                    Arc::new(
+                        texts.iter().map(String::as_str).collect::<DictionaryArray<Int32Type>>(),
+                    )
+                }
+                other => panic!("no column of {other} here"),
+            };
+            (*name, array)
+        })
+        .collect();
+    let batch = RecordBatch::try_from_iter(arrays).unwrap();
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+/// The fields of record `i`, by name and in order, as text.
+fn fields_of(source: &dyn RecordSource, i: u64) -> Vec<(String, String)> {
+    let record = source.read(i).unwrap();
+    record
+        .view()
+        .iter()
+        .map(|(name, v)| {
+            let text =
+                v.as_i64().map_or_else(|| v.as_str().unwrap().to_string(), |v| v.to_string());
+            (name.to_string(), text)
+        })
+        .collect()
+}
+
+#[test]
+fn every_file_of_a_table_is_a_part_whatever_its_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("table");
+    // Hive's `000000_0`, `.parq`, an extension in capitals: parts, as pyarrow reads them.
+    let x = [("x", DataType::Int64)];
+    typed_parquet(&dir.join("k=1/000000_0"), &x, 2);
+    typed_parquet(&dir.join("k=2/PART-0.PARQUET"), &x, 3);
+    typed_parquet(&dir.join("k=3/part-0.parq"), &x, 4);
+    std::fs::write(dir.join("_SUCCESS"), b"").unwrap();
+    let table = reel::open(&dir).unwrap();
+    assert_eq!(table.info().format, "parquet");
+    assert_eq!(table.len(), 9);
+    assert_eq!(text_of(&*table, 0, "k").as_deref(), Some("1"));
+    assert_eq!(text_of(&*table, 8, "k").as_deref(), Some("3"));
+
+    // A file that is no part is refused, named, not left out: it could be a damaged part.
+    std::fs::write(dir.join("k=2/README.txt"), b"made by a job").unwrap();
+    std::fs::write(dir.join("k=3/notes"), b"").unwrap();
+    let e = reel::open(&dir).err().expect("a file that is not Parquet");
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    let text = e.to_string();
+    assert!(text.contains("k=2/README.txt") && text.contains("1 more file"), "{text}");
+    assert!(text.contains("starting with _ or ."), "{text}");
+    std::fs::rename(dir.join("k=2/README.txt"), dir.join("k=2/_README.txt")).unwrap();
+    std::fs::remove_file(dir.join("k=3/notes")).unwrap();
+    assert_eq!(reel::open(&dir).unwrap().len(), 9);
+
+    // An Arrow IPC file among Parquet parts: one table is of one format.
+    let ipc = tmp.path().join("one.arrow");
+    reel::convert(dir.join("k=1/000000_0"), &ipc, &ConvertOptions::new(Format::ArrowIpc)).unwrap();
+    // (Deeper than the Parquet parts, so that the walk, breadth first, meets them first.)
+    std::fs::create_dir_all(dir.join("k=4/v=1")).unwrap();
+    std::fs::copy(&ipc, dir.join("k=4/v=1/part")).unwrap();
+    let e = reel::open(&dir).err().expect("an IPC file among Parquet parts");
+    let text = e.to_string();
+    assert!(text.contains("k=4/v=1/part: not a part of the Parquet table"), "{text}");
+    assert!(text.contains("it is an Arrow IPC file"), "{text}");
+}
+
+#[test]
+fn parts_whose_columns_differ_only_in_order_or_encoding_are_one_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("table");
+    let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+    // pyarrow's, polars' and another writer's parts of one table.
+    typed_parquet(&dir.join("d=1/a.parquet"), &[("x", DataType::Int64), ("s", DataType::Utf8)], 2);
+    typed_parquet(
+        &dir.join("d=2/a.parquet"),
+        &[("s", DataType::LargeUtf8), ("x", DataType::Int32)],
+        2,
+    );
+    typed_parquet(&dir.join("d=3/a.parquet"), &[("x", DataType::Int64), ("s", dict)], 2);
+    let table = reel::open(&dir).unwrap();
+    assert_eq!(table.len(), 6);
+    let expected = |d: &str, i: i64| {
+        vec![
+            ("x".to_string(), i.to_string()),
+            ("s".to_string(), format!("s{i}")),
+            ("d".to_string(), d.to_string()),
+        ]
+    };
+    // Every record's fields in the first part's order.
+    assert_eq!(fields_of(&*table, 1), expected("1", 1));
+    assert_eq!(fields_of(&*table, 3), expected("2", 1));
+    assert_eq!(fields_of(&*table, 4), expected("3", 0));
+    conformance::check_source(&*table);
+
+    // A part with a column of values of another kind is no part of it, named by its path.
+    typed_parquet(&dir.join("d=4/a.parquet"), &[("x", DataType::Utf8), ("s", DataType::Utf8)], 1);
+    let e = reel::open(&dir).err().expect("text where the table has integers");
+    assert_eq!(e.kind(), ErrorKind::Schema, "{e}");
+    assert!(e.to_string().contains("d=4/a.parquet has the columns"), "{e}");
+    assert!(e.to_string().contains("where d=1/a.parquet has"), "{e}");
 }
 
 /// The records of `n` generated records as a Parquet file at `path` (its directories made).

@@ -377,6 +377,15 @@ pub(crate) fn kind_of_type_name(name: &str) -> Option<Kind> {
     parse_type_name(name).map(|field| Kind::read_of(&field))
 }
 
+/// Whether two declared column types ([`reel_core::FieldSpec::kind`] of Parquet or Arrow
+/// IPC files) read as values of one kind: `Utf8` and `LargeUtf8`, a dictionary of strings
+/// and strings, `Int32` and `Int64`. Parts of one table written by different tools
+/// (pyarrow, polars, Spark) differ so, and read as one table, as `pyarrow.dataset` reads
+/// them. Names that are not Arrow type names are alike only when equal.
+pub fn read_alike(a: &str, b: &str) -> bool {
+    a == b || matches!((kind_of_type_name(a), kind_of_type_name(b)), (Some(x), Some(y)) if x == y)
+}
+
 /// The (unnamed) Arrow field a [`type_name`] stands for, or `None` (see
 /// [`kind_of_type_name`]).
 pub(crate) fn parse_type_name(name: &str) -> Option<Field> {
@@ -617,5 +626,19 @@ mod tests {
         for other in ["bytes", "int", "float32", "msgpack", "json", "array", ""] {
             assert_eq!(kind_of_type_name(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn types_that_read_as_one_kind_of_value_are_alike() {
+        let name = |dt: DataType| type_name(&Field::new("c", dt, true));
+        let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+        assert!(read_alike(&name(DataType::Utf8), &name(DataType::LargeUtf8)));
+        assert!(read_alike(&name(DataType::Utf8), &name(dict)));
+        assert!(read_alike(&name(DataType::Int32), &name(DataType::Int64)));
+        assert!(!read_alike(&name(DataType::Utf8), &name(DataType::Binary)));
+        assert!(!read_alike(&name(DataType::Int64), &name(DataType::UInt64)));
+        assert!(!read_alike(&name(DataType::Int64), &name(DataType::Float64)));
+        assert!(read_alike("int", "int"));
+        assert!(!read_alike("int", "bytes"));
     }
 }

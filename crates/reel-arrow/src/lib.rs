@@ -66,7 +66,9 @@ pub use encode::{Encoder, ExtraColumns, FILE_COLUMN, INDEX_COLUMN, LENGTH_COLUMN
 pub use file_source::{
     ArrowFileSource, ReadOptions, WINDOW_BYTES, schema_of_file, sniff, sniff_in,
 };
-pub use kind::{EXTENSION_METADATA_KEY, EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, REEL_TYPE_KEY};
+pub use kind::{
+    EXTENSION_METADATA_KEY, EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, REEL_TYPE_KEY, read_alike,
+};
 pub use losses::{ReadLoss, read_losses, reads_as_arrays};
 pub use partition::{HIVE_NULL_VALUE, MAX_PARTITION_DEPTH, hive_partition_columns};
 pub use stream::{ArrowOptions, SourceBatchReader, into_ffi_stream};

@@ -1,7 +1,9 @@
 use std::path::{Path, PathBuf};
 
 use reel_arrow::{ArrowFileSource, FileKind, ReadOptions};
-use reel_core::{ConcatSource, Error, ErrorKind, RecordSource, Result, SourceInfo, Store};
+use reel_core::{
+    ConcatSource, Error, ErrorKind, FieldSpec, RecordSource, Result, SourceInfo, Store,
+};
 
 use super::Handler;
 use crate::OpenOptions;
@@ -25,57 +27,131 @@ fn sniff_ipc(store: &dyn Store, path: &Path) -> bool {
     reel_arrow::sniff_in(store, path) == Some(FileKind::ArrowIpc)
 }
 
-/// Whether the directory `path` is a table in parts of `kind`: it holds such files, or its
-/// tree is too large to walk (a symbolic link looping back up it), which opening it then
-/// reports instead of "cannot tell the format".
+/// Whether the directory `path` is a table in parts of `kind`: the first of its files
+/// whose format can be told (by its name, or by the first bytes of at most
+/// [`MAX_FILES_SNIFFED`] files) is of `kind`, or its tree is too large to walk (a symbolic
+/// link looping back up it), which opening it then reports instead of "cannot tell the
+/// format".
 fn holds_parts(store: &dyn Store, path: &Path, kind: FileKind) -> bool {
     // The first part found answers: a tree of many partitions need not be walked whole.
-    match walk_parts(store, path, kind, |_, _| false) {
-        Ok(found) => found,
+    let mut sniffed = 0;
+    let mut answer = false;
+    let walked = walk_parts(store, path, |file| {
+        let told = match kind_by_name(&file.path) {
+            Some(told) => Some(told),
+            None if sniffed < MAX_FILES_SNIFFED => {
+                sniffed += 1;
+                reel_arrow::sniff_in(store, &file.path)
+            }
+            None => return false,
+        };
+        match told {
+            Some(told) => {
+                answer = told == kind;
+                false
+            }
+            None => true,
+        }
+    });
+    match walked {
+        Ok(()) => answer,
         Err(e) => e.kind() == ErrorKind::Limit,
     }
 }
 
-/// The file name endings of `kind`'s files in a directory of parts.
-fn part_extensions(kind: FileKind) -> &'static [&'static str] {
-    match kind {
-        FileKind::Parquet => &["parquet"],
-        FileKind::ArrowIpc => &["arrow", "feather", "ipc"],
+/// Files whose first bytes recognising a directory reads at most, when their names do not
+/// tell their format: a directory of something else (photos, say) is not read through
+/// for a Parquet file among them.
+const MAX_FILES_SNIFFED: usize = 16;
+
+/// The format a part's name tells (`.parquet`, `.parq`, `.arrow`, `.feather`, `.ipc`, in
+/// any case), or `None`: Hive names its parts `000000_0`, whose first bytes tell.
+fn kind_by_name(path: &Path) -> Option<FileKind> {
+    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+    match ext.as_str() {
+        "parquet" | "parq" => Some(FileKind::Parquet),
+        "arrow" | "feather" | "ipc" => Some(FileKind::ArrowIpc),
+        _ => None,
     }
 }
 
-/// One file of a directory of parts: where it is, and the directory it lies in relative
-/// to the dataset's root (`year=2024/lang=en`, `""` for the root), whose `key=value`
-/// names are its rows' Hive partition columns.
+/// What a table of parts of `kind` is called in messages.
+fn kind_name(kind: FileKind) -> &'static str {
+    match kind {
+        FileKind::Parquet => "Parquet",
+        FileKind::ArrowIpc => "Arrow IPC",
+    }
+}
+
+/// One file of a directory of parts: where it is, its path relative to the dataset's root
+/// (how messages name it), and the directory it lies in relative to the root
+/// (`year=2024/lang=en`, `""` for the root), whose `key=value` names are its rows' Hive
+/// partition columns.
 struct PartFile {
     path: PathBuf,
+    relative: String,
     dir: String,
 }
 
 /// The files of a directory of Parquet or IPC parts (what `reel convert --shard k/n` and
-/// `reel::parts` publish, or Spark, Dask and Hugging Face write): the files with `kind`'s
-/// extension in it and in its subdirectories, at any depth up to
+/// `reel::parts` publish, or Spark, Hive, Dask and Hugging Face write): every file in it
+/// and in its subdirectories, at any depth up to
 /// [`MAX_PARTITION_DEPTH`](reel_arrow::MAX_PARTITION_DEPTH), in the order of their paths
 /// relative to it, as `pyarrow.dataset` lists them (`a/x` after `a.b/x`: the paths compare
 /// as text). Names starting with `.` or `_` are left out, files and directories alike, as
 /// pyarrow leaves them out: staging files, `_metadata`, `_SUCCESS`, Spark's `_temporary/`.
+/// Every other file is a part, whatever its name (Hive's `000000_0`): one that is not a
+/// file of `kind` (a `README.txt`) is refused, naming it, as pyarrow refuses it, rather
+/// than left out — it could be a part whose first bytes are damaged.
 fn part_files(store: &dyn Store, dir: &Path, kind: FileKind) -> Result<Vec<PartFile>> {
-    let mut files: Vec<(String, PartFile)> = Vec::new();
-    walk_parts(store, dir, kind, |relative, file| {
-        files.push((relative, file));
+    let mut files: Vec<PartFile> = Vec::new();
+    walk_parts(store, dir, |file| {
+        files.push(file);
         true
     })?;
     if files.is_empty() {
-        let extensions = part_extensions(kind);
-        let names = extensions.iter().map(|e| format!("*.{e}")).collect::<Vec<_>>().join(", ");
         return Err(Error::new(
             ErrorKind::NotFound,
-            format!("the directory holds no {names} file (nor do its subdirectories)"),
+            format!(
+                "the directory holds no {} part, nor do its subdirectories (files named \
+                 with a leading _ or . are not parts)",
+                kind_name(kind)
+            ),
         )
         .with_path(dir));
     }
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(files.into_iter().map(|(_, file)| file).collect())
+    files.sort_by(|a, b| a.relative.cmp(&b.relative));
+    let mut strangers: Vec<(PathBuf, Option<FileKind>)> = Vec::new();
+    files.retain(|file| {
+        match kind_by_name(&file.path).or_else(|| reel_arrow::sniff_in(store, &file.path)) {
+            Some(told) if told == kind => true,
+            told => {
+                strangers.push((file.path.clone(), told));
+                false
+            }
+        }
+    });
+    if let Some((first, told)) = strangers.first() {
+        let what = match told {
+            Some(FileKind::Parquet) => "it is a Parquet file".to_string(),
+            Some(FileKind::ArrowIpc) => "it is an Arrow IPC file".to_string(),
+            None => "its first bytes are neither Parquet's nor Arrow's".to_string(),
+        };
+        let more = match strangers.len() - 1 {
+            0 => String::new(),
+            1 => "; 1 more file is not either".to_string(),
+            n => format!("; {n} more files are not either"),
+        };
+        return Err(Error::corrupt(format!(
+            "not a part of the {} table in {} ({what}): every file in a table's directories \
+             is one of its parts, as pyarrow reads them; a file that is not must have a name \
+             starting with _ or . to be left out{more}",
+            kind_name(kind),
+            dir.display()
+        ))
+        .with_path(first));
+    }
+    Ok(files)
 }
 
 /// Directories a walk of a table's tree lists at most. A partitioned table has one per
@@ -83,19 +159,15 @@ fn part_files(store: &dyn Store, dir: &Path, kind: FileKind) -> Result<Vec<PartF
 /// tree that is not one table (a bucket's root), refused rather than listed for minutes.
 const MAX_PART_DIRECTORIES: usize = 100_000;
 
-/// Walks the tree under `dir` breadth first, handing each file with `kind`'s extension to
-/// `found` (with its path relative to `dir`, and where it lies) until `found` returns
-/// `false`; answers whether any file was found. Names starting with `.` or `_` are not
-/// walked. A tree deeper than [`MAX_PARTITION_DEPTH`](reel_arrow::MAX_PARTITION_DEPTH) or
-/// with more than [`MAX_PART_DIRECTORIES`] directories is a [`ErrorKind::Limit`] error.
+/// Walks the tree under `dir` breadth first, handing each file to `found` until `found`
+/// returns `false`. Names starting with `.` or `_` are not walked. A tree deeper than
+/// [`MAX_PARTITION_DEPTH`](reel_arrow::MAX_PARTITION_DEPTH) or with more than
+/// [`MAX_PART_DIRECTORIES`] directories is a [`ErrorKind::Limit`] error.
 fn walk_parts(
     store: &dyn Store,
     dir: &Path,
-    kind: FileKind,
-    mut found: impl FnMut(String, PartFile) -> bool,
-) -> Result<bool> {
-    let extensions = part_extensions(kind);
-    let mut any = false;
+    mut found: impl FnMut(PartFile) -> bool,
+) -> Result<()> {
     let mut listed = 0usize;
     // Directories still to list, with their path relative to `dir` and their depth.
     let mut pending = std::collections::VecDeque::from([(dir.to_path_buf(), String::new(), 0)]);
@@ -133,16 +205,12 @@ fn walk_parts(
                 pending.push_back((entry.path, joined, depth + 1));
                 continue;
             }
-            let ext = entry.path.extension().map(|e| e.to_string_lossy()).unwrap_or_default();
-            if extensions.contains(&&*ext) {
-                any = true;
-                if !found(joined, PartFile { path: entry.path, dir: relative.clone() }) {
-                    return Ok(true);
-                }
+            if !found(PartFile { path: entry.path, relative: joined, dir: relative.clone() }) {
+                return Ok(());
             }
         }
     }
-    Ok(any)
+    Ok(())
 }
 
 // Parquet and IPC have their own page and body checksums where they have any; the reader
@@ -185,54 +253,81 @@ fn open_file_or_parts(
     let dirs: Vec<&str> = files.iter().map(|f| f.dir.as_str()).collect();
     let partitions = reel_arrow::hive_partition_columns(&dirs)
         .map_err(|e| e.with_format(format).with_path(path))?;
-    let open_part = |k: usize| {
+    let open_part = |k: usize, read: &ReadOptions| {
         let mut read = read.clone();
         read.partition = partitions.as_ref().map(|p| p[k].clone());
         ArrowFileSource::open_in(&options.store, &files[k].path, kind, &read)
     };
+    let first = open_part(0, &read)?;
     if files.len() == 1 {
-        return Ok(Box::new(open_part(0)?));
+        return Ok(Box::new(first));
     }
+    let fields = |part: &ArrowFileSource| part.info().schema.clone().unwrap_or_default();
+    let first_fields = fields(&first);
     let mut parts: Vec<Box<dyn RecordSource>> = Vec::with_capacity(files.len());
-    for k in 0..files.len() {
-        parts.push(Box::new(open_part(k)?));
+    parts.push(Box::new(first));
+    for k in 1..files.len() {
+        let mut part = open_part(k, &read)?;
+        match compare_columns(&first_fields, &fields(&part)) {
+            Columns::Alike => {}
+            // Its records' fields come in the first part's order, as pyarrow gives them.
+            Columns::Reordered => {
+                let mut reordered = read.clone();
+                reordered.columns = Some(first_fields.iter().map(|f| f.name.clone()).collect());
+                part = open_part(k, &reordered)?;
+            }
+            Columns::Different => {
+                let describe = |fields: &[FieldSpec]| {
+                    fields.iter().map(|f| format!("{}: {}", f.name, f.kind)).collect::<Vec<_>>()
+                };
+                return Err(Error::schema(format!(
+                    "the parts are not one table: {} has the columns ({}) where {} has ({})",
+                    files[k].relative,
+                    describe(&fields(&part)).join(", "),
+                    files[0].relative,
+                    describe(&first_fields).join(", ")
+                ))
+                .with_format(format)
+                .with_path(path));
+            }
+        }
+        parts.push(Box::new(part));
     }
-    let info = parts_info(path, &parts)?;
+    let info = parts_info(&parts);
     Ok(Box::new(ConcatSource::new(info, parts)?))
 }
 
-/// What a directory of parts is: the first part's format, version and fields (every part
-/// must have the same fields: the parts of one table), every part's files and warnings,
-/// the number of parts, and the other facts summed where they are counts.
-fn parts_info(dir: &Path, parts: &[Box<dyn RecordSource>]) -> Result<SourceInfo> {
-    let first = parts[0].info();
-    for part in &parts[1..] {
-        if part.info().schema != first.schema {
-            let describe = |info: &SourceInfo| match &info.schema {
-                Some(fields) => fields
-                    .iter()
-                    .map(|f| format!("{}: {}", f.name, f.kind))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                None => "no declared fields".to_string(),
-            };
-            let name = |info: &SourceInfo| {
-                info.paths
-                    .first()
-                    .and_then(|p| p.file_name())
-                    .map_or_else(|| "a part".to_string(), |n| n.to_string_lossy().into_owned())
-            };
-            return Err(Error::schema(format!(
-                "the parts are not one table: {} has the columns ({}) where {} has ({})",
-                name(part.info()),
-                describe(part.info()),
-                name(first),
-                describe(first)
-            ))
-            .with_format(first.format)
-            .with_path(dir));
+/// How a later part's columns compare with the first part's.
+enum Columns {
+    /// The same columns in the same order, of types that read alike.
+    Alike,
+    /// The same columns, of types that read alike, in another order.
+    Reordered,
+    /// Columns the first part lacks or lacks some of, or of types that read otherwise.
+    Different,
+}
+
+/// Whether `other` has the columns of `first` (one table, as `pyarrow.dataset` reads it:
+/// the same names, types that read as the same kind of value, in any order).
+fn compare_columns(first: &[FieldSpec], other: &[FieldSpec]) -> Columns {
+    if first.len() != other.len() {
+        return Columns::Different;
+    }
+    let mut in_order = true;
+    for (i, field) in first.iter().enumerate() {
+        match other.iter().position(|o| o.name == field.name) {
+            Some(j) if reel_arrow::read_alike(&field.kind, &other[j].kind) => in_order &= i == j,
+            _ => return Columns::Different,
         }
     }
+    if in_order { Columns::Alike } else { Columns::Reordered }
+}
+
+/// What a directory of parts is: the first part's format, version and fields (the parts
+/// have the same columns, checked before), every part's files and warnings, the number of
+/// parts, and the other facts summed where they are counts.
+fn parts_info(parts: &[Box<dyn RecordSource>]) -> SourceInfo {
+    let first = parts[0].info();
     let mut info = SourceInfo::new(first.format);
     info.version = first.version.clone();
     info.schema = first.schema.clone();
@@ -250,7 +345,7 @@ fn parts_info(dir: &Path, parts: &[Box<dyn RecordSource>]) -> Result<SourceInfo>
         };
         info.facts.push((name.clone(), value));
     }
-    Ok(info)
+    info
 }
 
 /// A Parquet or IPC writer for `create`.
