@@ -329,6 +329,19 @@ fn hive_partition_directories_are_read_and_their_keys_are_columns() {
     let record = only.read(6).unwrap();
     let fields: Vec<&str> = record.view().iter().map(|(name, _)| name).collect();
     assert_eq!(fields, ["lang"]);
+    // Keys and columns come in the order asked for, as pyarrow gives them.
+    let mixed = ["year", "data", "lang"].map(String::from).to_vec();
+    let mixed = reel::OpenOptions { columns: Some(mixed), ..Default::default() };
+    let mixed = reel::open_with(&dir, &mixed).unwrap();
+    let names: Vec<String> =
+        mixed.info().schema.as_ref().unwrap().iter().map(|f| f.name.clone()).collect();
+    assert_eq!(names, ["year", "data", "lang"]);
+    let record = mixed.read(6).unwrap();
+    let fields: Vec<&str> = record.view().iter().map(|(name, _)| name).collect();
+    assert_eq!(fields, ["year", "data", "lang"]);
+    assert_eq!(record.view().bytes("data").unwrap(), bytes_of(&*table, 6));
+    assert_eq!(text_of(&*mixed, 6, "lang"), text_of(&*table, 6, "lang"));
+    conformance::check_source(&*mixed);
     let skip = reel::OpenOptions { skip_columns: vec!["year".into()], ..Default::default() };
     let skip = reel::open_with(&dir, &skip).unwrap();
     let names: Vec<String> =

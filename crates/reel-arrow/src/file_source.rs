@@ -51,7 +51,8 @@ pub struct ReadOptions {
     /// its columns named and typed as the fields are (the Hive partition keys of the
     /// directories the file lies in, from [`hive_partition_columns`](crate::hive_partition_columns)).
     /// [`columns`](Self::columns) and [`skip_columns`](Self::skip_columns) select among
-    /// them as among the file's columns; those selected follow the file's, in their order.
+    /// them as among the file's columns: in the order `columns` names them, or after the
+    /// file's columns, in their order, when it names none.
     /// A name the file has a column of too is a [`Schema`](ErrorKind::Schema) error.
     pub partition: Option<RecordBatch>,
 }
@@ -210,7 +211,47 @@ pub struct ArrowFileSource {
     columns: Vec<Column>,
     /// The selected partition columns, whose values every row has after its own.
     partition: Option<Partition>,
+    /// Where each field of a record comes from, in order, when the selection puts a
+    /// partition key before a column of the file (`columns=["year", "id"]`); `None` when
+    /// the keys follow the file's columns, decoded as two runs.
+    interleaved: Option<Vec<FieldFrom>>,
     state: Mutex<State>,
+}
+
+/// The source of one field of a record: a column of the file, or a partition key (their
+/// positions in [`ArrowFileSource::columns`] and [`Partition::columns`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum FieldFrom {
+    File(usize),
+    Key(usize),
+}
+
+/// The order of a record's fields when `options` selects partition keys among the file's
+/// columns in another order than columns first, keys after (see
+/// [`ArrowFileSource::interleaved`]); `files` is how many of the file's columns it selects.
+fn interleaving(
+    options: &ReadOptions,
+    partition: Option<&Partition>,
+    files: usize,
+) -> Option<Vec<FieldFrom>> {
+    let (wanted, partition) = (options.columns.as_ref()?, partition?);
+    let is_key = |name: &str| partition.specs.iter().any(|s| s.name == name);
+    let (mut file, mut key) = (0, 0);
+    let mut from = Vec::with_capacity(wanted.len());
+    for name in wanted.iter().filter(|n| !options.skip_columns.contains(n)) {
+        if is_key(name) {
+            from.push(FieldFrom::Key(key));
+            key += 1;
+        } else {
+            from.push(FieldFrom::File(file));
+            file += 1;
+        }
+    }
+    let keys_trail = from
+        .iter()
+        .skip_while(|f| matches!(f, FieldFrom::File(_)))
+        .all(|f| matches!(f, FieldFrom::Key(_)));
+    (!keys_trail && file == files && key == partition.columns.len()).then_some(from)
 }
 
 fn pq_err(e: impl std::fmt::Display, path: &Path) -> Error {
@@ -402,8 +443,21 @@ impl ArrowFileSource {
             }
         };
         let (columns, mut specs) = columns_of(&schema, &order).map_err(|e| e.with_path(path))?;
+        let interleaved = interleaving(options, partition.as_ref(), columns.len());
         if let Some(partition) = &partition {
-            specs.extend(partition.specs.iter().cloned());
+            match &interleaved {
+                Some(from) => {
+                    let own = std::mem::take(&mut specs);
+                    specs = from
+                        .iter()
+                        .map(|f| match *f {
+                            FieldFrom::File(i) => own[i].clone(),
+                            FieldFrom::Key(k) => partition.specs[k].clone(),
+                        })
+                        .collect();
+                }
+                None => specs.extend(partition.specs.iter().cloned()),
+            }
         }
         info.schema = Some(specs);
         Ok(ArrowFileSource {
@@ -413,6 +467,7 @@ impl ArrowFileSource {
             window_rows,
             columns,
             partition,
+            interleaved,
             state: Mutex::new(State { cursor, window: None }),
         })
     }
@@ -510,6 +565,17 @@ impl ArrowFileSource {
     fn decode(&self, window: &Window, index: u64, out: &mut RecordOut<'_>) -> Result<()> {
         let row = (index - window.start) as usize;
         guarded(&self.path, || {
+            if let (Some(from), Some(p)) = (&self.interleaved, &self.partition) {
+                for f in from {
+                    match *f {
+                        FieldFrom::File(i) => {
+                            decode_row(&self.columns[i..=i], &window.batch, row, out)?
+                        }
+                        FieldFrom::Key(k) => decode_row(&p.columns[k..=k], &p.values, 0, out)?,
+                    }
+                }
+                return Ok(());
+            }
             decode_row(&self.columns, &window.batch, row, out)?;
             match &self.partition {
                 Some(p) => decode_row(&p.columns, &p.values, 0, out),
