@@ -472,6 +472,45 @@ def test_a_hive_partitioned_table_written_by_pyarrow_reads_as_pyarrow_reads_it(t
     assert pa.ipc.open_file(back).read_all().to_pylist() == rows
 
 
+def test_parts_named_and_typed_as_other_writers_leave_them_read_as_pyarrow_reads_them(tmp_path):
+    """Hive names its parts ``000000_0``; polars writes ``large_string``; a part of one
+    writer has its columns in another order; Spark escapes a column name in a directory
+    name (``a%3Ab=1``). pyarrow reads all of it as one table, and so does reel; a
+    selection naming a key first gives it first. A stray ``README.txt`` is refused, as
+    pyarrow refuses it, naming the file."""
+    import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "table"
+    for part, (columns, key) in enumerate(
+        [
+            ({"id": pa.array([0, 1], pa.int64()), "s": pa.array(["a", "b"])}, "a%3Ab=1"),
+            ({"s": pa.array(["c"], pa.large_string()), "id": pa.array([2], pa.int32())},
+             "a%3Ab=2"),
+            ({"id": pa.array([3, 4]), "s": pa.array(["d", "e"]).dictionary_encode()}, "a%3Ab=3"),
+        ]
+    ):
+        (out / key).mkdir(parents=True)
+        pq.write_table(pa.table(columns), out / key / f"00000{part}_0")
+    want = pads.dataset(out, format="parquet", partitioning="hive").to_table()
+    ds = reel.open(out)
+    got = pa.table(ds)
+    assert got.column_names == want.column_names == ["id", "s", "a:b"]
+    for name in want.column_names:
+        assert got[name].to_pylist() == want[name].to_pylist(), name
+    assert [list(r) for r in (ds[0], ds[2], ds[3])] == [["id", "s", "a:b"]] * 3
+    picked = reel.open(out, columns=["a:b", "id"])
+    assert [f for f, _ in picked.info.schema] == ["a:b", "id"]
+    assert list(picked[2].items()) == [("a:b", 2), ("id", 2)]
+    assert pa.table(picked).column_names == ["a:b", "id"]
+
+    (out / "README.txt").write_text("written by a job")
+    with pytest.raises(ValueError):  # pyarrow: the file is no Parquet file
+        pads.dataset(out, format="parquet", partitioning="hive").to_table()
+    with pytest.raises(reel.CorruptError, match="README.txt"):
+        reel.open(out)
+
+
 def test_arrow_columns_of_a_granular_dataset_read_only_those_keys(tmp_path):
     """``to_arrow(columns=)`` on a Granular dataset opened whole reads only the keys named
     (it read and decoded every key, then dropped the others): a damaged image bag does not
