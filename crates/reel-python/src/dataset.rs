@@ -180,7 +180,7 @@ pub(crate) fn open(
     let backend = backend.to_string();
     let dataset = reopen(
         py,
-        path,
+        absolute_local(path),
         format,
         backend,
         verify,
@@ -189,17 +189,46 @@ pub(crate) fn open(
         cache,
         cache_size,
         columns,
+        None,
     )?;
     warn_of_missing_parts(py, &*dataset.source)?;
     Ok(dataset)
 }
 
+/// A local path made absolute (from the working directory now), so that a pickled dataset
+/// opens in a process working elsewhere (a Ray worker); an object URL, or a path when the
+/// working directory is gone, as it is.
+fn absolute_local(path: PathBuf) -> PathBuf {
+    if path.is_absolute() || path.to_str().is_some_and(|text| text.contains("://")) {
+        return path;
+    }
+    std::path::absolute(&path).unwrap_or(path)
+}
+
+/// Refuses `source`, the dataset opened again from its path (in a process that unpickled
+/// it, or in a forked child), when it no longer has the `records` it had when it was first
+/// opened: readers there read by the first process's indices (a DataLoader's sampler, a
+/// Ray plan), which would now be other records — a partition added to a table meanwhile
+/// shifts every index after it.
+fn check_unchanged(source: &dyn RecordSource, records: u64, path: &Path) -> reel::Result<()> {
+    if source.len() == records {
+        return Ok(());
+    }
+    Err(Error::corrupt(format!(
+        "the dataset changed since it was opened: it had {records} records then and has {} now; \
+         open it again (the indices its readers were given would now be other records)",
+        source.len()
+    ))
+    .with_path(path))
+}
+
 /// Opens a dataset again after unpickling (what `Dataset.__reduce__` names, as
 /// `reel._reopen`): `reel.open`'s arguments in order, without its warnings, which the
-/// process that opened the dataset gave already.
+/// process that opened the dataset gave already, and the number of `records` it had then,
+/// which it must still have.
 #[pyfunction]
 #[pyo3(name = "_reopen", signature = (path, format, backend, verify, decode_images, decode=true,
-                    cache=None, cache_size=None, columns=None))]
+                    cache=None, cache_size=None, columns=None, records=None))]
 #[allow(clippy::too_many_arguments)] // the pickled arguments, one per option
 pub(crate) fn reopen(
     py: Python<'_>,
@@ -212,6 +241,7 @@ pub(crate) fn reopen(
     #[pyo3(from_py_with = opt_fs_path)] cache: Option<PathBuf>,
     cache_size: Option<Count<u64, name::CacheSize>>,
     columns: Option<Vec<String>>,
+    records: Option<u64>,
 ) -> PyResult<Dataset> {
     let cache_size = opt(cache_size);
     let args = OpenArgs {
@@ -225,7 +255,11 @@ pub(crate) fn reopen(
         cache_size,
         columns,
     };
-    Dataset::open(py, args)
+    let dataset = Dataset::open(py, args)?;
+    if let Some(records) = records {
+        check_unchanged(&*dataset.source, records, &dataset.args.path).py_err(py)?;
+    }
+    Ok(dataset)
 }
 
 /// A `RuntimeWarning` for each part missing from a numbered directory (the dataset reads
@@ -252,7 +286,8 @@ fn warn_of_missing_parts(py: Python<'_>, source: &dyn RecordSource) -> PyResult<
 /// to value.
 ///
 /// Safe to share between threads (every read releases the GIL) and picklable: a pickled
-/// dataset is opened again by path in the process that unpickles it. A forked child (a
+/// dataset is opened again by path in the process that unpickles it (a `CorruptError` if
+/// it has another number of records by then: the indices given to it would be others). A forked child (a
 /// DataLoader worker under `fork`) opens it again too, on its first read: I/O state such as
 /// io_uring rings and the locks around them must not be shared with the parent.
 #[pyclass(frozen, module = "reel._reel", sequence)]
@@ -309,7 +344,9 @@ impl Dataset {
         if let Some(opened) = slot.and_then(OnceLock::get) {
             return Ok(opened.clone());
         }
-        let fresh = Opened { source: Arc::from(self.args.open()?), pool: new_pool() };
+        let source: Arc<dyn RecordSource> = Arc::from(self.args.open()?);
+        check_unchanged(&*source, self.source.len(), &self.args.path)?;
+        let fresh = Opened { source, pool: new_pool() };
         Ok(match slot {
             Some(slot) => slot.get_or_init(|| fresh).clone(),
             None => fresh, // deeper than tracked: for this read alone
@@ -900,7 +937,7 @@ impl Dataset {
         self.source.backend_name()
     }
 
-    /// Pickles as "open this path again with the same options".
+    /// Pickles as "open this path again with the same options, and find as many records".
     fn __reduce__<'py>(
         &self,
         py: Python<'py>,
@@ -918,6 +955,7 @@ impl Dataset {
             a.cache.clone(),
             a.cache_size,
             a.columns.clone(),
+            self.source.len(),
         )
             .into_pyobject(py)?;
         Ok((reopen, args))

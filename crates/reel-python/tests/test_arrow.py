@@ -472,6 +472,50 @@ def test_a_hive_partitioned_table_written_by_pyarrow_reads_as_pyarrow_reads_it(t
     assert pa.ipc.open_file(back).read_all().to_pylist() == rows
 
 
+def test_a_pickled_table_opens_from_another_directory_and_refuses_to_have_grown(
+    tmp_path, monkeypatch
+):
+    """A DataLoader or Ray worker unpickles a dataset and reads the indices the parent
+    gave it: opened by a relative path, it opens where the parent opened it; a table that
+    grew meanwhile (a daily partition landed) is refused, since every index after the new
+    part would be another record."""
+    import pickle
+
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "table"
+    for day in ("02", "03"):
+        (out / f"date=2024-01-{day}").mkdir(parents=True)
+        pq.write_table(pa.table({"x": [int(day)]}), out / f"date=2024-01-{day}" / "p.parquet")
+    monkeypatch.chdir(tmp_path)
+    ds = reel.open("table")
+    assert ds.path == str(out) or Path(ds.path) == out
+    blob = pickle.dumps(ds)
+    monkeypatch.chdir("/")
+    again = pickle.loads(blob)
+    assert [again[i] for i in range(len(again))] == [ds[i] for i in range(len(ds))]
+
+    (out / "date=2024-01-01").mkdir()
+    pq.write_table(pa.table({"x": [1]}), out / "date=2024-01-01" / "p.parquet")
+    with pytest.raises(reel.CorruptError, match="had 2 records then and has 3 now"):
+        pickle.loads(blob)
+    assert len(reel.open(out)) == 3
+    # A forked child (a DataLoader worker under fork) opens the files again too: refused
+    # alike, where the parent goes on reading what it opened.
+    child = os.fork()
+    if child == 0:
+        try:
+            ds[0]
+            os._exit(1)
+        except reel.CorruptError:
+            os._exit(0)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert ds[0] == {"x": 2, "date": "2024-01-02"}
+
+
 def test_parts_named_and_typed_as_other_writers_leave_them_read_as_pyarrow_reads_them(tmp_path):
     """Hive names its parts ``000000_0``; polars writes ``large_string``; a part of one
     writer has its columns in another order; Spark escapes a column name in a directory

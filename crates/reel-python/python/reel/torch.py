@@ -15,8 +15,10 @@ tensor over a read-only mapping would crash the process, while a write into the 
 buffer changes only that batch's copy. Arrays of a dtype torch has no tensor type for
 (text, objects, ``uint16`` before torch 2.3 ...) stay NumPy arrays.
 
-Both pickle as the dataset's path and options, so DataLoader workers work under ``fork``
-and ``spawn``; a forked worker opens its own files on its first read.
+Both pickle as the dataset's absolute path and options, so DataLoader workers work under
+``fork`` and ``spawn``; a forked worker opens its own files on its first read. A worker
+that finds another number of records there than the parent had (the table grew) raises
+``CorruptError`` rather than read other records than the sampler's indices.
 
 A ten-line training loop::
 
