@@ -310,6 +310,21 @@ def test_read_tasks_follow_the_requested_parallelism(tmp_path):
     assert ds.limit(7).count() == 7
 
 
+def test_a_relative_path_is_read_by_tasks_working_elsewhere(tmp_path, monkeypatch):
+    """Ray runs read tasks in worker processes whose working directory need not be the
+    driver's: a relative path is planned as the absolute path it names on the driver."""
+    import pyarrow as pa
+
+    with reel.ffrecord.Writer(tmp_path / "rel.ffr") as w:
+        for i in range(6):
+            w.write({"data": bytes([i])})
+    monkeypatch.chdir(tmp_path)
+    tasks = reel.ray.ReelDatasource("rel.ffr").get_read_tasks(2)
+    monkeypatch.chdir("/")
+    blocks = [block for task in tasks for block in task()]
+    assert pa.concat_tables(blocks).column("data").to_pylist() == [bytes([i]) for i in range(6)]
+
+
 def test_read_reel_missing_path_raises_on_the_driver(tmp_path):
     with pytest.raises(reel.NotFoundError):
         reel.ray.read_reel(tmp_path / "nothing-here")

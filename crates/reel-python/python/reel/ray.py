@@ -177,7 +177,7 @@ class ReelDatasink(Datasink):
             raise ValueError(
                 f"{format!r} {why}: Ray writes one part per task (formats it can write: {known})"
             )
-        self.path = _destination(path)
+        self.path = _task_path(path)
         self.format = format
         self.schema = schema
         self.overwrite = overwrite
@@ -277,9 +277,9 @@ def write_reel(
     return sink.summary
 
 
-def _destination(path: str | os.PathLike[str]) -> str:
-    """Where a job publishes, as every task names it: an object URL as it is, a path (or a
-    ``file://`` URL) made absolute (tasks may run in another working directory)."""
+def _task_path(path: str | os.PathLike[str]) -> str:
+    """Where a job reads or publishes, as every task names it: an object URL as it is, a
+    path (or a ``file://`` URL) made absolute (tasks may run in another working directory)."""
     text = os.fspath(path)
     if text.startswith("file://"):
         return os.path.abspath(text[len("file://") :])
@@ -361,7 +361,7 @@ def convert(
     ``reel.convert``, and ``parts`` and ``nodes`` (the Ray node ids that ran parts).
     """
     src = os.fspath(src)
-    dst_path = _destination(dst)
+    dst_path = _task_path(dst)
     source = reel.open(src, verify=verify)
     records = len(source)
     if parts is None:
@@ -573,7 +573,7 @@ class ReelDatasource(Datasource):
         # every column read). Ray applies it to a copy (`apply_projection`).
         self._projection_map: dict[str, str] | None = None
         for p in paths:
-            path = os.fspath(p)
+            path = _task_path(p)
             ds = reel.open(path, **self._open_options)
             self._sources.append(_Source(path, len(ds), _stored_bytes(ds), _fingerprint(ds)))
             if self._schema is None and len(ds):
