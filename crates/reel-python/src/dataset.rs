@@ -38,6 +38,8 @@ pub(crate) struct OpenArgs {
     /// Parquet and Arrow IPC files: only these columns, in this order; Granular datasets:
     /// only these keys.
     pub(crate) columns: Option<Vec<String>>,
+    /// Columns (keys) left out, of `columns` or of all.
+    pub(crate) skip_columns: Vec<String>,
 }
 
 impl OpenArgs {
@@ -62,6 +64,7 @@ impl OpenArgs {
             options.read_settings.cache = Some(cache);
         }
         options.columns = self.columns.clone();
+        options.skip_columns = self.skip_columns.clone();
         Ok(options)
     }
 
@@ -152,6 +155,9 @@ impl OpenArgs {
 ///         value for (a decimal) opens with that column left out. Granular and bags
 ///         datasets: read only these keys, in spec order; the other keys' bags are never
 ///         read. Other formats raise ValueError.
+///     skip_columns: columns (keys) to leave out, of `columns` or of all, as `columns`
+///         leaves out those it does not name; a name the dataset has no column for raises
+///         ValueError.
 ///
 /// Raises:
 ///     FileNotFoundError (reel.NotFoundError) if nothing is at `path`; reel.ReelError
@@ -163,7 +169,7 @@ impl OpenArgs {
 ///     reference reads it, and `reel.verify` reports it.
 #[pyfunction]
 #[pyo3(signature = (path, *, format=None, backend="auto", verify=true, decode_images=true, decode=true,
-                    cache=None, cache_size=None, columns=None))]
+                    cache=None, cache_size=None, columns=None, skip_columns=None))]
 #[allow(clippy::too_many_arguments)] // Python keywords, one per option
 pub(crate) fn open(
     py: Python<'_>,
@@ -176,6 +182,7 @@ pub(crate) fn open(
     #[pyo3(from_py_with = opt_fs_path)] cache: Option<PathBuf>,
     cache_size: Option<Count<u64, name::CacheSize>>,
     columns: Option<Vec<String>>,
+    skip_columns: Option<Vec<String>>,
 ) -> PyResult<Dataset> {
     let backend = backend.to_string();
     let dataset = reopen(
@@ -189,6 +196,7 @@ pub(crate) fn open(
         cache,
         cache_size,
         columns,
+        skip_columns,
         None,
     )?;
     warn_of_missing_parts(py, &*dataset.source)?;
@@ -228,7 +236,7 @@ fn check_unchanged(source: &dyn RecordSource, records: u64, path: &Path) -> reel
 /// which it must still have.
 #[pyfunction]
 #[pyo3(name = "_reopen", signature = (path, format, backend, verify, decode_images, decode=true,
-                    cache=None, cache_size=None, columns=None, records=None))]
+                    cache=None, cache_size=None, columns=None, skip_columns=None, records=None))]
 #[allow(clippy::too_many_arguments)] // the pickled arguments, one per option
 pub(crate) fn reopen(
     py: Python<'_>,
@@ -241,6 +249,7 @@ pub(crate) fn reopen(
     #[pyo3(from_py_with = opt_fs_path)] cache: Option<PathBuf>,
     cache_size: Option<Count<u64, name::CacheSize>>,
     columns: Option<Vec<String>>,
+    skip_columns: Option<Vec<String>>,
     records: Option<u64>,
 ) -> PyResult<Dataset> {
     let cache_size = opt(cache_size);
@@ -254,6 +263,7 @@ pub(crate) fn reopen(
         cache,
         cache_size,
         columns,
+        skip_columns: skip_columns.unwrap_or_default(),
     };
     let dataset = Dataset::open(py, args)?;
     if let Some(records) = records {
@@ -378,6 +388,15 @@ impl Dataset {
         {
             return Err(Error::invalid_input(format!(
                 "no column {outside:?}: the dataset was opened with columns={opened:?}"
+            ))
+            .with_path(&self.args.path));
+        }
+        if let Some(skipped) =
+            columns.and_then(|wanted| wanted.iter().find(|w| self.args.skip_columns.contains(w)))
+        {
+            return Err(Error::invalid_input(format!(
+                "no column {skipped:?}: the dataset was opened with skip_columns={:?}",
+                self.args.skip_columns
             ))
             .with_path(&self.args.path));
         }
@@ -955,6 +974,7 @@ impl Dataset {
             a.cache.clone(),
             a.cache_size,
             a.columns.clone(),
+            a.skip_columns.clone(),
             self.source.len(),
         )
             .into_pyobject(py)?;

@@ -255,6 +255,7 @@ pub(crate) fn verify<'py>(
         cache: None,
         cache_size: None,
         columns: None,
+        skip_columns: Vec::new(),
     };
     let options = args.options().py_err(py)?;
     let report = interruptible(py, || reel::verify(&path, &options))?;

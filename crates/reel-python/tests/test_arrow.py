@@ -384,11 +384,23 @@ def test_open_with_columns_leaves_out_a_column_reel_cannot_read(tmp_path):
         assert pa.table(ds).column_names == ["y", "x"]
         with pytest.raises(reel.InvalidInputError, match="prise"):
             reel.open(path, columns=["prise"])
+        # Or the other way: every column but the one left out.
+        rest = reel.open(path, skip_columns=["price"])
+        assert [name for name, _ in rest.info.schema] == ["x", "y"]
+        assert pickle.loads(pickle.dumps(rest))[1] == {"x": 2, "y": "b"}
+        assert pa.table(rest).column_names == ["x", "y"]
+        with pytest.raises(reel.InvalidInputError, match="skip_columns"):
+            rest.to_arrow(columns=["y", "price"])
+        assert list(reel.open(path, columns=["y", "x"], skip_columns=["x"])[0]) == ["y"]
+        with pytest.raises(reel.InvalidInputError, match="prise"):
+            reel.open(path, skip_columns=["prise"])
     ffr = tmp_path / "a.ffr"
     with reel.ffrecord.Writer(ffr) as w:
         w.write({"data": b"x"})
     with pytest.raises(ValueError, match="columns="):
         reel.open(ffr, columns=["data"])
+    with pytest.raises(ValueError, match="skip_columns="):
+        reel.open(ffr, skip_columns=["data"])
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "feather"])

@@ -261,9 +261,9 @@ impl OpenOptions {
     pub fn check_column_selection(&self, format: Format, path: &Path) -> Result<()> {
         if self.selects_columns() && !format.reads_columns() {
             return Err(Error::invalid_input(format!(
-                "a column selection (columns= in Python, OpenOptions::columns or skip_columns) \
-                 applies to Parquet, Arrow IPC and Granular datasets, not to {format} (a conversion's \
-                 --fields and --drop select the fields of any format)"
+                "a column selection (columns= or skip_columns= in Python, OpenOptions::columns \
+                 or skip_columns) applies to Parquet, Arrow IPC and Granular datasets, not to \
+                 {format} (a conversion's --fields and --drop select the fields of any format)"
             ))
             .with_path(path));
         }

@@ -27,6 +27,7 @@ def open(
     cache: FsPath | None = None,
     cache_size: int | None = None,
     columns: Sequence[str] | None = None,
+    skip_columns: Sequence[str] | None = None,
 ) -> Dataset:
     """Opens the dataset at ``path`` (a file or directory, or an object URL: ``s3://``,
     ``gs://``, ``az://``, ``http(s)://``, configured from the environment), working out its
@@ -37,7 +38,8 @@ def open(
     decimal) opens with that column left out. Of a Granular dataset it reads only those
     keys, in spec order, and never reads the other keys' record data (nor, in the current
     layout, their indexes). Other formats raise
-    ``ValueError``. ``backend`` ``"auto"`` and ``"mmap"`` map the
+    ``ValueError``. ``skip_columns`` leaves those columns (keys) out, of ``columns`` or of
+    all, as ``columns`` leaves out those it does not name. ``backend`` ``"auto"`` and ``"mmap"`` map the
     files: a file truncated or rewritten in place while open crashes the process (SIGBUS);
     ``"pread"`` and ``"io_uring"`` raise ``CorruptError`` instead. A directory of numbered
     parts with numbers missing (``PART_00000.ffr``, ``PART_00002.ffr``) reads from the
