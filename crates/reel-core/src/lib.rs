@@ -77,7 +77,9 @@ pub mod prelude {
 pub use batch::{BatchIter, RecordBatch};
 pub use concat::ConcatSource;
 pub use error::{Error, ErrorKind, Result, ResultExt};
-pub use io::{Backend, MemFiles, MmapFiles, OpenFiles, PreadFiles, ReadAt, ReadReq, SharedBytes};
+pub use io::{
+    Backend, MemFiles, MmapFiles, OpenFiles, PartlyOpen, PreadFiles, ReadAt, ReadReq, SharedBytes,
+};
 pub use layout::{BORROW_MIN_RECORD, Layout, LayoutSource, Plan, RawParts, ReadRange};
 pub use limits::{Limits, check_within, to_usize, try_reserve, try_vec_with_capacity, try_zeroed};
 pub use pool::{BatchPool, PooledBatch};

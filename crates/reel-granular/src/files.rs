@@ -231,6 +231,49 @@ impl DatasetFiles {
     pub fn paths(&self) -> &[PathBuf] {
         &self.paths
     }
+
+    /// This set numbered again so that the files `first` picks come first (in their
+    /// order), then the others: the set, and how many files `first` picked. A file set
+    /// whose last files were not opened ([`PartlyOpen`](reel_core::PartlyOpen)) is read
+    /// through it.
+    pub fn with_first(&self, first: impl Fn(&Path) -> bool) -> (DatasetFiles, usize) {
+        let picked: Vec<bool> = self.paths.iter().map(|p| first(p)).collect();
+        let order: Vec<usize> = (0..self.paths.len())
+            .filter(|&i| picked[i])
+            .chain((0..self.paths.len()).filter(|&i| !picked[i]))
+            .collect();
+        let mut number = vec![0u32; self.paths.len()];
+        for (new, &old) in order.iter().enumerate() {
+            number[old] = new as u32;
+        }
+        let renumber = |old: u32| number[old as usize];
+        let shards = self
+            .shards
+            .iter()
+            .map(|shard| ShardFiles {
+                dir: shard.dir.clone(),
+                generation: shard.generation,
+                spec: renumber(shard.spec),
+                refs: shard.refs.map(renumber),
+                columns: shard
+                    .columns
+                    .iter()
+                    .map(|c| ColumnFiles {
+                        key: c.key.clone(),
+                        bag: renumber(c.bag),
+                        idx: c.idx.map(renumber),
+                    })
+                    .collect(),
+            })
+            .collect();
+        let set = DatasetFiles {
+            root: self.root.clone(),
+            sharded: self.sharded,
+            shards,
+            paths: order.iter().map(|&i| self.paths[i].clone()).collect(),
+        };
+        (set, picked.iter().filter(|on| **on).count())
+    }
 }
 
 /// Tells the generation of a dataset directory from the files in it.

@@ -4,8 +4,8 @@ use std::ops::Range;
 use std::path::Path;
 
 use reel_core::{
-    Backend, Error, LayoutSource, Limits, ReadAt, Record, RecordBatch, RecordSource, Result,
-    SourceInfo, StoreRef,
+    Backend, Error, ErrorKind, LayoutSource, Limits, PartlyOpen, ReadAt, Record, RecordBatch,
+    RecordSource, Result, SourceInfo, StoreRef,
 };
 
 use crate::FORMAT;
@@ -213,12 +213,58 @@ impl GranularReader {
         let desc =
             DatasetFiles::discover_in(&*options.store, path, options.generation, options.shards)
                 .map_err(|e| e.with_format(FORMAT))?;
-        let files = options
-            .store
-            .open_files(desc.paths(), &options.backend)
-            .map_err(|e| e.with_format(FORMAT))?;
+        let (desc, files) = match options.store.open_files(desc.paths(), &options.backend) {
+            Ok(files) => (desc, files),
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                open_without_keys_left_out(desc, options, e).map_err(|e| e.with_format(FORMAT))?
+            }
+            Err(e) => return Err(e.with_format(FORMAT)),
+        };
         GranularReader::from_files(desc, files, options)
     }
+}
+
+/// Opens the files of `desc` but the missing ones of keys `options` leaves out (a dataset
+/// copied without its image bags, read for its labels), which are numbered last and read
+/// as not found; `missing`, the error opening every file gave, when no key is left out,
+/// or no missing file is one of theirs.
+fn open_without_keys_left_out(
+    desc: DatasetFiles,
+    options: &GranularOptions,
+    missing: Error,
+) -> Result<(DatasetFiles, Box<dyn ReadAt>)> {
+    let wanted = |key: &str| {
+        options.keys.as_ref().is_none_or(|keys| keys.iter().any(|k| k == key))
+            && !options.skip_keys.iter().any(|k| k == key)
+    };
+    let Some(first) = desc.shards().first() else { return Err(missing) };
+    // Every key wanted, or none (then every key's index counts): nothing may be missing.
+    if first.columns.iter().all(|c| wanted(&c.key)) || !first.columns.iter().any(|c| wanted(&c.key))
+    {
+        return Err(missing);
+    }
+    let mut absent = std::collections::HashSet::new();
+    for shard in desc.shards() {
+        for column in shard.columns.iter().filter(|c| !wanted(&c.key)) {
+            for file in std::iter::once(column.bag).chain(column.idx) {
+                let path = &desc.paths()[file as usize];
+                if !options.store.exists(path) {
+                    absent.insert(path.clone());
+                }
+            }
+        }
+    }
+    if absent.is_empty() {
+        return Err(missing);
+    }
+    let (desc, opened) = desc.with_first(|path| !absent.contains(path));
+    let files = options.store.open_files(&desc.paths()[..opened], &options.backend)?;
+    let files = PartlyOpen::new(
+        files,
+        desc.paths()[opened..].to_vec(),
+        "it is a file of a key left out when the dataset was opened, which is not there",
+    );
+    Ok((desc, Box::new(files)))
 }
 
 impl<F: ReadAt> GranularReader<F> {

@@ -512,3 +512,42 @@ fn selected_keys_are_the_only_ones_read() {
     assert!(names(&r).is_empty());
     assert_eq!(r.read(2).unwrap().len(), 0);
 }
+
+/// A dataset copied without the files of a key (its image bags, say) opens for the keys
+/// it still has when that key is left out, and reads as the whole dataset does for them;
+/// reading the missing key is a "not found" naming its file.
+#[test]
+fn a_key_left_out_need_not_have_its_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("current");
+    current_dataset(&dir, 6);
+    let whole: Vec<Option<i64>> = {
+        let r = GranularReader::open(&dir).unwrap();
+        (0..6).map(|i| r.read(i).unwrap().get("k").unwrap().as_i64()).collect()
+    };
+    fs::remove_file(dir.join("s.bag")).unwrap();
+    fs::remove_file(dir.join("s.idx")).unwrap();
+
+    let e = GranularReader::open(&dir).err().expect("s.bag is gone");
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    for options in
+        [GranularOptions::default().keys(["k"]), GranularOptions::default().skip_keys(["s"])]
+    {
+        let r = GranularReader::open_with(&dir, &options).unwrap();
+        assert_eq!(r.len(), 6);
+        let batch = r.read_batch(&[5, 0, 3]).unwrap();
+        let ks: Vec<Option<i64>> = batch.iter().map(|rec| rec.get("k").unwrap().as_i64()).collect();
+        assert_eq!(ks, [whole[5], whole[0], whole[3]]);
+        assert_eq!(r.read(2).unwrap().len(), 1, "only k");
+        let e = r.read_masked(1, &GranularMask::new().key("s")).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+        assert!(e.to_string().contains("s.idx") && e.to_string().contains("left out"), "{e}");
+    }
+    // A file of a key that is read stays required.
+    fs::remove_file(dir.join("k.idx")).unwrap();
+    let e = GranularReader::open_with(&dir, &GranularOptions::default().keys(["k"]))
+        .err()
+        .expect("k.idx is gone");
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("k.idx"), "{e}");
+}

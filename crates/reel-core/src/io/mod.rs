@@ -7,6 +7,7 @@
 pub mod cancel;
 mod mem;
 mod mmap;
+mod partly_open;
 mod pread;
 
 use std::fmt;
@@ -16,6 +17,7 @@ use std::sync::Arc;
 pub use mem::MemFiles;
 pub use mmap::MmapFiles;
 pub(crate) use mmap::{prefetch_line, prefetch_lines};
+pub use partly_open::PartlyOpen;
 pub use pread::PreadFiles;
 
 use crate::limits::{check_within, try_zeroed};
