@@ -180,3 +180,20 @@ def test_a_directory_of_parquet_parts_reads_from_a_bucket(s3, tmp_path):
     remote = reel.open(url)
     assert remote.format == "parquet" and len(remote.info.files) == 3
     same_records(remote, reel.open(src), "parquet parts in a bucket")
+
+
+def test_a_granular_dataset_without_a_key_left_out_reads_from_a_bucket(s3, tmp_path):
+    """A Granular dataset uploaded without its image bags (the largest files) opens for its
+    other keys with ``skip_columns=["image"]``, as the whole dataset reads them from disk;
+    opened whole, the missing bag is a NotFoundError."""
+    local = tmp_path / "g"
+    reel.generate(local, format="granular", records=12)
+    for path in local.iterdir():
+        if not path.name.startswith("image."):
+            s3.upload_file(str(path), BUCKET, f"no-images/{path.name}")
+    url = f"s3://{BUCKET}/no-images"
+    with pytest.raises(reel.NotFoundError):
+        reel.open(url)
+    remote = reel.open(url, skip_columns=["image"])
+    assert "image" not in [name for name, _ in remote.info.schema]
+    same_records(remote, reel.open(local, skip_columns=["image"]), "without image bags")
