@@ -11,7 +11,8 @@
 //! * The value `__HIVE_DEFAULT_PARTITION__` (what Hive and Spark write for a null key),
 //!   spelled so once decoded, is a null cell.
 //! * A key's column is `int32` when every non-null value of it, across all parts, is a
-//!   32-bit integer, `null` when none is non-null, and `utf8` otherwise.
+//!   32-bit integer (decimal, or `0x` and up to 8 hexadecimal digits, as pyarrow casts
+//!   text), `null` when none is non-null, and `utf8` otherwise.
 //! * Columns come in the order their keys first appear, part after part; a part under no
 //!   directory of a key has a null cell in its column.
 
@@ -99,7 +100,7 @@ pub fn hive_partition_columns(dirs: &[&str]) -> Result<Option<Vec<RecordBatch>>>
                     let cell = row.get(k).cloned().flatten();
                     let array: ArrayRef = match t {
                         DataType::Int32 => {
-                            Arc::new(Int32Array::from(vec![cell.and_then(|v| v.parse().ok())]))
+                            Arc::new(Int32Array::from(vec![cell.as_deref().and_then(parse_int32)]))
                         }
                         DataType::Utf8 => Arc::new(StringArray::from(vec![cell])),
                         _ => Arc::new(NullArray::new(1)),
@@ -114,10 +115,25 @@ pub fn hive_partition_columns(dirs: &[&str]) -> Result<Option<Vec<RecordBatch>>>
     Ok(Some(batches))
 }
 
-/// Whether a partition value reads as an `int32`, as pyarrow reads one: an optional `-`
-/// and decimal digits (`01` is 1; `+5` and ` 5` are text).
+/// A partition value as an `int32`, as pyarrow's cast from text reads one: an optional `-`
+/// and decimal digits (`01` is 1; `+5` and ` 5` are text), or `0x` and at most 8
+/// hexadecimal digits, their bits (`0x10` is 16, `0xFFFFFFFF` is -1; `-0x10` is text).
+fn parse_int32(value: &str) -> Option<i32> {
+    if let Some(hex) = value.strip_prefix("0x").or_else(|| value.strip_prefix("0X")) {
+        if hex.is_empty() || hex.len() > 8 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        return u32::from_str_radix(hex, 16).ok().map(|bits| bits as i32);
+    }
+    if value.starts_with('+') {
+        return None;
+    }
+    value.parse::<i32>().ok()
+}
+
+/// Whether a partition value reads as an `int32` ([`parse_int32`]).
 fn is_int32(value: &str) -> bool {
-    !value.starts_with('+') && value.parse::<i32>().is_ok()
+    parse_int32(value).is_some()
 }
 
 /// A key's value as the directory name spells it: percent-decoded, or null (the null
@@ -190,6 +206,15 @@ mod tests {
         let padded = hive_partition_columns(&["k=01", "k=-2"]).unwrap().unwrap();
         assert_eq!(padded[0].schema().field(0).data_type(), &DataType::Int32);
         assert_eq!(cell(&padded[0], "k").as_deref(), Some("1"));
+        // Hexadecimal, as pyarrow casts text: `0x` and up to 8 digits, their bits.
+        let hex = hive_partition_columns(&["k=0x10", "k=0XfFfFfFfF", "k=7"]).unwrap().unwrap();
+        assert_eq!(hex[0].schema().field(0).data_type(), &DataType::Int32);
+        assert_eq!(cell(&hex[0], "k").as_deref(), Some("16"));
+        assert_eq!(cell(&hex[1], "k").as_deref(), Some("-1"));
+        for text in ["-0x10", "0x", "0x123456789", "0xg"] {
+            let batches = hive_partition_columns(&[&format!("k={text}")]).unwrap().unwrap();
+            assert_eq!(batches[0].schema().field(0).data_type(), &DataType::Utf8, "{text}");
+        }
     }
 
     #[test]
