@@ -9,8 +9,9 @@ use std::sync::Arc;
 use reel::arrow::arrow_array::types::Int32Type;
 use reel::arrow::arrow_array::{
     ArrayRef, DictionaryArray, Int32Array, Int64Array, LargeStringArray, RecordBatch, StringArray,
+    TimestampMicrosecondArray, TimestampMillisecondArray,
 };
-use reel::arrow::arrow_schema::DataType;
+use reel::arrow::arrow_schema::{DataType, TimeUnit};
 use reel::arrow::parquet::arrow::ArrowWriter;
 use reel::{ConvertOptions, CreateOptions, ErrorKind, Format, RecordSource, RecordSourceExt};
 use reel_core::testing::conformance;
@@ -148,6 +149,12 @@ fn typed_parquet(path: &Path, columns: &[(&str, DataType)], n: i64) {
                         texts.iter().map(String::as_str).collect::<DictionaryArray<Int32Type>>(),
                     )
                 }
+                DataType::Timestamp(TimeUnit::Millisecond, tz) => Arc::new(
+                    TimestampMillisecondArray::from_iter_values(0..n).with_timezone_opt(tz.clone()),
+                ),
+                DataType::Timestamp(TimeUnit::Microsecond, tz) => Arc::new(
+                    TimestampMicrosecondArray::from_iter_values(0..n).with_timezone_opt(tz.clone()),
+                ),
                 other => panic!("no column of {other} here"),
             };
             (*name, array)
@@ -248,6 +255,29 @@ fn parts_whose_columns_differ_only_in_order_or_encoding_are_one_table() {
     assert_eq!(e.kind(), ErrorKind::Schema, "{e}");
     assert!(e.to_string().contains("d=4/a.parquet has the columns"), "{e}");
     assert!(e.to_string().contains("where d=1/a.parquet has"), "{e}");
+}
+
+#[test]
+fn parts_whose_times_count_in_other_units_are_other_tables() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("table");
+    let ms = |tz: Option<&str>| DataType::Timestamp(TimeUnit::Millisecond, tz.map(Into::into));
+    // A time zone changes no stored count: pandas' naive and Spark's UTC parts are one table.
+    typed_parquet(&dir.join("part-0.parquet"), &[("t", ms(None))], 2);
+    typed_parquet(&dir.join("part-1.parquet"), &[("t", ms(Some("UTC")))], 2);
+    assert_eq!(reel::open(&dir).unwrap().len(), 4);
+    // Counts of microseconds beside counts of milliseconds would read as one column of
+    // numbers meaning different things: refused, naming the part.
+    let us = DataType::Timestamp(TimeUnit::Microsecond, None);
+    typed_parquet(&dir.join("part-2.parquet"), &[("t", us)], 2);
+    let e = reel::open(&dir).err().expect("milliseconds and microseconds");
+    assert_eq!(e.kind(), ErrorKind::Schema, "{e}");
+    assert!(e.to_string().contains("part-2.parquet has the columns"), "{e}");
+    // And so would plain integers beside timestamps.
+    std::fs::remove_file(dir.join("part-2.parquet")).unwrap();
+    typed_parquet(&dir.join("part-2.parquet"), &[("t", DataType::Int64)], 2);
+    let e = reel::open(&dir).err().expect("integers and timestamps");
+    assert_eq!(e.kind(), ErrorKind::Schema, "{e}");
 }
 
 /// The records of `n` generated records as a Parquet file at `path` (its directories made).

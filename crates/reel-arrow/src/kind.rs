@@ -382,8 +382,53 @@ pub(crate) fn kind_of_type_name(name: &str) -> Option<Kind> {
 /// and strings, `Int32` and `Int64`. Parts of one table written by different tools
 /// (pyarrow, polars, Spark) differ so, and read as one table, as `pyarrow.dataset` reads
 /// them. Names that are not Arrow type names are alike only when equal.
+///
+/// Dates, times, timestamps and durations read as their plain stored count, so they are
+/// alike only with the same type and unit (a timestamp's time zone aside): a count of
+/// milliseconds beside one of microseconds, of days or of plain integers would make one
+/// column of numbers that mean different things.
 pub fn read_alike(a: &str, b: &str) -> bool {
-    a == b || matches!((kind_of_type_name(a), kind_of_type_name(b)), (Some(x), Some(y)) if x == y)
+    if a == b {
+        return true;
+    }
+    let (Some(a), Some(b)) = (parse_type_name(a), parse_type_name(b)) else {
+        return false;
+    };
+    if Kind::read_of(&a) != Kind::read_of(&b) {
+        return false;
+    }
+    let (mut units_a, mut units_b) = (Vec::new(), Vec::new());
+    count_units(a.data_type(), &mut units_a);
+    count_units(b.data_type(), &mut units_b);
+    units_a == units_b
+}
+
+/// What the stored counts of `dt`'s leaves count, in a walk of its children: the temporal
+/// type for a date, time, timestamp (without its time zone) or duration, `Null` for any
+/// other leaf (whose values mean themselves).
+fn count_units(dt: &DataType, out: &mut Vec<DataType>) {
+    match dt {
+        DataType::Timestamp(unit, _) => out.push(DataType::Timestamp(*unit, None)),
+        DataType::Date32
+        | DataType::Date64
+        | DataType::Time32(_)
+        | DataType::Time64(_)
+        | DataType::Duration(_)
+        | DataType::Interval(_) => out.push(dt.clone()),
+        DataType::Dictionary(_, values) => count_units(values, out),
+        DataType::List(item)
+        | DataType::LargeList(item)
+        | DataType::ListView(item)
+        | DataType::LargeListView(item)
+        | DataType::FixedSizeList(item, _)
+        | DataType::Map(item, _) => count_units(item.data_type(), out),
+        DataType::RunEndEncoded(_, values) => count_units(values.data_type(), out),
+        DataType::Struct(fields) => fields.iter().for_each(|f| count_units(f.data_type(), out)),
+        DataType::Union(fields, _) => {
+            fields.iter().for_each(|(_, f)| count_units(f.data_type(), out))
+        }
+        _ => out.push(DataType::Null),
+    }
 }
 
 /// The (unnamed) Arrow field a [`type_name`] stands for, or `None` (see
@@ -640,5 +685,28 @@ mod tests {
         assert!(!read_alike(&name(DataType::Int64), &name(DataType::Float64)));
         assert!(read_alike("int", "int"));
         assert!(!read_alike("int", "bytes"));
+    }
+
+    #[test]
+    fn temporal_types_are_alike_only_with_the_same_unit() {
+        use arrow_schema::TimeUnit::{Microsecond, Millisecond, Nanosecond, Second};
+        let name = |dt: DataType| type_name(&Field::new("c", dt, true));
+        let ts = |unit, tz: Option<&str>| DataType::Timestamp(unit, tz.map(Into::into));
+        let list = |dt: DataType| DataType::List(Arc::new(Field::new("item", dt, true)));
+        assert!(read_alike(&name(ts(Millisecond, None)), &name(ts(Millisecond, Some("UTC")))));
+        for (a, b) in [
+            (ts(Millisecond, None), ts(Microsecond, None)),
+            (ts(Second, Some("UTC")), ts(Nanosecond, Some("UTC"))),
+            (ts(Millisecond, None), DataType::Date32),
+            (DataType::Date32, DataType::Date64),
+            (ts(Nanosecond, None), DataType::Duration(Nanosecond)),
+            (DataType::Duration(Second), DataType::Duration(Millisecond)),
+            (DataType::Time32(Second), DataType::Time32(Millisecond)),
+            (ts(Second, None), DataType::Int64),
+            (DataType::Date32, DataType::Int32),
+            (list(ts(Millisecond, None)), list(ts(Microsecond, None))),
+        ] {
+            assert!(!read_alike(&name(a.clone()), &name(b.clone())), "{a} and {b}");
+        }
     }
 }
