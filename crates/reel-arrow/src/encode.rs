@@ -14,12 +14,13 @@ use arrow_array::{
     ListArray, NullArray, PrimitiveArray, RecordBatch, StringArray, StructArray,
 };
 use arrow_buffer::{
-    BooleanBufferBuilder, Buffer, MutableBuffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer,
+    BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer, NullBufferBuilder, OffsetBuffer,
+    ScalarBuffer,
 };
 use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
 use reel_core::{DType, Error, Location, RecordRef, Result, ValueRef};
 
-use crate::kind::{Kind, element_field, ndarray_fields};
+use crate::kind::{Kind, element_field, ndarray_fields, vector_item_field};
 
 // Array values are little-endian (reel's record model); Arrow buffers are native-endian.
 // Copying one into the other unchanged is only right on little-endian machines.
@@ -74,6 +75,10 @@ enum Col {
         data: MutableBuffer,
         offsets: Vec<i32>,
         valid: NullBufferBuilder,
+        /// Which elements are null: only a row that is a list of numbers with null items
+        /// (how a Parquet list of numbers with a null item reads) has any, and the
+        /// builder allocates nothing until one comes.
+        items_valid: NullBufferBuilder,
     },
     /// Fixed-shape tensors: raw bytes, one fixed-size slot per row (zeros for nulls).
     Tensor {
@@ -157,6 +162,7 @@ impl Col {
                 data: MutableBuffer::new(0),
                 offsets: vec![0],
                 valid: valid(),
+                items_valid: valid(),
             },
             Kind::Tensor(dtype, shape) => Col::Tensor {
                 dtype: *dtype,
@@ -332,18 +338,33 @@ impl Col {
                 offsets.push(data.len() as i64);
                 valid.append_non_null();
             }
-            Col::Vector { dtype, data, offsets, valid } => match value {
-                ValueRef::Array(a) if a.dtype == *dtype && a.shape.len() == 1 => {
-                    data.extend_from_slice(a.data);
-                    let last = offsets.last().copied().unwrap_or(0) as i64;
-                    let next = i32::try_from(last + a.len() as i64).map_err(|_| {
-                        (String::new(), "more than 2^31 array elements in one batch".to_string())
-                    })?;
-                    offsets.push(next);
-                    valid.append_non_null();
-                }
-                _ => return here(&Kind::Vector(*dtype)),
-            },
+            Col::Vector { dtype, data, offsets, valid, items_valid } => {
+                let last = offsets.last().copied().unwrap_or(0) as i64;
+                let count = match value {
+                    ValueRef::Array(a) if a.dtype == *dtype && a.shape.len() == 1 => {
+                        data.extend_from_slice(a.data);
+                        // The elements are in memory: their count fits a usize.
+                        let n = a.len() as usize;
+                        items_valid.append_n_non_nulls(n);
+                        n
+                    }
+                    // A Parquet list of numbers reads as a list where an item is null, and
+                    // as a 1-D array elsewhere: its items go in as elements, the null ones
+                    // as null elements, when every other item is a value of the dtype.
+                    ValueRef::List(l) if l.iter().all(|v| element_fits(*dtype, v)) => {
+                        for v in l.iter() {
+                            push_element(*dtype, v, data, items_valid);
+                        }
+                        l.len()
+                    }
+                    _ => return here(&Kind::Vector(*dtype)),
+                };
+                let next = i32::try_from(last + count as i64).map_err(|_| {
+                    (String::new(), "more than 2^31 array elements in one batch".to_string())
+                })?;
+                offsets.push(next);
+                valid.append_non_null();
+            }
             Col::Tensor { dtype, shape, data, valid } => match value {
                 ValueRef::Array(a) if a.dtype == *dtype && a.shape == shape.as_slice() => {
                     data.extend_from_slice(a.data);
@@ -472,21 +493,26 @@ impl Col {
                     }
                 }
             }
-            Col::Vector { dtype, data, offsets, valid } => {
+            Col::Vector { dtype, data, offsets, valid, items_valid } => {
                 let n = offsets.last().copied().unwrap_or(0) as usize;
-                let values = primitive_array(*dtype, std::mem::take(data).into(), n);
+                let values =
+                    primitive_array(*dtype, std::mem::take(data).into(), n, items_valid.finish());
                 let offs =
                     OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(offsets, vec![0])));
                 Arc::new(
-                    ListArray::try_new(element_field(*dtype), offs, values, valid.finish())
+                    ListArray::try_new(vector_item_field(*dtype), offs, values, valid.finish())
                         .map_err(|e| Error::invalid_input(e.to_string()))?,
                 )
             }
             Col::Tensor { dtype, shape, data, valid } => {
                 let per_row = shape.iter().product::<u64>();
                 let rows = valid.len();
-                let values =
-                    primitive_array(*dtype, std::mem::take(data).into(), rows * per_row as usize);
+                let values = primitive_array(
+                    *dtype,
+                    std::mem::take(data).into(),
+                    rows * per_row as usize,
+                    None,
+                );
                 // The row count is given: a shape with a zero dimension has no values to
                 // count rows by.
                 Arc::new(
@@ -556,32 +582,93 @@ impl Col {
     }
 }
 
-fn prim<T: ArrowPrimitiveType>(buffer: Buffer, n: usize) -> ArrayRef {
-    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::new(buffer, 0, n), None))
+fn prim<T: ArrowPrimitiveType>(buffer: Buffer, n: usize, nulls: Option<NullBuffer>) -> ArrayRef {
+    Arc::new(PrimitiveArray::<T>::new(ScalarBuffer::new(buffer, 0, n), nulls))
 }
 
-/// A primitive array of `n` elements of `dtype` over little-endian bytes.
-fn primitive_array(dtype: DType, buffer: Buffer, n: usize) -> ArrayRef {
+/// A primitive array of `n` elements of `dtype` over little-endian bytes, with `nulls`.
+fn primitive_array(dtype: DType, buffer: Buffer, n: usize, nulls: Option<NullBuffer>) -> ArrayRef {
     match dtype {
         DType::Bool => {
             let mut b = BooleanBufferBuilder::new(n);
             for &x in buffer.as_slice().iter().take(n) {
                 b.append(x != 0);
             }
-            Arc::new(BooleanArray::new(b.finish(), None))
+            Arc::new(BooleanArray::new(b.finish(), nulls))
         }
-        DType::I8 => prim::<Int8Type>(buffer, n),
-        DType::I16 => prim::<Int16Type>(buffer, n),
-        DType::I32 => prim::<Int32Type>(buffer, n),
-        DType::I64 => prim::<Int64Type>(buffer, n),
-        DType::U16 => prim::<UInt16Type>(buffer, n),
-        DType::U32 => prim::<UInt32Type>(buffer, n),
-        DType::U64 => prim::<UInt64Type>(buffer, n),
-        DType::F16 => prim::<Float16Type>(buffer, n),
-        DType::F32 => prim::<Float32Type>(buffer, n),
-        DType::F64 => prim::<Float64Type>(buffer, n),
+        DType::I8 => prim::<Int8Type>(buffer, n, nulls),
+        DType::I16 => prim::<Int16Type>(buffer, n, nulls),
+        DType::I32 => prim::<Int32Type>(buffer, n, nulls),
+        DType::I64 => prim::<Int64Type>(buffer, n, nulls),
+        DType::U16 => prim::<UInt16Type>(buffer, n, nulls),
+        DType::U32 => prim::<UInt32Type>(buffer, n, nulls),
+        DType::U64 => prim::<UInt64Type>(buffer, n, nulls),
+        DType::F16 => prim::<Float16Type>(buffer, n, nulls),
+        DType::F32 => prim::<Float32Type>(buffer, n, nulls),
+        DType::F64 => prim::<Float64Type>(buffer, n, nulls),
         // Kinds only hold primitive dtypes; anything else is carried as bytes.
-        _ => prim::<UInt8Type>(buffer, n),
+        _ => prim::<UInt8Type>(buffer, n, nulls),
+    }
+}
+
+/// Whether `value`, an item of a list going into a column of 1-D `dtype` arrays, is a null
+/// or a value a `dtype` element holds exactly (a float as `float32` only when it is one).
+fn element_fits(dtype: DType, value: ValueRef<'_>) -> bool {
+    let mut scratch = [0u8; 8];
+    matches!(value, ValueRef::Null) || element_bytes(dtype, value, &mut scratch).is_some()
+}
+
+/// Appends `value` (an item [`element_fits`] took) to a column of 1-D `dtype` arrays: its
+/// little-endian bytes, or zeros and a null for a null.
+fn push_element(
+    dtype: DType,
+    value: ValueRef<'_>,
+    data: &mut MutableBuffer,
+    items_valid: &mut NullBufferBuilder,
+) {
+    let mut bytes = [0u8; 8];
+    match element_bytes(dtype, value, &mut bytes) {
+        Some(n) => {
+            data.extend_from_slice(&bytes[..n]);
+            items_valid.append_non_null();
+        }
+        None => {
+            data.extend_zeros(dtype.item_size() as usize);
+            items_valid.append_null();
+        }
+    }
+}
+
+/// Writes `value` as one little-endian `dtype` element into `out`, returning its width;
+/// `None` when `dtype` cannot hold it exactly (or is one no list item converts to).
+fn element_bytes(dtype: DType, value: ValueRef<'_>, out: &mut [u8; 8]) -> Option<usize> {
+    let int = match value {
+        ValueRef::Int(i) => Some(i128::from(i)),
+        ValueRef::UInt(u) => Some(i128::from(u)),
+        _ => None,
+    };
+    macro_rules! put {
+        ($bytes:expr) => {{
+            let bytes = $bytes;
+            out[..bytes.len()].copy_from_slice(&bytes);
+            Some(bytes.len())
+        }};
+    }
+    match (dtype, value) {
+        (DType::Bool, ValueRef::Bool(b)) => put!([u8::from(b)]),
+        (DType::F64, ValueRef::Float(f)) => put!(f.to_le_bytes()),
+        (DType::F32, ValueRef::Float(f)) if f.is_nan() || f64::from(f as f32) == f => {
+            put!((f as f32).to_le_bytes())
+        }
+        (DType::I8, _) => put!(i8::try_from(int?).ok()?.to_le_bytes()),
+        (DType::I16, _) => put!(i16::try_from(int?).ok()?.to_le_bytes()),
+        (DType::I32, _) => put!(i32::try_from(int?).ok()?.to_le_bytes()),
+        (DType::I64, _) => put!(i64::try_from(int?).ok()?.to_le_bytes()),
+        (DType::U8, _) => put!(u8::try_from(int?).ok()?.to_le_bytes()),
+        (DType::U16, _) => put!(u16::try_from(int?).ok()?.to_le_bytes()),
+        (DType::U32, _) => put!(u32::try_from(int?).ok()?.to_le_bytes()),
+        (DType::U64, _) => put!(u64::try_from(int?).ok()?.to_le_bytes()),
+        _ => None,
     }
 }
 

@@ -176,7 +176,7 @@ impl Kind {
             Kind::Bytes => Field::new(name, bytes, true),
             Kind::Str => Field::new(name, text, true),
             Kind::Vector(dtype) => {
-                let item = element_field(*dtype);
+                let item = vector_item_field(*dtype);
                 tagged(DataType::List(item), "array")
             }
             Kind::Tensor(dtype, shape) => {
@@ -478,7 +478,15 @@ fn element_kind(dtype: DType) -> Option<Kind> {
     })
 }
 
-/// The item field of an array column.
+/// The item field of a column of 1-D arrays: nullable, since a Parquet list of numbers
+/// with a null item reads as a list that goes into the column with a null element (and
+/// the item field is nullable in what pyarrow and most writers write).
+pub(crate) fn vector_item_field(dtype: DType) -> FieldRef {
+    let dt = primitive(dtype).unwrap_or(DataType::UInt8);
+    Arc::new(Field::new("item", dt, true))
+}
+
+/// The item field of a fixed-shape tensor column (whose elements are never null).
 pub(crate) fn element_field(dtype: DType) -> FieldRef {
     let dt = primitive(dtype).unwrap_or(DataType::UInt8);
     Arc::new(Field::new("item", dt, false))

@@ -611,3 +611,49 @@ fn list_columns_with_null_items_stay_lists() {
         [vec![Some(1.0), None], vec![Some(2.0), Some(3.0)], vec![None], vec![Some(4.5)]]
     );
 }
+
+/// A list-of-numbers column whose first null item comes after the sampled rows: the column
+/// was typed from 1-D arrays, and the late row (a list, since an item is null) goes into it
+/// with a null element, keeping the element type, where it was refused as a misfit.
+#[test]
+fn a_null_item_after_the_sample_goes_into_the_column_of_arrays() {
+    use arrow_array::builder::{Float32Builder, Int64Builder, ListBuilder};
+    use arrow_schema::DataType;
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 2000i64;
+    let late = |i: i64| i == 1500;
+    let mut ints = ListBuilder::new(Int64Builder::new());
+    let mut floats = ListBuilder::new(Float32Builder::new());
+    for i in 0..n {
+        ints.values().extend([Some(i), (!late(i)).then_some(-i)]);
+        ints.append(true);
+        floats.values().extend([(!late(i)).then_some(i as f32 / 2.0), Some(0.25)]);
+        floats.append(true);
+    }
+    let batch = RecordBatch::try_from_iter([
+        ("i", Arc::new(ints.finish()) as ArrayRef),
+        ("f", Arc::new(floats.finish()) as ArrayRef),
+    ])
+    .unwrap();
+    let (schema, back) = reconvert(tmp.path(), &batch);
+    let item_type = |k: usize| match schema.field(k).data_type() {
+        DataType::List(item) => item.data_type().clone(),
+        other => panic!("{other}"),
+    };
+    assert_eq!((item_type(0), item_type(1)), (DataType::Int64, DataType::Float32));
+    // Read back as reel reads it: arrays where no item is null, lists where one is.
+    let record = back.read(1500).unwrap();
+    let items = |name: &str| -> Vec<String> {
+        let value = record.get(name).unwrap();
+        let list = value.as_list().unwrap_or_else(|| panic!("{name}: {value:?}"));
+        list.iter().map(|v| format!("{v:?}")).collect()
+    };
+    assert_eq!(items("i"), ["1500", "null"]);
+    assert_eq!(items("f"), ["null", "0.25"]);
+    let record = back.read(1499).unwrap();
+    assert_eq!(
+        record.get("i").unwrap().as_array().unwrap().values::<i64>().unwrap().collect::<Vec<_>>(),
+        [1499, -1499]
+    );
+    assert_eq!(back.len(), n as u64);
+}

@@ -590,3 +590,48 @@ def test_arrow_columns_of_a_granular_dataset_read_only_those_keys(tmp_path):
     with pytest.raises(reel.CorruptError):
         reel.open(path)
     assert [r["label"] for r in reel.open(path, columns=["label"])] == list(range(10))
+
+
+def test_a_list_column_whose_first_null_item_comes_after_the_sample_reads_whole(tmp_path):
+    # pyarrow's list<int64> has nullable items. The 1,000 records sampled are 1-D arrays;
+    # record 1500 is a list (an item is null). Every Arrow path refused it as a misfit,
+    # even given the file's own schema.
+    import pyarrow.parquet as pq
+
+    rows = [[i, -i] for i in range(2000)]
+    rows[1500] = [7, None]
+    table = pa.table({"v": pa.array(rows, pa.list_(pa.int64()))})
+    path = tmp_path / "late.parquet"
+    pq.write_table(table, path)
+    ds = reel.open(path)
+    assert ds[1500] == {"v": [7, None]}
+    for got in [pa.table(ds), ds.to_arrow(schema=pq.read_schema(path))]:
+        assert got.column("v").type == pa.list_(pa.int64())
+        assert got.column("v").to_pylist() == rows
+    out = tmp_path / "out.parquet"
+    reel.convert(path, out, to="parquet")
+    assert pq.read_table(out).column("v").to_pylist() == rows
+
+
+def test_parts_whose_timestamps_count_in_other_units_are_refused(tmp_path):
+    # pandas writes nanoseconds (or microseconds), Spark microseconds, others
+    # milliseconds: read as their plain counts, such parts would make one column of
+    # numbers meaning different things. pyarrow casts them to the first part's unit; reel
+    # refuses, naming the parts.
+    import datetime
+
+    import pyarrow.parquet as pq
+
+    when = [datetime.datetime(2024, 1, 1)]
+    (tmp_path / "t").mkdir()
+
+    def part(name, unit, tz=None):
+        column = pa.array(when, pa.timestamp(unit, tz=tz))
+        pq.write_table(pa.table({"t": column}), tmp_path / "t" / name)
+
+    part("part-0.parquet", "ms")
+    part("part-1.parquet", "ms", tz="UTC")  # a time zone changes no stored count
+    assert [r["t"] for r in reel.open(tmp_path / "t")] == [1704067200000] * 2
+    part("part-2.parquet", "us")
+    with pytest.raises(reel.SchemaError, match="part-2.parquet has the columns"):
+        reel.open(tmp_path / "t")
