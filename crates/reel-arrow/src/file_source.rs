@@ -284,7 +284,24 @@ fn projection(
         })
     };
     let mut out = match &options.columns {
-        Some(wanted) => wanted.iter().map(|n| index_of(n)).collect::<Result<Vec<_>>>()?,
+        Some(wanted) => {
+            // A name two columns have selects neither: the first one would be a guess (and
+            // pyarrow refuses it too). Leaving such a name out (`skip_columns`) leaves both.
+            let mut seen = std::collections::HashSet::with_capacity(schema.fields().len());
+            let twice: std::collections::HashSet<&str> = schema
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .filter(|name| !seen.insert(*name))
+                .collect();
+            if let Some(name) = wanted.iter().find(|n| twice.contains(n.as_str())) {
+                return Err(Error::unsupported(format!(
+                    "the table has more than one column named {name:?}, so selecting it by                      name cannot tell which is meant"
+                ))
+                .with_path(path));
+            }
+            wanted.iter().map(|n| index_of(n)).collect::<Result<Vec<_>>>()?
+        }
         None => (0..schema.fields().len()).collect(),
     };
     for name in &options.skip_columns {

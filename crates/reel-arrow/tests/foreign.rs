@@ -185,6 +185,11 @@ fn unreadable_columns_are_refused_naming_the_column() {
     let err = open(&path);
     assert_eq!(err.kind(), ErrorKind::Unsupported);
     assert!(err.to_string().contains("\"a\""), "{err}");
+    // Selected by that name, neither is taken for it (the first one was).
+    let only_a = ReadOptions { columns: Some(vec!["a".into()]), ..Default::default() };
+    let err = ArrowFileSource::open(&path, &only_a).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::Unsupported);
+    assert!(err.to_string().contains("cannot tell which is meant"), "{err}");
     // A column selected twice would be a field twice as well.
     let ids: ArrayRef = Arc::new(Int64Array::from(vec![1, 2]));
     let single = RecordBatch::try_from_iter([("a", ids)]).unwrap();
