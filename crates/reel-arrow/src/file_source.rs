@@ -128,25 +128,24 @@ fn partition_keys(options: &ReadOptions) -> Vec<String> {
 /// window; the batch reader and the Parquet writer keep 16 MiB batches and row groups too.
 pub const WINDOW_BYTES: usize = 16 << 20;
 
+/// Bytes [`sniff`] looks at: enough for `PAR1`, `ARROW1`, and the schema message an Arrow
+/// IPC stream starts with (a few hundred bytes for a table of a few columns; a longer one
+/// is told by its marker and length).
+const SNIFF_BYTES: usize = 4096;
+
 /// Whether the file at `path` starts like a Parquet file (`PAR1`) or an Arrow IPC file
-/// (`ARROW1`).
+/// (`ARROW1`) or stream (its schema message; read as IPC too).
 pub fn sniff(path: &Path) -> Option<FileKind> {
-    let mut head = [0u8; 6];
-    let mut f = File::open(path).ok()?;
+    let f = File::open(path).ok()?;
     if !f.metadata().ok()?.is_file() {
         return None;
     }
-    let n = f.read(&mut head).ok()?;
-    if n >= 4 && &head[..4] == b"PAR1" {
-        Some(FileKind::Parquet)
-    } else if n == 6 && &head == b"ARROW1" {
-        Some(FileKind::ArrowIpc)
-    } else {
-        None
-    }
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    f.take(SNIFF_BYTES as u64).read_to_end(&mut head).ok()?;
+    kind_of_head(&head)
 }
 
-/// [`sniff`] for a file in `store` (an object store, say): its first 6 bytes, one ranged
+/// [`sniff`] for a file in `store` (an object store, say): its first bytes, one ranged
 /// read.
 pub fn sniff_in(store: &dyn Store, path: &Path) -> Option<FileKind> {
     if store.name() == "file" {
@@ -156,10 +155,15 @@ pub fn sniff_in(store: &dyn Store, path: &Path) -> Option<FileKind> {
         return None;
     }
     let size = store.size(path).ok()?;
-    let head = store.read_range(path, 0, size.min(6)).ok()?;
-    if head.len() >= 4 && &head[..4] == b"PAR1" {
+    let head = store.read_range(path, 0, size.min(SNIFF_BYTES as u64)).ok()?;
+    kind_of_head(&head)
+}
+
+/// The kind of file whose first bytes are `head`.
+fn kind_of_head(head: &[u8]) -> Option<FileKind> {
+    if head.starts_with(b"PAR1") {
         Some(FileKind::Parquet)
-    } else if head == b"ARROW1" {
+    } else if head.starts_with(b"ARROW1") || crate::ipc_file::is_ipc_stream(head) {
         Some(FileKind::ArrowIpc)
     } else {
         None

@@ -1,4 +1,5 @@
-//! Arrow IPC files read by record batch: the footer parsed and checked once, each batch
+//! Arrow IPC files read by record batch: the footer parsed and checked once (for the IPC
+//! stream format, which has no footer, the messages' headers walked once), each batch
 //! taken as one block (message and body) where it lies in the file's mapping or read in
 //! one read, checked in memory, and decoded with arrow-ipc's [`FileDecoder`]. Decoded from
 //! a mapping, an uncompressed batch's arrays point into the mapped file: reading a batch
@@ -148,6 +149,13 @@ fn block_span(block: &Block) -> (u64, u64, u64) {
 pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
     use parquet::file::reader::Length;
     let size = Length::len(file);
+    let mut head = [0u8; 4];
+    if size >= 4 {
+        file.read_exact_at(0, &mut head, path)?;
+        if head == CONTINUATION {
+            return ipc_stream_layout(file, path, size);
+        }
+    }
     if size < IPC_HEAD + IPC_TAIL {
         return Err(ipc_corrupt(path, &format!("the file is too short ({size} bytes)")));
     }
@@ -245,6 +253,146 @@ pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
         schema,
         batch_rows,
         version: footer.version(),
+        native_byte_order,
+        dictionaries,
+        batches,
+        compression,
+    })
+}
+
+/// The marker an encapsulated IPC message starts with (since format 0.15), before the
+/// length of its header.
+pub(crate) const CONTINUATION: [u8; 4] = [0xff; 4];
+
+/// Whether `head`, the first bytes of a file, is the start of an Arrow IPC stream: the
+/// continuation marker, a header length, and (as far as `head` holds it) a schema message.
+/// An IPC stream (`pyarrow.ipc.new_stream`, Polars' `write_ipc_stream`, the `.arrow` files
+/// of Hugging Face `datasets`) has no magic bytes of its own: its first message, which
+/// must be the schema, tells it.
+pub(crate) fn is_ipc_stream(head: &[u8]) -> bool {
+    let Some((marker, rest)) = head.split_first_chunk::<4>() else {
+        return false;
+    };
+    let Some(len) = rest.first_chunk::<4>().map(|b| i32::from_le_bytes(*b)) else {
+        return false;
+    };
+    if *marker != CONTINUATION || len <= 0 {
+        return false;
+    }
+    let header = &rest[4..];
+    match header.get(..len as usize) {
+        Some(flatbuffer) => arrow_ipc::root_as_message(flatbuffer)
+            .is_ok_and(|m| m.header_type() == arrow_ipc::MessageHeader::Schema),
+        // A header longer than the bytes looked at: the marker and a plausible length.
+        None => len < (1 << 24),
+    }
+}
+
+/// [`ipc_layout`] for the IPC stream format: messages one after another from the start
+/// (the schema first, then dictionary and record batches), up to an end-of-stream marker
+/// or the end of the file. Each message's header is read and checked (its body must lie
+/// in the file), and its body is skipped: the record batches' blocks are what a footer
+/// would have listed. Walking costs one small read per message, and a stream of `n`
+/// bytes has at most `n / 8` messages.
+///
+/// A dictionary replaced (not extended by a delta) after record batches that use it is
+/// refused: batches are read at random with one set of dictionaries, as in an IPC file,
+/// which cannot hold a replacement either.
+fn ipc_stream_layout(file: &FileInput, path: &Path, size: u64) -> Result<IpcLayout> {
+    let mut schema = None;
+    let mut version = arrow_ipc::MetadataVersion::V5;
+    let mut native_byte_order = true;
+    let (mut dictionaries, mut batches, mut batch_rows) = (Vec::new(), Vec::new(), Vec::new());
+    let mut dictionary_ids = std::collections::HashSet::new();
+    let mut compression = None;
+    let mut header_bytes = Vec::new();
+    let mut at = 0u64;
+    // The end of the file without an end-of-stream marker ends the stream too, as pyarrow
+    // reads it.
+    while at < size {
+        let bad = |why: &str| ipc_corrupt(path, &format!("the message at byte {at}: {why}"));
+        let mut prefix = [0u8; 8];
+        if size - at < 8 {
+            return Err(bad("the file ends inside its length"));
+        }
+        file.read_exact_at(at, &mut prefix, path)?;
+        if prefix[..4] != CONTINUATION {
+            return Err(bad("it does not start with the IPC stream's marker 0xFFFFFFFF"));
+        }
+        let len = i32::from_le_bytes([prefix[4], prefix[5], prefix[6], prefix[7]]);
+        if len == 0 {
+            break; // the end-of-stream marker
+        }
+        let meta = u64::try_from(len)
+            .ok()
+            .filter(|&l| l <= i32::MAX as u64 - 8)
+            .map(|l| l + 8)
+            .ok_or_else(|| bad(&format!("its header length is {len}")))?;
+        if meta > size - at {
+            return Err(bad("its header goes past the end of the file"));
+        }
+        header_bytes.resize(meta as usize, 0);
+        file.read_exact_at(at, &mut header_bytes, path)?;
+        let message = parse_message(&header_bytes, &bad)?;
+        let body = u64::try_from(message.bodyLength())
+            .ok()
+            .filter(|&b| b <= size - at - meta)
+            .ok_or_else(|| {
+                bad(&format!(
+                    "its body of {} bytes goes past the end of the file",
+                    message.bodyLength()
+                ))
+            })?;
+        // Both fit: `meta` in an i32 (checked), `at + meta + body` within the file.
+        let block = Block::new(at as i64, meta as i32, body as i64);
+        match message.header_type() {
+            arrow_ipc::MessageHeader::Schema if schema.is_none() => {
+                let fb = message.header_as_schema().ok_or_else(|| bad("no schema"))?;
+                native_byte_order = fb.endianness().equals_to_target_endianness();
+                version = message.version();
+                schema =
+                    Some(arrow_ipc::convert::try_fb_to_schema(fb).map_err(|e| ipc_err(e, path))?);
+            }
+            _ if schema.is_none() => {
+                return Err(bad("the stream does not start with its schema"));
+            }
+            arrow_ipc::MessageHeader::Schema => return Err(bad("a second schema")),
+            arrow_ipc::MessageHeader::DictionaryBatch => {
+                let d = message.header_as_dictionary_batch().ok_or_else(|| bad("no batch"))?;
+                if !dictionary_ids.insert(d.id()) && !d.isDelta() && !batches.is_empty() {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported,
+                        format!(
+                            "Arrow IPC: the stream replaces dictionary {} after record batches                              that use it (reel reads a stream's batches at random, with one                              dictionary per column, as an IPC file has)",
+                            d.id()
+                        ),
+                    )
+                    .with_format("arrow")
+                    .with_path(path));
+                }
+                dictionaries.push(block);
+            }
+            arrow_ipc::MessageHeader::RecordBatch => {
+                let header = message.header_as_record_batch().ok_or_else(|| bad("no batch"))?;
+                let rows = u64::try_from(header.length())
+                    .map_err(|_| bad(&format!("negative row count {}", header.length())))?;
+                compression = compression.or(match header.compression().map(|c| c.codec()) {
+                    Some(arrow_ipc::CompressionType::LZ4_FRAME) => Some("LZ4"),
+                    Some(arrow_ipc::CompressionType::ZSTD) => Some("zstd"),
+                    _ => None,
+                });
+                batch_rows.push(rows);
+                batches.push(block);
+            }
+            other => return Err(bad(&format!("a {other:?} message, which no table holds"))),
+        }
+        at += meta + body;
+    }
+    let schema = schema.ok_or_else(|| ipc_corrupt(path, "the stream has no schema message"))?;
+    Ok(IpcLayout {
+        schema,
+        batch_rows,
+        version,
         native_byte_order,
         dictionaries,
         batches,

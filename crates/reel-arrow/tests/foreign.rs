@@ -662,3 +662,75 @@ fn a_null_item_after_the_sample_goes_into_the_column_of_arrays() {
     );
     assert_eq!(back.len(), n as u64);
 }
+
+/// Writes `batches` (of one schema) as an Arrow IPC stream, as `pyarrow.ipc.new_stream`,
+/// Polars' `write_ipc_stream` and Hugging Face `datasets` write them.
+fn ipc_stream(path: &Path, batches: &[RecordBatch], codec: Option<arrow_ipc::CompressionType>) {
+    let options =
+        arrow_ipc::writer::IpcWriteOptions::default().try_with_compression(codec).unwrap();
+    let mut w = arrow_ipc::writer::StreamWriter::try_new_with_options(
+        std::fs::File::create(path).unwrap(),
+        &batches[0].schema(),
+        options,
+    )
+    .unwrap();
+    for b in batches {
+        w.write(b).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// An IPC stream (no footer: its messages are walked at open) reads as the IPC file of the
+/// same batches, compressed or not, with a dictionary column, and with or without the
+/// end-of-stream marker; a stream cut inside a message or with garbage between messages
+/// is a `Corrupt` error naming the byte, never a panic.
+#[test]
+fn ipc_streams_read_as_ipc_files() {
+    use arrow_array::DictionaryArray;
+    use arrow_array::types::Int32Type;
+    use reel_core::ErrorKind;
+    let tmp = tempfile::tempdir().unwrap();
+    let sample = sample_batch();
+    let pieces = [sample.slice(0, 100), sample.slice(100, 0), sample.slice(100, 200)];
+    for codec in [None, Some(arrow_ipc::CompressionType::LZ4_FRAME)] {
+        let path = tmp.path().join(format!("stream-{codec:?}.arrows"));
+        ipc_stream(&path, &pieces, codec);
+        assert_eq!(reel_arrow::sniff(&path), Some(reel_arrow::FileKind::ArrowIpc));
+        let src = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+        check_sample(&src, &format!("stream {codec:?}"));
+        let batches = src.info().facts.iter().find(|(k, _)| k == "record batches").unwrap();
+        assert_eq!(batches.1, "3");
+        reel_core::testing::conformance::check_source(&src);
+    }
+
+    // Dictionary-encoded text, as Hugging Face's class labels and polars' categoricals.
+    let labels: DictionaryArray<Int32Type> =
+        (0..50).map(|i| ["cat", "dog", "bird"][i % 3]).collect();
+    let batch = RecordBatch::try_from_iter([("label", Arc::new(labels) as ArrayRef)]).unwrap();
+    let path = tmp.path().join("dict.arrows");
+    ipc_stream(&path, &[batch.slice(0, 25), batch.slice(25, 25)], None);
+    let src = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+    assert_eq!(src.len(), 50);
+    assert_eq!(src.read(49).unwrap().get("label").unwrap().as_str(), Some("dog"));
+
+    // Without its end-of-stream marker (8 bytes: the marker and a zero length).
+    let full = std::fs::read(tmp.path().join("stream-None.arrows")).unwrap();
+    assert_eq!(full[full.len() - 8..], [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+    let open_bytes = |name: &str, bytes: &[u8]| {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        ArrowFileSource::open(&path, &ReadOptions::default())
+    };
+    check_sample(&open_bytes("no-eos.arrows", &full[..full.len() - 8]).unwrap(), "no marker");
+    // Cut anywhere inside a message, or with bytes that are no message between two.
+    for cut in [full.len() - 9, full.len() / 2, 20, 9] {
+        let e = open_bytes("cut.arrows", &full[..cut]).err().expect("a cut stream");
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "cut at {cut}: {e}");
+        assert!(e.to_string().contains("the message at byte"), "{e}");
+    }
+    let mut garbage = full[..full.len() - 8].to_vec();
+    garbage.extend_from_slice(b"not a message at all");
+    let e = open_bytes("garbage.arrows", &garbage).err().expect("garbage after the batches");
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(e.to_string().contains("0xFFFFFFFF"), "{e}");
+}

@@ -635,3 +635,59 @@ def test_parts_whose_timestamps_count_in_other_units_are_refused(tmp_path):
     part("part-2.parquet", "us")
     with pytest.raises(reel.SchemaError, match="part-2.parquet has the columns"):
         reel.open(tmp_path / "t")
+
+
+def test_an_arrow_ipc_stream_reads_as_pyarrow_reads_it(tmp_path):
+    # The IPC stream format has no footer: pyarrow.ipc.new_stream, polars' write_ipc_stream
+    # and Hugging Face datasets' .arrow files write it. The schema's metadata here is as
+    # large as a datasets "huggingface" entry for a wide table (several KiB).
+    import pyarrow.ipc as ipc
+    import polars as pl
+
+    table = pa.table(
+        {
+            "id": pa.array(range(1000), pa.int64()),
+            "text": [f"row {i}" for i in range(1000)],
+            "label": pa.array([["cat", "dog"][i % 2] for i in range(1000)]).dictionary_encode(),
+            "emb": pa.array([[float(i), None] if i == 700 else [float(i)] for i in range(1000)]),
+        }
+    ).replace_schema_metadata({"huggingface": json.dumps({"features": ["x" * 64] * 200})})
+    path = tmp_path / "data-00000-of-00001.arrow"
+    with ipc.new_stream(path, table.schema) as writer:
+        for batch in table.to_batches(max_chunksize=300):
+            writer.write_batch(batch)
+    ds = reel.open(path)
+    assert ds.format == "arrow"
+    assert len(ds) == 1000
+    assert ds[700] == {"id": 700, "text": "row 700", "label": "cat", "emb": [700.0, None]}
+    got = pa.table(ds)
+    assert got.column("text").to_pylist() == table.column("text").to_pylist()
+    assert got.column("label").to_pylist() == table.column("label").to_pylist()
+    assert got.column("emb").to_pylist() == table.column("emb").to_pylist()
+
+    polars_path = tmp_path / "polars.arrows"
+    pl.DataFrame({"a": [1, 2, 3], "s": ["x", "y", "z"]}).write_ipc_stream(polars_path)
+    assert list(reel.open(polars_path)) == [
+        {"a": 1, "s": "x"},
+        {"a": 2, "s": "y"},
+        {"a": 3, "s": "z"},
+    ]
+
+    # Cut inside a message: a CorruptError naming where, not a crash.
+    cut = tmp_path / "cut.arrow"
+    cut.write_bytes(path.read_bytes()[:-100])
+    with pytest.raises(reel.CorruptError, match="the message at byte"):
+        reel.open(cut)
+
+
+def test_a_feather_version_1_file_is_named_as_such(tmp_path):
+    import warnings
+
+    import pyarrow.feather as feather
+
+    path = tmp_path / "old.feather"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        feather.write_feather(pa.table({"a": [1, 2]}), path, version=1)
+    with pytest.raises(reel.UnsupportedError, match="Feather version 1"):
+        reel.open(path)

@@ -364,8 +364,23 @@ pub fn sniff_in(store: &dyn Store, path: &Path) -> Result<Format> {
     }
     let known: Vec<_> = Format::enabled().map(Format::name).collect();
     Err(Error::unsupported(format!(
-        "cannot tell the format: it looks like none of {}",
-        known.join(", ")
+        "cannot tell the format: it looks like none of {}{}",
+        known.join(", "),
+        lookalike(store, path)
     ))
     .with_path(path))
+}
+
+/// What the file at `path` is, when its first bytes are those of a format reel does not
+/// read but users meet among the ones it does, as a clause for "cannot tell the format".
+fn lookalike(store: &dyn Store, path: &Path) -> &'static str {
+    if !store.is_file(path) {
+        return "";
+    }
+    match store.read_range(path, 0, 4).as_deref() {
+        Ok(b"FEA1") => {
+            " (its first bytes are Feather version 1's, the format before Arrow IPC files,              which reel does not read: rewrite it as Feather version 2 with              pyarrow.feather.write_feather(pyarrow.feather.read_table(PATH), NEW_PATH))"
+        }
+        _ => "",
+    }
 }
