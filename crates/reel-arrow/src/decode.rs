@@ -200,6 +200,11 @@ pub(crate) fn decode_row(
         }
         let v = value(plan, array.as_ref(), row, out)
             .map_err(|e| Error::new(e.kind(), format!("column {name:?}: {}", e.message())))?;
+        // A cell whose key is valid but points at a null dictionary value (IPC allows
+        // one) is a null cell too.
+        if matches!(v, Value::Null) {
+            continue;
+        }
         out.push_named(name, v);
     }
     Ok(())

@@ -734,3 +734,21 @@ fn ipc_streams_read_as_ipc_files() {
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
     assert!(e.to_string().contains("0xFFFFFFFF"), "{e}");
 }
+
+/// A dictionary cell whose key points at a null value (IPC allows one) is a null cell, so
+/// the record lacks the field, as for a null key.
+#[test]
+fn a_null_dictionary_value_is_a_null_cell() {
+    use arrow_array::{DictionaryArray, Int32Array};
+    let tmp = tempfile::tempdir().unwrap();
+    let values: ArrayRef = Arc::new(StringArray::from(vec![Some("u"), None]));
+    let keys = Int32Array::from(vec![Some(0), Some(1), None]);
+    let d = DictionaryArray::try_new(keys, values).unwrap();
+    let batch = RecordBatch::try_from_iter([("d", Arc::new(d) as ArrayRef)]).unwrap();
+    let path = tmp.path().join("dict.arrow");
+    ipc_file(&path, &batch, None);
+    let src = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+    assert_eq!(src.read(0).unwrap().get("d").unwrap().as_str(), Some("u"));
+    assert!(src.read(1).unwrap().get("d").is_none());
+    assert!(src.read(2).unwrap().get("d").is_none());
+}
