@@ -372,6 +372,12 @@ def test_generate_refuses_a_dataset_larger_than_the_free_space(tmp_path):
     with pytest.raises(reel.InvalidInputError, match="free"):
         reel.generate(tmp_path / "huge", records=10**15, max_record=4096)
     assert list(tmp_path.iterdir()) == []
+    # Records of at most one byte still take the format's index: 2**40 FFRecord records
+    # need 12 TiB of header (they were written until interrupted).
+    for fmt in ["ffrecord", "ofrecord", "granular", "syrah"]:
+        with pytest.raises(reel.InvalidInputError, match="free"):
+            reel.generate(tmp_path / "tiny", format=fmt, records=2**40, max_record=1)
+        assert list(tmp_path.iterdir()) == []
 
 
 def interrupt_once_staged(directory, before: int) -> threading.Thread:

@@ -182,13 +182,27 @@ const ROOM_CHECK_RECORDS: u64 = 100;
 /// The fewest bytes `records` generated records of `format` take: each payload is drawn
 /// evenly from 0 to `max_record` bytes, so with many records they sum to nearly half the
 /// largest each; 90 % of that leaves room for chance. Gulp stores a JPEG frame or more per
-/// record instead of a payload.
+/// record instead of a payload. On top comes what the format stores per record whatever
+/// its size (without it, records of 0 or 1 byte counted as nothing: 2^40 of them were
+/// written towards 13 TB of FFRecord index).
 fn least_bytes(format: Format, records: u64, max_record: usize) -> u128 {
     let per_record = match format {
         Format::Gulp => gulp_frame_bytes(),
-        _ => max_record as u128 / 2,
+        _ => max_record as u128 / 2 * 9 / 10,
     };
-    u128::from(records) * per_record * 9 / 10
+    u128::from(records) * (per_record + framing_bytes(format))
+}
+
+/// Bytes `format` stores for every record besides its payload, at the least (the specs
+/// in `shared/spec/`): FFRecord's offset and checksum in the header, OFRecord's length
+/// and its checksums, a Granular or bags index entry, a Syrah item's entry. Gulp's
+/// per-video metadata is counted in its frame bytes.
+fn framing_bytes(format: Format) -> u128 {
+    match format {
+        Format::Ffrecord => 12,
+        Format::Ofrecord | Format::Granular | Format::Bags | Format::Syrah => 8,
+        _ => 0,
+    }
 }
 
 /// Refuses, before anything is written, a generated dataset that cannot fit in the free
