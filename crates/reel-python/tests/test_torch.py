@@ -505,3 +505,68 @@ def test_set_epoch_takes_any_integer_and_refuses_the_rest():
         with pytest.raises(error, match="epoch"):
             ds.set_epoch(bad)
         assert ds.epoch == 2 and ds._shared.read() == (2, None)
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_a_loaded_state_resumes_once_when_the_dataloaders_seed_repeats(context):
+    """A DataLoader made each epoch with a generator seeded alike draws the same base seed,
+    and fresh workers all count their first iteration: the iterations looked alike, so
+    the state resumed every one of them, silently skipping the epoch's first batches."""
+    lookup = idx_of(reel.open(FFR)[:])
+    whole = batches_as_indices(list(streaming()), lookup)
+    ds = streaming()
+    ds.load_state_dict(streaming().state_dict(batches_seen=6))
+
+    def loader():
+        return torch.utils.data.DataLoader(
+            ds, batch_size=None, num_workers=2, multiprocessing_context=context,
+            generator=torch.Generator().manual_seed(0),
+        )
+
+    assert batches_as_indices(list(loader()), lookup) == whole[6:]
+    it = iter(loader())
+    seen = [next(it) for _ in range(3)]
+    assert ds.state_dict(batches_seen=3) == streaming().state_dict(batches_seen=3)
+    assert batches_as_indices(seen + list(it), lookup) == whole
+
+
+def test_an_empty_share_of_the_last_step_is_an_empty_list():
+    """300 records over 7 ranks, a record a batch: the last global step holds 6 records, so
+    one rank's share is empty. Every rank takes the same number of steps; the empty batch
+    is [] (the default collate failed on it, at the end of the first epoch)."""
+    lookup = idx_of(reel.open(FFR)[:])
+    world = 7
+    shares = []
+    for rank in range(world):
+        ds = reel.torch.StreamingDataset(
+            FFR, batch_size=1, rank=rank, world_size=world, shuffle="none",
+            transform=lambda r: r["data"],
+        )
+        shares.append(list(torch.utils.data.DataLoader(ds, batch_size=None)))
+    assert {len(s) for s in shares} == {N // world + 1}
+    empty = [rank for rank, s in enumerate(shares) if s[-1] == []]
+    assert len(empty) == world - N % world
+    records = [lookup[b[0]] for s in shares for b in s if b != []]
+    assert sorted(records) == list(range(N))
+
+
+def test_a_state_taken_after_an_epochs_last_batch_stays_in_that_epoch():
+    """The loader states the end of an epoch as the start of the next one; loaded, that
+    moved the dataset to the next epoch, and a loop calling set_epoch(e) with the epoch it
+    checkpointed read epoch e again."""
+    lookup = idx_of(reel.open(FFR)[:])
+    ds = streaming()
+    assert len(list(ds)) == 19
+    state = ds.state_dict()
+    assert state["loader"]["epoch"] == 0
+    resumed = streaming()
+    resumed.load_state_dict(state)
+    assert resumed.epoch == 0
+    resumed.set_epoch(0)  # what the loop does with the epoch it saved: keeps the state
+    assert list(resumed) == []  # the epoch is done
+    resumed.set_epoch(1)
+    next_epoch = streaming()
+    next_epoch.set_epoch(1)
+    assert batches_as_indices(list(resumed), lookup) == batches_as_indices(list(next_epoch), lookup)
+    # A worker's count works alike: 19 batches seen is the end too.
+    assert streaming().state_dict(batches_seen=19) == state

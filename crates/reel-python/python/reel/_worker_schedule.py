@@ -15,6 +15,13 @@ uses it marks it used (by an identity that all the workers of one iteration shar
 ``StreamingDataset._iteration``), and later iterations start their epoch from the
 beginning. The marks also tell the main process which iteration ``state_dict`` counts
 from. The main process never sees an iteration's start when workers run it.
+
+The identity can repeat: it holds the DataLoader's base seed, which a generator seeded
+anew for every epoch (or ``torch.manual_seed`` before each) draws again, and fresh
+workers all count their first iteration. So the block also records which worker ids
+started under the used identity: each worker starts once per iteration, so a worker id
+starting a second time under it belongs to a later iteration, which reads its epoch from
+the start (it resumed again, skipping the batches before the state, every epoch).
 """
 
 from __future__ import annotations
@@ -31,8 +38,11 @@ from typing import Any
 # the loader refuses unknown keys, so a valid one stays far below this).
 _CAPACITY = 4096
 # The payload's length, then two iteration identities (two u64 each, all 0 for none): the
-# iteration that used the loaded state, and the one that started last. The JSON follows.
-_MARKS = struct.Struct("<Q2Q2Q")
+# iteration that used the loaded state, and the one that started last; whether that last
+# one began at the loaded state; and a bitmap of the worker ids that began at it (ids
+# beyond the bitmap are taken as first starts). The JSON follows.
+_WORKER_BITS = 1024
+_MARKS = struct.Struct(f"<Q2Q2QQ{_WORKER_BITS // 8}s")
 _HEADER = _MARKS.size
 
 Iteration = tuple[int, int]
@@ -69,7 +79,7 @@ class WorkerSchedule:
         with self._lock:
             view = self._view()
             view[_HEADER : _HEADER + len(payload)] = payload
-            view[:_HEADER] = _MARKS.pack(len(payload), 0, 0, 0, 0)
+            view[:_HEADER] = _MARKS.pack(len(payload), 0, 0, 0, 0, 0, b"")
 
     def read(self) -> tuple[int, str | None]:
         """The schedule published last.
@@ -89,30 +99,36 @@ class WorkerSchedule:
         epoch, resume = json.loads(bytes(view[_HEADER : _HEADER + length]))
         return int(epoch), resume
 
-    def start(self, iteration: Iteration) -> tuple[int, str | None]:
-        """The schedule iteration ``iteration`` reads: the loaded state if no other
-        iteration used it before (it is then marked used by this one), else the start of
-        the epoch. The iteration is marked as the latest."""
+    def start(self, iteration: Iteration, worker: int = 0) -> tuple[int, str | None]:
+        """The schedule worker ``worker`` of iteration ``iteration`` reads: the loaded
+        state if no other iteration used it before (it is then marked used by this one),
+        else the start of the epoch. The iteration is marked as the latest."""
         with self._lock:
             epoch, resume = self._read_locked()
             view = self._view()
-            length, *marks = _MARKS.unpack_from(view)
-            used = (marks[0], marks[1])
+            length, used_a, used_b, _, _, _, bitmap = _MARKS.unpack_from(view)
+            used = (used_a, used_b)
+            workers = bytearray(bitmap)
+            byte, bit = divmod(worker, 8)
+            # A worker id beyond the bitmap cannot be told apart: taken as a first start.
+            started_before = byte < len(workers) and bool(workers[byte] & (1 << bit))
             if resume is not None:
-                if used == (0, 0):
+                if used == (0, 0) or (used == iteration and not started_before):
                     used = iteration
-                elif used != iteration:
+                    if byte < len(workers):
+                        workers[byte] |= 1 << bit
+                else:
                     resume = None
-            _MARKS.pack_into(view, 0, length, *used, *iteration)
+            resumed = int(resume is not None)
+            _MARKS.pack_into(view, 0, length, *used, *iteration, resumed, bytes(workers))
             return epoch, resume
 
     def latest_uses_resume(self) -> bool:
         """Whether the iteration that started last began at the loaded state (or none has
         started since it was loaded): what ``state_dict`` counts batches from."""
         with self._lock:
-            _, *marks = _MARKS.unpack_from(self._view())
-        used, latest = (marks[0], marks[1]), (marks[2], marks[3])
-        return used == (0, 0) or latest == used
+            _, used_a, used_b, _, _, latest_resumed, _ = _MARKS.unpack_from(self._view())
+        return (used_a, used_b) == (0, 0) or bool(latest_resumed)
 
     def __getstate__(self) -> dict[str, Any]:
         # Shared memory can only be handed to a process being started (multiprocessing

@@ -166,12 +166,20 @@ class StreamingDataset(IterableDataset):
     ``k, k + W, ...``), so the batches a rank sees, and their order, do not depend on the
     number of workers. Use it with ``DataLoader(ds, batch_size=None, num_workers=W)``.
 
+    Without ``drop_last``, the last global step of an epoch holds the records left, split
+    between the ranks; when fewer are left than there are ranks, a rank whose share is
+    empty gets an empty batch, yielded as ``[]`` without ``transform`` or ``collate``, so
+    that every rank takes the same number of steps (DDP needs that). Skip it in the
+    training loop (``if not batch``) or use ``drop_last=True``.
+
     Resume: ``state_dict(batches_seen=n)`` after ``n`` batches of the current epoch (the
     count of batches your loop consumed; it can be left out when iterating without
     DataLoader workers) describes the position after them; ``load_state_dict`` makes the
     next iteration deliver exactly the batches an uninterrupted run would have delivered
-    next. The iterations after that one start their epoch from the beginning (or, after
-    ``set_epoch``, another epoch). The state is a small dict (JSON-serialisable).
+    next (none, for a state taken after the epoch's last batch: the dataset stays in that
+    epoch, and ``set_epoch`` moves on). The iterations after that one start their epoch
+    from the beginning (or, after ``set_epoch``, another epoch), also when the
+    DataLoader's seed repeats. The state is a small dict (JSON-serialisable).
 
     ``set_epoch`` and ``load_state_dict`` in the main process reach the DataLoader's
     workers also when they persist across epochs (``persistent_workers=True``): the dataset
@@ -302,7 +310,7 @@ class StreamingDataset(IterableDataset):
         # The main process's schedule now (a worker's copy was made when the worker
         # started, and a persistent worker iterates it again for every epoch); the loaded
         # state only if no earlier iteration used it.
-        epoch, start = self._shared.start(self._iteration(info))
+        epoch, start = self._shared.start(self._iteration(info), me)
         if not in_process:
             self.epoch = epoch
         # This worker's batches (k, k + workers, ...) are read ahead by reel-loader's
@@ -316,6 +324,15 @@ class StreamingDataset(IterableDataset):
             mapped=not self.tensors,
         )
         for records in stream:
+            if not records:
+                # This rank's share of the epoch's short last global step is empty (fewer
+                # records were left than ranks): an empty batch keeps every rank at the
+                # same number of steps, as DDP needs, and is yielded as an empty list,
+                # since no transform or collate makes a batch of nothing.
+                if in_process:
+                    self._seen += 1
+                yield []
+                continue
             if self.tensors:
                 records = [_as_tensors(r) for r in records]
             if self.transform is not None:
@@ -337,7 +354,16 @@ class StreamingDataset(IterableDataset):
         # time in proportion to the step, so a state taken every step grew quadratically.
         if plan.skip(n) < n:
             raise ValueError(f"batches_seen={n} is more than this epoch has")
-        return {"loader": json.loads(plan.state()), "rank": self.rank, "world_size": self.world_size}
+        loader = json.loads(plan.state())
+        if loader["epoch"] != self.epoch:
+            # The batches seen end the epoch, and the loader states that as the start of
+            # the next one. Kept as the end of this epoch instead (which the loader
+            # resumes to no batches): loaded, it leaves the dataset in this epoch, as a
+            # state taken mid-epoch does, so that a loop calling set_epoch(e) with the
+            # epoch it checkpointed does not read epoch e again.
+            steps = self._plan(None).skip(2**64 - 1)
+            loader = {**loader, "epoch": self.epoch, "step": steps, "position": loader["len"]}
+        return {"loader": loader, "rank": self.rank, "world_size": self.world_size}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Makes the next iteration continue where ``state`` was taken; the iterations
