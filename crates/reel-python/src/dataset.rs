@@ -539,8 +539,12 @@ fn index_of(item: &Bound<'_, PyAny>, b: &Bounds<'_>) -> PyResult<u64> {
     }
     match item.extract::<i64>() {
         Ok(i) => normalize_index(i, b).py_err(py),
+        // From 2^63 to 2^64 - 1 an index is a record number out of range, named as such.
         Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => {
-            Err(index_too_large(b)).py_err(py)
+            match item.extract::<u64>() {
+                Ok(u) => normalize_wide(i128::from(u), b).py_err(py),
+                Err(_) => Err(index_too_large(b)).py_err(py),
+            }
         }
         Err(e) => Err(e),
     }
@@ -629,8 +633,8 @@ fn list_indices(list: &Bound<'_, PyList>, b: &Bounds<'_>) -> PyResult<Vec<u64>> 
         };
         let index = match item {
             ListItem::Int(value) => normalize_index(value, b).py_err(py)?,
-            // Out of range of any dataset, like an index array's too-large `uint64`.
-            ListItem::TooLarge => return Err(index_too_large(b)).py_err(py),
+            // Out of range of any dataset (named as a record where it fits in a `u64`).
+            ListItem::TooLarge => index_of(&list.get_item(k)?, b)?,
             // Anything else (a NumPy integer, an object with `__index__`) goes through the
             // ordinary conversion, holding its own reference to the item. Its `__index__`
             // may change the list, so the length is read again after it.
@@ -673,8 +677,20 @@ pub(crate) fn indices_of(obj: &Bound<'_, PyAny>, b: &Bounds<'_>) -> PyResult<Vec
              tuple, range or integer array), not a {kind}"
         )));
     }
+    let items = match obj.try_iter() {
+        Ok(items) => items,
+        // Not iterable (a float, None): said as what indices are, not "not iterable".
+        Err(e) if e.is_instance_of::<PyTypeError>(obj.py()) => {
+            let kind = obj.get_type().name()?;
+            return Err(PyTypeError::new_err(format!(
+                "dataset indices are an int, a slice or an ordered sequence of ints (a list, \
+                 tuple, range or integer array), not a {kind}"
+            )));
+        }
+        Err(e) => return Err(e),
+    };
     let mut out = Vec::new();
-    for item in obj.try_iter()? {
+    for item in items {
         out.push(index_of(&item?, b)?);
     }
     Ok(out)
@@ -715,6 +731,25 @@ fn integer_array_indices(obj: &Bound<'_, PyAny>, b: &Bounds<'_>) -> PyResult<Opt
         )
     {
         return Err(PyTypeError::new_err(MASK_REFUSED));
+    }
+    if let Ok(untyped) = array.cast::<numpy::PyUntypedArray>() {
+        // As NumPy indexes: a 2-D array (or tensor, seen through `__array__`) is no list of
+        // record indices, and iterating it row by row read a tensor's 1-element rows as
+        // indices where an array's were refused; float indices are refused however many.
+        let ndim = numpy::PyUntypedArrayMethods::ndim(untyped);
+        let dtype = numpy::PyUntypedArrayMethods::dtype(untyped);
+        if ndim != 1 {
+            return Err(PyTypeError::new_err(format!(
+                "record indices are a one-dimensional sequence of ints, not a \
+                 {ndim}-dimensional array"
+            )));
+        }
+        if matches!(numpy::PyArrayDescrMethods::kind(&dtype), b'f' | b'c') {
+            return Err(PyTypeError::new_err(format!(
+                "record index arrays hold integers, not {}",
+                dtype.str()?
+            )));
+        }
     }
     Ok(None)
 }

@@ -77,9 +77,29 @@ def test_indices_may_be_lists_arrays_of_any_int_dtype_or_iterables(ds):
     # An index too large for 64 bits is out of range in every form, not an OverflowError,
     # and the message does not quote the number (it may have thousands of digits).
     huge = 10**5000
-    for form in ([0, 2**70], (0, 2**70), iter([0, 2**70]), [0, np.uint64(2**64 - 1), 2**70]):
+    for form in ([0, 2**70], (0, 2**70), iter([0, 2**70])):
         with pytest.raises(IndexError, match="does not fit in 64 bits"):
             ds.read_batch(form)
+    # One that fits in 64 bits unsigned is a record number out of range, said as such.
+    for form in ([0, np.uint64(2**64 - 1), 2**70], [2**64 - 1], 2**64 - 1):
+        with pytest.raises(IndexError, match=r"out of range \(the dataset has 300 records\)"):
+            ds[form]
+    # As NumPy indexes: 2-D index arrays and tensors, and float arrays (empty too), are
+    # refused (a 2-D tensor's rows were read as indices); a float is named as what it is.
+    import torch
+
+    for key, said in (
+        (np.array([[1], [3]]), "2-dimensional"),
+        (torch.tensor([[1], [3]]), "2-dimensional"),
+        (np.array([]), "hold integers, not float64"),
+        (np.array([1.0]), "hold integers, not float64"),
+        (3.0, "not a float"),
+        (None, "not a NoneType"),
+    ):
+        with pytest.raises(TypeError, match=said):
+            ds[key]
+        with pytest.raises(TypeError, match=said):
+            ds.read_batch(key)
     with pytest.raises(IndexError, match="does not fit in 64 bits"):
         ds.read_batch_packed([-(2**64)])
     with pytest.raises(IndexError, match="does not fit in 64 bits"):
