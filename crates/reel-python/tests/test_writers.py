@@ -167,6 +167,24 @@ def test_a_failed_finish_leaves_the_writer_open(tmp_path):
     assert w2.closed and not (tmp_path / "b.ffr").exists()
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_writer_keeps_to_the_records_it_was_created_for(tmp_path, fmt):
+    """``records=`` holds every format's writer as it holds FFRecord's: the others
+    published whatever count was written."""
+    first, second, third = records_for(fmt)[1:4]
+    path = tmp_path / TARGETS[fmt]
+    w = getattr(reel, fmt).Writer(path, records=2)
+    w.write(first)
+    with pytest.raises(ValueError, match="created for 2 records but 1 were written"):
+        w.finish()
+    assert not w.closed and not path.exists()
+    w.write(second)
+    with pytest.raises(ValueError, match="one more does not fit"):
+        w.write(third)
+    assert w.finish()["records"] == 2
+    assert len(reel.open(path)) == 2
+
+
 def test_generate_refuses_records_it_cannot_build(tmp_path):
     # 2**62 bytes aborted the process on the allocation.
     with pytest.raises(ValueError, match="at most 1073741824 bytes"):

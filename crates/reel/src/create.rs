@@ -12,8 +12,9 @@ use crate::Format;
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct CreateOptions {
-    /// How many records will come, if known (FFRecord then writes in place, with no
-    /// extra copy).
+    /// How many records will come, if known. Every writer then takes exactly that many:
+    /// one more is an `InvalidInput` error, and so is finishing with fewer (the writer
+    /// stays open for the rest). FFRecord writes in place, with no extra copy.
     pub records: Option<u64>,
     /// The fields and their format-native types, when the source declared them (a
     /// Granular `spec.json`, Syrah dtypes …).

@@ -38,7 +38,9 @@ class Writer:
             Granular's and bags' spec.json types such as "bytes", "utf8", "array" (a name the
             target does not know is a SchemaError). FFRecord, Syrah, OFRecord and GulpIO2
             take their types from the values written and refuse a schema (ValueError).
-        records: how many records will come, if known (FFRecord then writes in place).
+        records: how many records will come, if known: the writer then takes exactly that
+            many (one more is refused, and ``finish`` with fewer is refused and leaves the
+            writer open), and FFRecord writes in place.
         overwrite: replace an existing dataset at ``path`` once the new one is complete.
         part: ``(k, n)`` to write part ``k`` of an ``n``-part dataset into the directory
             ``path``, under the names ``reel._reel.part_names(format, k, n)`` gives (what

@@ -94,8 +94,87 @@ pub(crate) fn handler(format: Format) -> Option<Handler> {
     }
 }
 
-/// A writer for a new dataset of `format` at `path`.
+/// A writer for a new dataset of `format` at `path`. With `options.records`, it takes
+/// exactly that many records: one more is refused, and finishing with fewer is refused
+/// with the writer left open (FFRecord checks this itself, since it writes its header in
+/// place; the other formats through [`Promised`]).
 pub(crate) fn create(
+    format: Format,
+    path: &Path,
+    options: &crate::CreateOptions,
+) -> Result<Box<dyn reel_core::RecordSink>> {
+    let sink = format_sink(format, path, options)?;
+    Ok(match options.records {
+        Some(promised) if format != Format::Ffrecord => {
+            Box::new(Promised { inner: sink, promised, path: path.to_path_buf() })
+        }
+        _ => sink,
+    })
+}
+
+/// A sink held to the number of records it was created for, as FFRecord's writer holds
+/// itself: a count given and then not kept was published silently (a conversion or a
+/// Python writer with `records=` that wrote another number).
+struct Promised {
+    inner: Box<dyn reel_core::RecordSink>,
+    promised: u64,
+    path: std::path::PathBuf,
+}
+
+impl Promised {
+    fn check_room(&self) -> Result<()> {
+        if self.inner.records() >= self.promised {
+            return Err(reel_core::Error::invalid_input(format!(
+                "the writer was created for {} records (indices 0 to {}); one more does not \
+                 fit",
+                self.promised,
+                self.promised.saturating_sub(1)
+            ))
+            .with_path(&self.path));
+        }
+        Ok(())
+    }
+}
+
+impl reel_core::RecordSink for Promised {
+    fn append_ref(&mut self, record: reel_core::RecordRef<'_>) -> Result<u64> {
+        self.check_room()?;
+        self.inner.append_ref(record)
+    }
+
+    fn append_located(
+        &mut self,
+        record: reel_core::RecordRef<'_>,
+        location: Option<reel_core::Location<'_>>,
+    ) -> Result<u64> {
+        self.check_room()?;
+        self.inner.append_located(record, location)
+    }
+
+    fn records(&self) -> u64 {
+        self.inner.records()
+    }
+
+    fn take_sealed(&mut self) -> Vec<reel_core::SealedFile> {
+        self.inner.take_sealed()
+    }
+
+    fn finish(&mut self) -> Result<reel_core::SinkSummary> {
+        let written = self.inner.records();
+        if written != self.promised {
+            return Err(reel_core::Error::invalid_input(format!(
+                "the writer was created for {} records but {written} were written; nothing \
+                 was saved yet (write the rest, then finish again)",
+                self.promised
+            ))
+            .with_path(&self.path));
+        }
+        self.inner.finish()
+    }
+}
+
+/// The writer of `format` itself (see [`create`]).
+fn format_sink(
     format: Format,
     path: &Path,
     options: &crate::CreateOptions,
