@@ -4,7 +4,8 @@
 //! catching `ValueError` for bad arguments then catch these too.
 //!
 //! The error names the argument (`argument 'batch_size': cannot be negative`), as pyo3
-//! does for a `TypeError`. pyo3 adds the name to `TypeError`s only, so each count carries
+//! does for a `TypeError`. A `bool` is refused (`TypeError`), though Python counts it as
+//! an `int`: `records=True` means something else than one record. pyo3 adds the name to `TypeError`s only, so each count carries
 //! its argument's name in its type: `Count<u64, name::Seed>`.
 
 use std::marker::PhantomData;
@@ -24,6 +25,13 @@ where
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         let py = obj.py();
+        // `True` is an `int` to Python, but `records=True` is a mistake, not one record.
+        if obj.is_instance_of::<pyo3::types::PyBool>() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "argument '{}': an integer, not a bool",
+                A::NAME
+            )));
+        }
         match obj.extract::<T>() {
             Ok(value) => Ok(Count(value, PhantomData)),
             Err(e) if e.is_instance_of::<PyOverflowError>(py) => {

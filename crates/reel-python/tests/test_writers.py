@@ -445,3 +445,13 @@ def test_ctrl_c_stops_a_conversion_and_leaves_only_the_source(tmp_path, to):
     assert [p.name for p in tmp_path.iterdir()] == ["src.ffr"]
     # The process goes on reading and writing as before.
     assert reel.convert(src, tmp_path / "out", to=to)["records"] == 3000
+
+
+def test_a_bool_is_no_count(tmp_path):
+    """``True`` is an ``int`` to Python: ``records=True`` wrote one record."""
+    with pytest.raises(TypeError, match="argument 'records': an integer, not a bool"):
+        reel.generate(tmp_path / "one.ffr", records=True)
+    assert list(tmp_path.iterdir()) == []
+    reel.generate(tmp_path / "two.ffr", records=2)
+    with pytest.raises(TypeError, match="argument 'batch_size'"):
+        reel.open(tmp_path / "two.ffr").plan(batch_size=True)
