@@ -292,8 +292,9 @@ pub(crate) fn is_ipc_stream(head: &[u8]) -> bool {
 /// (the schema first, then dictionary and record batches), up to an end-of-stream marker
 /// or the end of the file. Each message's header is read and checked (its body must lie
 /// in the file), and its body is skipped: the record batches' blocks are what a footer
-/// would have listed. Walking costs one small read per message, and a stream of `n`
-/// bytes has at most `n / 8` messages.
+/// would have listed. Walking costs a read of a few KiB per message whose header is not in
+/// the bytes read last ([`ReadWindow`]), and a stream of `n` bytes has at most `n / 8`
+/// messages.
 ///
 /// A dictionary replaced (not extended by a delta) after record batches that use it is
 /// refused: batches are read at random with one set of dictionaries, as in an IPC file,
@@ -305,17 +306,16 @@ fn ipc_stream_layout(file: &FileInput, path: &Path, size: u64) -> Result<IpcLayo
     let (mut dictionaries, mut batches, mut batch_rows) = (Vec::new(), Vec::new(), Vec::new());
     let mut dictionary_ids = std::collections::HashSet::new();
     let mut compression = None;
-    let mut header_bytes = Vec::new();
+    let mut window = ReadWindow::default();
     let mut at = 0u64;
     // The end of the file without an end-of-stream marker ends the stream too, as pyarrow
     // reads it.
     while at < size {
         let bad = |why: &str| ipc_corrupt(path, &format!("the message at byte {at}: {why}"));
-        let mut prefix = [0u8; 8];
         if size - at < 8 {
             return Err(bad("the file ends inside its length"));
         }
-        file.read_exact_at(at, &mut prefix, path)?;
+        let prefix: [u8; 8] = window.get(file, path, at, 8, size)?.try_into().unwrap_or_default();
         if prefix[..4] != CONTINUATION {
             return Err(bad("it does not start with the IPC stream's marker 0xFFFFFFFF"));
         }
@@ -331,9 +331,7 @@ fn ipc_stream_layout(file: &FileInput, path: &Path, size: u64) -> Result<IpcLayo
         if meta > size - at {
             return Err(bad("its header goes past the end of the file"));
         }
-        header_bytes.resize(meta as usize, 0);
-        file.read_exact_at(at, &mut header_bytes, path)?;
-        let message = parse_message(&header_bytes, &bad)?;
+        let message = parse_message(window.get(file, path, at, meta, size)?, &bad)?;
         let body = u64::try_from(message.bodyLength())
             .ok()
             .filter(|&b| b <= size - at - meta)
@@ -398,6 +396,41 @@ fn ipc_stream_layout(file: &FileInput, path: &Path, size: u64) -> Result<IpcLayo
         batches,
         compression,
     })
+}
+
+/// The bytes of a file last read while walking an IPC stream's headers: each read takes a
+/// few KiB from the header asked for, so the next headers of small messages (and a
+/// header's own flatbuffer after its length) come without another read, which matters
+/// most for a stream in object storage, where each read is a request.
+#[derive(Default)]
+struct ReadWindow {
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+impl ReadWindow {
+    /// Bytes a read takes at the least.
+    const READ: u64 = 4096;
+
+    /// Bytes `at..at + len` of `file` (of `size` bytes; the range lies within it).
+    fn get(
+        &mut self,
+        file: &FileInput,
+        path: &Path,
+        at: u64,
+        len: u64,
+        size: u64,
+    ) -> Result<&[u8]> {
+        let end = at + len;
+        if at < self.start || end > self.start + self.bytes.len() as u64 {
+            let take = len.max(Self::READ).min(size - at);
+            self.bytes.resize(take as usize, 0);
+            file.read_exact_at(at, &mut self.bytes, path)?;
+            self.start = at;
+        }
+        let from = (at - self.start) as usize;
+        Ok(&self.bytes[from..from + len as usize])
+    }
 }
 
 /// Parses the header of the encapsulated message at the start of `bytes` (a block's

@@ -197,3 +197,20 @@ def test_a_granular_dataset_without_a_key_left_out_reads_from_a_bucket(s3, tmp_p
     remote = reel.open(url, skip_columns=["image"])
     assert "image" not in [name for name, _ in remote.info.schema]
     same_records(remote, reel.open(local, skip_columns=["image"]), "without image bags")
+
+
+def test_an_arrow_ipc_stream_reads_from_a_bucket(s3, tmp_path):
+    """An IPC stream (Hugging Face datasets' .arrow files) uploaded as it is: its messages
+    are walked by ranged reads at open, and it reads as from disk."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    table = pa.table({"id": list(range(500)), "text": [f"row {i}" for i in range(500)]})
+    local = tmp_path / "data-00000-of-00001.arrow"
+    with ipc.new_stream(local, table.schema) as writer:
+        for batch in table.to_batches(max_chunksize=64):
+            writer.write_batch(batch)
+    s3.upload_file(str(local), BUCKET, "hf/data-00000-of-00001.arrow")
+    remote = reel.open(f"s3://{BUCKET}/hf/data-00000-of-00001.arrow")
+    assert remote.format == "arrow"
+    same_records(remote, reel.open(local), "IPC stream in place")
