@@ -11,7 +11,7 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrowPrimitiveType};
 use arrow_array::{
     ArrayRef, BinaryArray, BooleanArray, FixedSizeListArray, LargeBinaryArray, LargeStringArray,
-    ListArray, NullArray, PrimitiveArray, RecordBatch, StringArray, StructArray,
+    ListArray, MapArray, NullArray, PrimitiveArray, RecordBatch, StringArray, StructArray,
 };
 use arrow_buffer::{
     BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer, NullBufferBuilder, OffsetBuffer,
@@ -99,6 +99,17 @@ enum Col {
     List {
         item: Box<Col>,
         item_field: FieldRef,
+        offsets: Vec<i32>,
+        valid: NullBufferBuilder,
+    },
+    /// Maps (a schema asked for an Arrow `map`): each row's entries, their keys and values
+    /// built as the kinds the target's key and value types read as, cast with the column.
+    Map {
+        keys: Box<Col>,
+        values: Box<Col>,
+        /// The entries' struct field, of the types built.
+        entries: FieldRef,
+        sorted: bool,
         offsets: Vec<i32>,
         valid: NullBufferBuilder,
     },
@@ -221,8 +232,35 @@ impl Col {
                 dtype.bytes() + shape.len() * 8 + data.bytes()
             }
             Col::List { item, offsets, .. } => item.bytes() + offsets.len() * 4,
+            Col::Map { keys, values, offsets, .. } => {
+                keys.bytes() + values.bytes() + offsets.len() * 4
+            }
             Col::Struct { children, .. } => children.iter().map(Col::bytes).sum(),
         }
+    }
+
+    /// A column of maps built for the Arrow `map` type `target` (its entries field and
+    /// whether its keys are sorted), and the type it is built as: the same map of the
+    /// types its key and value types read as (`int32` values are built as `int64` and
+    /// cast back).
+    fn map_for(entries: &Field, sorted: bool, large: bool) -> Option<(Col, DataType)> {
+        let DataType::Struct(children) = entries.data_type() else { return None };
+        let [key, value] = children.iter().collect::<Vec<_>>()[..] else { return None };
+        let (key_kind, value_kind) = (Kind::read_of(key), Kind::read_of(value));
+        let built_children = Fields::from(vec![
+            key_kind.to_field(key.name(), large).with_nullable(false),
+            value_kind.to_field(value.name(), large),
+        ]);
+        let built = Arc::new(Field::new(entries.name(), DataType::Struct(built_children), false));
+        let col = Col::Map {
+            keys: Box::new(Col::new(&key_kind, large)),
+            values: Box::new(Col::new(&value_kind, large)),
+            entries: built.clone(),
+            sorted,
+            offsets: vec![0],
+            valid: NullBufferBuilder::new(0),
+        };
+        Some((col, DataType::Map(built, sorted)))
     }
 
     /// Appends a null.
@@ -262,6 +300,10 @@ impl Col {
                 dtype.push_null_as_empty();
                 shape_offsets.push(shape_offsets.last().copied().unwrap_or(0));
                 data.push_null_as_empty();
+                valid.append_null();
+            }
+            Col::Map { offsets, valid, .. } => {
+                offsets.push(offsets.last().copied().unwrap_or(0));
                 valid.append_null();
             }
             Col::List { offsets, valid, .. } => {
@@ -407,6 +449,25 @@ impl Col {
                     _ => return here(&Kind::List(Box::new(Kind::Null))),
                 }
             }
+            Col::Map { keys, values, offsets, valid, .. } => match value {
+                ValueRef::Map(m) => {
+                    let last = offsets.last().copied().unwrap_or(0) as i64;
+                    let next = i32::try_from(last + m.len() as i64).map_err(|_| {
+                        (String::new(), "more than 2^31 map entries in one batch".to_string())
+                    })?;
+                    for (k, v) in m.iter() {
+                        if matches!(k, ValueRef::Null) {
+                            return Err((String::new(), "a map key is null".to_string()));
+                        }
+                        let key = format!("{k:?}");
+                        keys.push(k).map_err(|(path, why)| (format!("[key {key}]{path}"), why))?;
+                        values.push(v).map_err(|(path, why)| (format!("[{key}]{path}"), why))?;
+                    }
+                    offsets.push(next);
+                    valid.append_non_null();
+                }
+                _ => return here(&Kind::Json),
+            },
             Col::Struct { fields, children, valid, len } => match value {
                 ValueRef::Map(m) => {
                     // The map must have the struct's keys, in order (a struct cannot tell a
@@ -551,6 +612,21 @@ impl Col {
                 Arc::new(
                     StructArray::try_new(fields, vec![dtypes, shapes, bytes], valid.finish())
                         .map_err(|e| Error::invalid_input(e.to_string()))?,
+                )
+            }
+            Col::Map { keys, values, entries, sorted, offsets, valid } => {
+                let DataType::Struct(children) = entries.data_type() else {
+                    return Err(Error::invalid_input("a map's entries are not a struct"));
+                };
+                let (k, v) = (keys.finish(&children[0])?, values.finish(&children[1])?);
+                let err = |e: arrow_schema::ArrowError| Error::invalid_input(e.to_string());
+                let pairs =
+                    StructArray::try_new(children.clone(), vec![k, v], None).map_err(err)?;
+                let offs =
+                    OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(offsets, vec![0])));
+                Arc::new(
+                    MapArray::try_new(entries.clone(), offs, pairs, valid.finish(), *sorted)
+                        .map_err(err)?,
                 )
             }
             Col::List { item, item_field, offsets, valid } => {
@@ -832,6 +908,14 @@ impl Encoder {
     /// built column to is refused naming the field.
     pub(crate) fn cast_column(&mut self, name: &str, target: &Field) -> Result<()> {
         let Some(k) = self.names.iter().position(|n| n == name) else { return Ok(()) };
+        // A map is built as one (from the records' maps), not as the tagged JSON text its
+        // values would make, which Arrow cannot cast to a map.
+        if let DataType::Map(entries, sorted) = target.data_type()
+            && let Some((col, built)) = Col::map_for(entries, *sorted, false)
+        {
+            self.columns[k] = col;
+            self.built[k] = Arc::new(Field::new(name, built, true));
+        }
         let from = self.built[k].data_type();
         let path = cast_path(from, target.data_type()).ok_or_else(|| {
             Error::schema(format!(

@@ -292,7 +292,8 @@ impl Kind {
     /// [`Kind::Json`], since its rows have keys of their own, which a struct (one child per
     /// key, the same keys in every row) cannot hold; and a list of a primitive type reads
     /// as [`Kind::Vector`] even where its items are nullable (pyarrow's default), since
-    /// nulls there are rare — a row that has one reads as a list and is refused, naming it.
+    /// nulls there are rare — a row that has one reads as a list, which the column takes
+    /// with null elements.
     pub(crate) fn read_of(field: &Field) -> Kind {
         let tag = field.metadata().get(REEL_TYPE_KEY).map(String::as_str);
         let ext = field.metadata().get(EXTENSION_NAME_KEY).map(String::as_str);

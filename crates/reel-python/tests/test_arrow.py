@@ -691,3 +691,23 @@ def test_a_feather_version_1_file_is_named_as_such(tmp_path):
         feather.write_feather(pa.table({"a": [1, 2]}), path, version=1)
     with pytest.raises(reel.UnsupportedError, match="Feather version 1"):
         reel.open(path)
+
+
+def test_a_given_schema_may_ask_for_a_map(tmp_path):
+    """A map column (read as maps) is built as an Arrow map when a schema asks for one (a
+    Parquet file's own, as `--schema-from` gives it), with its value type cast and checked;
+    without a schema it is tagged JSON text, since its rows have keys of their own. It was
+    refused: tagged JSON text cannot be cast to a map."""
+    import pyarrow.parquet as pq
+
+    rows = [[("a", 1), ("b", 2)], [], None, [("c", -3)]]
+    table = pa.table({"m": pa.array(rows, pa.map_(pa.string(), pa.int32()))})
+    path = tmp_path / "maps.parquet"
+    pq.write_table(table, path)
+    ds = reel.open(path)
+    got = ds.to_arrow(schema=pq.read_schema(path))
+    assert got.column("m").type == pa.map_(pa.string(), pa.int32())
+    assert got.column("m").to_pylist() == table.column("m").to_pylist()
+    # A value the asked type cannot hold is refused naming the field and the record.
+    with pytest.raises(reel.SchemaError, match='"m"'):
+        ds.to_arrow(schema=pa.schema([("m", pa.map_(pa.string(), pa.uint8()))]))
