@@ -146,6 +146,8 @@ fn writer_properties(schema: &SchemaRef, options: &WriteOptions) -> WriterProper
 enum WriteFailure {
     Parquet(parquet::errors::ParquetError),
     Arrow(arrow_schema::ArrowError),
+    /// What the format cannot hold (a `Schema` error of that format).
+    Refused(&'static str, &'static str),
 }
 
 impl WriteFailure {
@@ -153,6 +155,9 @@ impl WriteFailure {
         match self {
             WriteFailure::Parquet(e) => parquet_error(e, path),
             WriteFailure::Arrow(e) => arrow_error(e, path),
+            WriteFailure::Refused(format, why) => {
+                Error::schema(why).with_format(format).with_path(path)
+            }
         }
     }
 }
@@ -166,6 +171,15 @@ trait BatchFileWriter: Send + 'static {
 
 impl BatchFileWriter for ArrowWriter<File> {
     fn write_batch(&mut self, batch: &RecordBatch) -> std::result::Result<(), WriteFailure> {
+        // A Parquet file counts its rows in its column chunks: rows without columns would
+        // be written as none, and the records lost without a word (pyarrow loses them so).
+        if batch.num_columns() == 0 && batch.num_rows() > 0 {
+            return Err(WriteFailure::Refused(
+                "parquet",
+                "the records have no fields, and a Parquet file cannot hold rows without \
+                 columns (an Arrow IPC file, --to arrow, keeps their count)",
+            ));
+        }
         self.write(batch).map_err(WriteFailure::Parquet)
     }
 

@@ -239,3 +239,14 @@ def test_null_cells_to_granular_are_nulls_in_msgpack_columns(tmp_path):
             {"caption": None, "label": 1},
             {"caption": "c", "label": 2},
         ]
+
+
+def test_rows_without_columns_are_refused_for_parquet_and_kept_in_ipc(tmp_path):
+    """A Parquet file counts its rows in its column chunks: three records without fields
+    were reported written and read back as none (pyarrow loses them so too)."""
+    table = pa.table({"a": [1, 2, 3]}).drop_columns(["a"])
+    with pytest.raises(reel.SchemaError, match="cannot hold rows without columns"):
+        reel.write_arrow(table, tmp_path / "none.parquet", format="parquet")
+    assert list(tmp_path.iterdir()) == []
+    assert reel.write_arrow(table, tmp_path / "kept.arrow", format="arrow")["records"] == 3
+    assert len(reel.open(tmp_path / "kept.arrow")) == 3
