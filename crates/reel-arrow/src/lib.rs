@@ -69,7 +69,7 @@ pub use file_source::{
 pub use kind::{
     EXTENSION_METADATA_KEY, EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, REEL_TYPE_KEY, read_alike,
 };
-pub use losses::{ReadLoss, read_losses, reads_as_arrays};
+pub use losses::{ReadLoss, read_losses, reads_as_arrays, type_restored};
 pub use partition::{HIVE_NULL_VALUE, MAX_PARTITION_DEPTH, hive_partition_columns};
 pub use stream::{ArrowOptions, SourceBatchReader, into_ffi_stream};
 pub use write::{

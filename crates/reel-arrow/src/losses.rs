@@ -35,6 +35,14 @@ pub fn read_losses(spec: &FieldSpec) -> Vec<ReadLoss> {
     out
 }
 
+/// Whether writing the column `spec` (as for [`read_losses`]) as `target`, a column of a
+/// Parquet or Arrow IPC file being written with a given schema (`--schema-from`), gives it
+/// back its declared type: then what reading it loses is restored, and is no loss of the
+/// conversion.
+pub fn type_restored(spec: &FieldSpec, target: &Field) -> bool {
+    parse_type_name(&spec.kind).is_some_and(|declared| declared.data_type() == target.data_type())
+}
+
 /// Whether the column `spec` (as for [`read_losses`]) reads as 1-D arrays: a list of a
 /// primitive type, whose rows read as arrays except those holding a null item, which read
 /// as lists of values (a loss to state when it happens).

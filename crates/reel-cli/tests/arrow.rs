@@ -376,3 +376,51 @@ fn a_decimal_column_left_out_does_not_stop_cat_or_convert() {
         assert!(back[1].get("price").is_none(), "{what}");
     }
 }
+
+/// `--schema-from` the source itself writes its columns back with their own types
+/// (int32, a timestamp): what reading them loses is restored, so it is no stated loss and
+/// `--lossless-only` lets the conversion through; without the schema it refuses it.
+#[test]
+fn schema_from_the_source_itself_loses_nothing() {
+    use reel::arrow::arrow_array::{ArrayRef, Int32Array, RecordBatch, TimestampMillisecondArray};
+    use std::sync::Arc;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("typed.parquet");
+    let batch = RecordBatch::try_from_iter([
+        ("n", Arc::new(Int32Array::from(vec![1, -2, 3])) as ArrayRef),
+        ("t", Arc::new(TimestampMillisecondArray::from(vec![0i64, 1, 2])) as ArrayRef),
+    ])
+    .unwrap();
+    let file = std::fs::File::create(&src).unwrap();
+    let mut w =
+        reel::arrow::parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+
+    let out = tmp.path().join("out.parquet");
+    let refused = reel()
+        .args(["convert", "--quiet", "--to", "parquet", "--lossless-only"])
+        .arg(&src)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("int32"));
+    let kept = reel()
+        .args(["convert", "--to", "parquet", "--lossless-only", "--schema-from"])
+        .arg(&src)
+        .arg(&src)
+        .arg(&out)
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&kept.stderr).to_string() + &String::from_utf8_lossy(&kept.stdout);
+    assert!(kept.status.success(), "{said}");
+    assert!(!said.contains("lost"), "{said}");
+    let written = reel::arrow::schema_of_file(&out).unwrap();
+    assert_eq!(written.fields().len(), 2);
+    for (a, b) in written.fields().iter().zip(batch.schema().fields()) {
+        assert_eq!(a.data_type(), b.data_type());
+    }
+}

@@ -568,8 +568,22 @@ fn table_read_losses(
     #[cfg(feature = "arrow")]
     {
         let mut arrays = Vec::new();
+        // A Parquet or IPC target given a schema writes some columns back as the source
+        // declares them (`--schema-from` the source itself): nothing of theirs is lost.
+        let given = options
+            .arrow
+            .arrow
+            .schema
+            .as_ref()
+            .filter(|_| matches!(options.to, Format::Parquet | Format::ArrowIpc));
         for spec in schema {
             let Some(name) = options.fields.written_name(&spec.name) else { continue };
+            let restored = given
+                .and_then(|s| s.field_with_name(name).ok())
+                .is_some_and(|target| reel_arrow::type_restored(spec, target));
+            if restored {
+                continue;
+            }
             for loss in reel_arrow::read_losses(spec) {
                 // The path below the column keeps its own names; the column is renamed.
                 let field =
