@@ -245,7 +245,7 @@ impl Col {
     /// cast back).
     fn map_for(entries: &Field, sorted: bool, large: bool) -> Option<(Col, DataType)> {
         let DataType::Struct(children) = entries.data_type() else { return None };
-        let [key, value] = children.iter().collect::<Vec<_>>()[..] else { return None };
+        let [key, value] = &children[..] else { return None };
         let (key_kind, value_kind) = (Kind::read_of(key), Kind::read_of(value));
         let built_children = Fields::from(vec![
             key_kind.to_field(key.name(), large).with_nullable(false),

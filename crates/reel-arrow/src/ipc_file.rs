@@ -243,11 +243,7 @@ pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
         let rows = u64::try_from(header.length())
             .map_err(|_| bad(&format!("negative row count {}", header.length())))?;
         batch_rows.push(rows);
-        compression = compression.or(match header.compression().map(|c| c.codec()) {
-            Some(arrow_ipc::CompressionType::LZ4_FRAME) => Some("LZ4"),
-            Some(arrow_ipc::CompressionType::ZSTD) => Some("zstd"),
-            _ => None,
-        });
+        compression = compression.or(codec_of(&header));
     }
     Ok(IpcLayout {
         schema,
@@ -374,11 +370,7 @@ fn ipc_stream_layout(file: &FileInput, path: &Path, size: u64) -> Result<IpcLayo
                 let header = message.header_as_record_batch().ok_or_else(|| bad("no batch"))?;
                 let rows = u64::try_from(header.length())
                     .map_err(|_| bad(&format!("negative row count {}", header.length())))?;
-                compression = compression.or(match header.compression().map(|c| c.codec()) {
-                    Some(arrow_ipc::CompressionType::LZ4_FRAME) => Some("LZ4"),
-                    Some(arrow_ipc::CompressionType::ZSTD) => Some("zstd"),
-                    _ => None,
-                });
+                compression = compression.or(codec_of(&header));
                 batch_rows.push(rows);
                 batches.push(block);
             }
@@ -430,6 +422,15 @@ impl ReadWindow {
         }
         let from = (at - self.start) as usize;
         Ok(&self.bytes[from..from + len as usize])
+    }
+}
+
+/// The codec of a record batch's compressed buffers (`"LZ4"`, `"zstd"`), if they are.
+fn codec_of(header: &arrow_ipc::RecordBatch<'_>) -> Option<&'static str> {
+    match header.compression().map(|c| c.codec()) {
+        Some(arrow_ipc::CompressionType::LZ4_FRAME) => Some("LZ4"),
+        Some(arrow_ipc::CompressionType::ZSTD) => Some("zstd"),
+        _ => None,
     }
 }
 
