@@ -101,3 +101,29 @@ fn an_interrupted_conversion_leaves_only_its_source() {
         assert_eq!(names(dir.path()), vec!["src.ffr".to_string()], "to {to}: left behind");
     }
 }
+
+#[test]
+fn an_interrupted_bench_leaves_no_half_written_data() {
+    // The benchmark writes its data first: 4 GB in 16 KiB records takes far longer than
+    // the signal takes to come. Killed mid-write it left the staged file in its warm
+    // directory (on tmpfs by default, where it holds memory).
+    let dir = tempfile::tempdir().unwrap();
+    let warm = dir.path().join("warm");
+    let mut child = reel()
+        .args(["bench", "--mode", "warm", "--sizes", "16k", "--data", "4g", "--no-fio"])
+        .arg("--warm-dir")
+        .arg(&warm)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !warm.is_dir() || names(&warm).is_empty() {
+        assert!(child.try_wait().unwrap().is_none(), "the bench ended before it wrote");
+        assert!(Instant::now() < deadline, "nothing was written within 60 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (exit, stderr) = stop(&mut child, "INT");
+    assert_eq!(exit, Some(130), "exit code; stderr: {stderr}");
+    assert_eq!(names(&warm), Vec::<String>::new(), "left behind");
+}

@@ -25,12 +25,15 @@ pub(crate) struct Converter<'py, 'a> {
     by_position: Vec<(&'a str, Bound<'py, PyString>)>,
     /// Every key made so far, for fields that are not where the last record had them.
     names: HashMap<&'a str, Bound<'py, PyString>>,
+    /// The record and field being converted, for the error a map that cannot become a
+    /// dict raises.
+    at: Option<(u64, &'a str)>,
 }
 
 impl<'py, 'a> Converter<'py, 'a> {
     /// A converter that copies byte fields into `bytes`.
     pub(crate) fn copying(py: Python<'py>) -> Self {
-        Converter { py, view: None, by_position: Vec::new(), names: HashMap::new() }
+        Converter { py, view: None, by_position: Vec::new(), names: HashMap::new(), at: None }
     }
 
     /// From now on, hands out byte fields that lie in `buffer` as slices of `view`, a
@@ -44,8 +47,10 @@ impl<'py, 'a> Converter<'py, 'a> {
         let dict = PyDict::new(self.py);
         for (position, (name, value)) in record.iter().enumerate() {
             let key = self.key(position, name);
+            self.at = Some((record.index(), name));
             dict.set_item(key, self.value(value)?)?;
         }
+        self.at = None;
         Ok(dict)
     }
 
@@ -100,11 +105,35 @@ impl<'py, 'a> Converter<'py, 'a> {
                         Ok(list) => PyTuple::new(py, list.iter())?.into_any(),
                         Err(_) => key,
                     };
-                    dict.set_item(key, self.value(v)?)?;
+                    let before = dict.len();
+                    dict.set_item(&key, self.value(v)?)?;
+                    if dict.len() == before {
+                        return Err(self.key_twice(&key));
+                    }
                 }
                 dict.into_any()
             }
         })
+    }
+
+    /// The error for a map holding `key` more than once (an Arrow map, a struct with two
+    /// children of one name, a msgpack map): a dict keeps one value per key, and returning
+    /// it would drop the others without a word. pyarrow refuses such a struct alike.
+    fn key_twice(&self, key: &Bound<'py, PyAny>) -> PyErr {
+        let key = key.repr().map_or_else(|_| "?".to_owned(), |r| r.to_string());
+        let mut message = format!("a map holds the key {key} more than once");
+        if let Some((_, field)) = self.at {
+            message = format!("field {field:?}: {message}");
+        }
+        message.push_str(
+            ", and a dict would keep one of its values; read the record through \
+             Dataset.to_arrow(), which keeps every entry",
+        );
+        let mut err = reel_core::Error::unsupported(message);
+        if let Some((record, _)) = self.at {
+            err = err.with_record(record);
+        }
+        crate::errors::to_py(self.py, err)
     }
 
     fn bytes(&self, b: &'a [u8]) -> PyResult<Bound<'py, PyAny>> {

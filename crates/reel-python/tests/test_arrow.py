@@ -711,3 +711,29 @@ def test_a_given_schema_may_ask_for_a_map(tmp_path):
     # A value the asked type cannot hold is refused naming the field and the record.
     with pytest.raises(reel.SchemaError, match='"m"'):
         ds.to_arrow(schema=pa.schema([("m", pa.map_(pa.string(), pa.uint8()))]))
+
+
+def test_a_key_twice_is_refused_as_a_dict_and_kept_in_arrow(tmp_path):
+    """An Arrow map may hold a key twice and a struct may have two children of one name;
+    a record is a dict, which keeps one value per key. ``ds[i]`` dropped the other value
+    without a word; it raises, naming the field, the record and the key, as pyarrow's
+    ``to_pylist`` refuses the struct. Arrow reads keep every entry."""
+    import pyarrow.parquet as pq
+
+    maps = pa.array([[("k", 1)], [("k", 1), ("k", 2)]], pa.map_(pa.string(), pa.int32()))
+    path = tmp_path / "maps.parquet"
+    pq.write_table(pa.table({"m": maps}), path)
+    ds = reel.open(path)
+    assert ds[0] == {"m": {"k": 1}}
+    with pytest.raises(reel.UnsupportedError, match="'k' more than once") as caught:
+        ds[1]
+    assert caught.value.record == 1
+    assert '"m"' in str(caught.value)
+    got = ds.to_arrow(schema=pq.read_schema(path))
+    assert got.column("m").to_pylist() == maps.to_pylist()
+
+    pairs = pa.StructArray.from_arrays([pa.array([1]), pa.array([2])], names=["a", "a"])
+    path = tmp_path / "struct.parquet"
+    pq.write_table(pa.table({"s": pairs}), path)
+    with pytest.raises(reel.UnsupportedError, match="'a' more than once"):
+        reel.open(path)[0]

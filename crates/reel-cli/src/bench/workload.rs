@@ -37,12 +37,16 @@ pub fn dataset(
 ) -> reel::Result<Dataset> {
     let records = (total_bytes / record_size as u64).max(1024);
     let path = dir.join(format!("bench-{record_size}x{records}.ffr"));
+    // Writing the data takes a while at large sizes: on Ctrl-C it stops at the next
+    // record, and the unfinished writer removes what it staged (on tmpfs, memory).
+    let cancel = reel::io::cancel::CancelCheck::current();
     let reusable = FfrecordReader::open(&path).is_ok_and(|r| r.n() == records);
     if !reusable {
         let mut w = FfrecordWriter::create(&path, records)?;
         let mut g = SplitMix::new(record_size as u64);
         let mut buf = vec![0u8; record_size];
         for _ in 0..records {
+            cancel.stop_if_cancelled("writing the benchmark's data")?;
             for chunk in buf.chunks_mut(8) {
                 let v = g.next_u64().to_le_bytes();
                 chunk.copy_from_slice(&v[..chunk.len()]);
@@ -72,6 +76,7 @@ pub fn dataset(
                 reel::create(&formatted, format, &reel::CreateOptions::default().records(records))?;
             let mut record = Record::new();
             for i in 0..records {
+                cancel.stop_if_cancelled("writing the benchmark's data")?;
                 record.clear();
                 fixed_size_record(format, i, &r.read_one(i)?, &mut record);
                 sink.append(record.view())?;
