@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use reel::arrow::arrow_array::types::Int32Type;
 use reel::arrow::arrow_array::{
-    ArrayRef, DictionaryArray, Int32Array, Int64Array, LargeStringArray, RecordBatch, StringArray,
-    TimestampMicrosecondArray, TimestampMillisecondArray,
+    ArrayRef, DictionaryArray, Int32Array, Int64Array, LargeStringArray, NullArray, RecordBatch,
+    StringArray, TimestampMicrosecondArray, TimestampMillisecondArray,
 };
 use reel::arrow::arrow_schema::{DataType, TimeUnit};
 use reel::arrow::parquet::arrow::ArrowWriter;
@@ -131,7 +131,7 @@ fn a_directory_without_parts_is_not_found() {
 /// the named Arrow types) in their order, with `n` rows.
 fn typed_parquet(path: &Path, columns: &[(&str, DataType)], n: i64) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let arrays: Vec<(&str, ArrayRef)> = columns
+    let arrays: Vec<(&str, ArrayRef, bool)> = columns
         .iter()
         .map(|(name, dt)| {
             let array: ArrayRef = match dt {
@@ -155,12 +155,13 @@ fn typed_parquet(path: &Path, columns: &[(&str, DataType)], n: i64) {
                 DataType::Timestamp(TimeUnit::Microsecond, tz) => Arc::new(
                     TimestampMicrosecondArray::from_iter_values(0..n).with_timezone_opt(tz.clone()),
                 ),
+                DataType::Null => Arc::new(NullArray::new(n as usize)),
                 other => panic!("no column of {other} here"),
             };
-            (*name, array)
+            (*name, array, true)
         })
         .collect();
-    let batch = RecordBatch::try_from_iter(arrays).unwrap();
+    let batch = RecordBatch::try_from_iter_with_nullable(arrays).unwrap();
     let file = std::fs::File::create(path).unwrap();
     let mut w = ArrowWriter::try_new(file, batch.schema(), None).unwrap();
     w.write(&batch).unwrap();
@@ -277,6 +278,62 @@ fn parts_whose_times_count_in_other_units_are_other_tables() {
     std::fs::remove_file(dir.join("part-2.parquet")).unwrap();
     typed_parquet(&dir.join("part-2.parquet"), &[("t", DataType::Int64)], 2);
     let e = reel::open(&dir).err().expect("integers and timestamps");
+    assert_eq!(e.kind(), ErrorKind::Schema, "{e}");
+}
+
+/// The declared columns of `source`, as `name: type`.
+fn declared(source: &dyn RecordSource) -> Vec<String> {
+    let fields = source.info().schema.clone().unwrap_or_default();
+    fields.iter().map(|f| format!("{}: {}", f.name, f.kind)).collect()
+}
+
+#[test]
+fn parts_of_a_table_whose_columns_came_and_went_read_as_pyarrow_unifies_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("table");
+    // A column added after the first part was written: the older part's records lack it.
+    typed_parquet(&dir.join("part-0.parquet"), &[("x", DataType::Int64)], 2);
+    typed_parquet(&dir.join("part-1.parquet"), &[("s", DataType::Utf8), ("x", DataType::Int64)], 2);
+    // A column of nulls only (pandas writes an all-None column so): the type comes from a
+    // part that has values, and its records lack the field.
+    typed_parquet(&dir.join("part-2.parquet"), &[("x", DataType::Int64), ("s", DataType::Null)], 1);
+    // A part without rows, of other types (an empty column of objects is `null` to
+    // pandas, and of text to others): it adds nothing.
+    typed_parquet(&dir.join("part-3.parquet"), &[("x", DataType::Utf8), ("z", DataType::Utf8)], 0);
+    let table = reel::open(&dir).unwrap();
+    assert_eq!(table.len(), 5);
+    assert_eq!(declared(&*table), ["x: Int64", "s: Utf8"]);
+    assert_eq!(fields_of(&*table, 1), [("x".to_string(), "1".to_string())]);
+    // The newer part's fields in the table's order, which is not the file's.
+    assert_eq!(
+        fields_of(&*table, 3),
+        [("x".to_string(), "1".to_string()), ("s".to_string(), "s1".to_string())]
+    );
+    assert_eq!(fields_of(&*table, 4), [("x".to_string(), "0".to_string())]);
+    assert_eq!(table.info().paths.len(), 3, "the empty part of other types is left out");
+    conformance::check_source(&*table);
+
+    // A selection names the table's columns: parts without one give records without it.
+    let only_s = reel::OpenOptions::default().columns(["s"]);
+    let s = reel::open_with(&dir, &only_s).unwrap();
+    assert_eq!(declared(&*s), ["s: Utf8"]);
+    assert_eq!(fields_of(&*s, 0), Vec::<(String, String)>::new());
+    assert_eq!(fields_of(&*s, 2), [("s".to_string(), "s0".to_string())]);
+    // A name no part has is a typo, refused naming what the first part has.
+    let typo = reel::OpenOptions::default().columns(["x", "y"]);
+    let e = reel::open_with(&dir, &typo).err().expect("no part has y");
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    assert!(e.to_string().contains("no column \"y\""), "{e}");
+
+    // Rows whose columns are of another kind still make another table, and so does a part
+    // that shares no column with the others.
+    typed_parquet(&dir.join("part-4.parquet"), &[("s", DataType::Int64)], 1);
+    let e = reel::open(&dir).err().expect("integers where the table has text");
+    assert_eq!(e.kind(), ErrorKind::Schema, "{e}");
+    assert!(e.to_string().contains("part-4.parquet has the columns"), "{e}");
+    std::fs::remove_file(dir.join("part-4.parquet")).unwrap();
+    typed_parquet(&dir.join("part-4.parquet"), &[("other", DataType::Int64)], 1);
+    let e = reel::open(&dir).err().expect("no column in common");
     assert_eq!(e.kind(), ErrorKind::Schema, "{e}");
 }
 

@@ -55,6 +55,13 @@ pub struct ReadOptions {
     /// file's columns, in their order, when it names none.
     /// A name the file has a column of too is a [`Schema`](ErrorKind::Schema) error.
     pub partition: Option<RecordBatch>,
+    /// Names in [`columns`](Self::columns) and [`skip_columns`](Self::skip_columns) that
+    /// neither the file nor its partition keys have are left out instead of refused
+    /// (default `false`), and listed by [`ArrowFileSource::missing_columns`]. For the parts
+    /// of one table, where a column added later is missing from the older parts: a
+    /// selection names the table's columns, and a part without one gives records without
+    /// that field.
+    pub allow_missing_columns: bool,
 }
 
 impl Default for ReadOptions {
@@ -65,7 +72,33 @@ impl Default for ReadOptions {
             window_rows: 1024,
             map: true,
             partition: None,
+            allow_missing_columns: false,
         }
+    }
+}
+
+impl ReadOptions {
+    /// These options without the selected and skipped names that neither the file (`has`)
+    /// nor the partition keys have, and those names, when
+    /// [`allow_missing_columns`](Self::allow_missing_columns) asks for it; else as they are.
+    fn narrowed(&self, has: impl Fn(&str) -> bool) -> (ReadOptions, Vec<String>) {
+        let mut narrowed = self.clone();
+        let mut missing = Vec::new();
+        if self.allow_missing_columns {
+            let keys = partition_keys(self);
+            let mut kept = |name: &String| {
+                let here = has(name) || keys.contains(name);
+                if !here && !missing.contains(name) {
+                    missing.push(name.clone());
+                }
+                here
+            };
+            if let Some(columns) = &mut narrowed.columns {
+                columns.retain(&mut kept);
+            }
+            narrowed.skip_columns.retain(kept);
+        }
+        (narrowed, missing)
     }
 }
 
@@ -219,6 +252,9 @@ pub struct ArrowFileSource {
     /// partition key before a column of the file (`columns=["year", "id"]`); `None` when
     /// the keys follow the file's columns, decoded as two runs.
     interleaved: Option<Vec<FieldFrom>>,
+    /// Selected or skipped names the file has no column for (only with
+    /// [`ReadOptions::allow_missing_columns`]).
+    missing: Vec<String>,
     state: Mutex<State>,
 }
 
@@ -364,13 +400,14 @@ impl ArrowFileSource {
         info.paths = vec![path.to_path_buf()];
         let mut window_rows = options.window_rows.max(1);
         let keys = partition_keys(options);
-        let (cursor, schema, len, order, partition) = match kind {
+        let (cursor, schema, len, order, partition, narrowed) = match kind {
             FileKind::Parquet => {
                 let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
                     .map_err(|e| pq_err(e, path))?;
                 let schema = meta.schema().clone();
+                let (narrowed, missing) = options.narrowed(|n| schema.index_of(n).is_ok());
                 let (partition, options) =
-                    Partition::split(options, |n| schema.index_of(n).is_ok(), path)?;
+                    Partition::split(&narrowed, |n| schema.index_of(n).is_ok(), path)?;
                 let order = projection(&schema, &options, &keys, path)?;
                 let mut sorted = order.clone();
                 sorted.sort_unstable();
@@ -423,6 +460,7 @@ impl ArrowFileSource {
                     total,
                     order,
                     partition,
+                    (narrowed, missing),
                 )
             }
             FileKind::ArrowIpc => {
@@ -430,8 +468,9 @@ impl ArrowFileSource {
                 // before arrow-rs reads anything the footer points at), not from decoding
                 // every batch, which held the largest batch in memory only to count it.
                 let layout = ipc_layout(&file, path)?;
+                let (narrowed, missing) = options.narrowed(|n| layout.schema.index_of(n).is_ok());
                 let (partition, options) =
-                    Partition::split(options, |n| layout.schema.index_of(n).is_ok(), path)?;
+                    Partition::split(&narrowed, |n| layout.schema.index_of(n).is_ok(), path)?;
                 let order = projection(&layout.schema, &options, &keys, path)?;
                 let ipc = IpcFile::open(file, path, &layout, order, options.map)?;
                 let mut batch_starts = Vec::with_capacity(layout.batch_rows.len());
@@ -460,11 +499,12 @@ impl ArrowFileSource {
                 let schema = ipc.schema();
                 let n = schema.fields().len();
                 let cursor = Cursor::Ipc { file: Box::new(ipc), batch_starts };
-                (cursor, schema, total, (0..n).collect(), partition)
+                (cursor, schema, total, (0..n).collect(), partition, (narrowed, missing))
             }
         };
+        let (options, missing) = narrowed;
         let (columns, mut specs) = columns_of(&schema, &order).map_err(|e| e.with_path(path))?;
-        let interleaved = interleaving(options, partition.as_ref(), columns.len());
+        let interleaved = interleaving(&options, partition.as_ref(), columns.len());
         if let Some(partition) = &partition {
             match &interleaved {
                 Some(from) => {
@@ -489,8 +529,16 @@ impl ArrowFileSource {
             columns,
             partition,
             interleaved,
+            missing,
             state: Mutex::new(State { cursor, window: None }),
         })
+    }
+
+    /// The names [`ReadOptions::columns`] or [`ReadOptions::skip_columns`] gave that the
+    /// file has no column (nor partition key) for, left out because
+    /// [`ReadOptions::allow_missing_columns`] allowed it.
+    pub fn missing_columns(&self) -> &[String] {
+        &self.missing
     }
 
     /// Makes the window hold row `index`. After a failure the next read starts afresh.

@@ -637,6 +637,38 @@ def test_parts_whose_timestamps_count_in_other_units_are_refused(tmp_path):
         reel.open(tmp_path / "t")
 
 
+def test_parts_whose_columns_came_and_went_read_as_pyarrow_unifies_them(tmp_path):
+    # A table written over time by pandas: a column added after the first part, a part
+    # whose column holds only None (pandas writes it as Arrow's null type), and an empty
+    # part whose object column is null too. pyarrow reads them with a unified schema;
+    # reel refused the directory as parts of different tables.
+    import pandas as pd
+    import pyarrow.dataset as pds
+    import pyarrow.parquet as pq
+
+    d = tmp_path / "t"
+    d.mkdir()
+    pd.DataFrame({"id": [0, 1]}).to_parquet(d / "part-0.parquet")
+    pd.DataFrame({"id": [2, 3], "label": ["a", "b"]}).to_parquet(d / "part-1.parquet")
+    nothing = pd.Series([None], dtype=object)
+    pd.DataFrame({"id": [4], "label": nothing}).to_parquet(d / "part-2.parquet")
+    pd.DataFrame({"id": pd.Series([], dtype="int64"), "label": nothing[:0]}).to_parquet(
+        d / "part-3.parquet"
+    )
+    schema = pa.unify_schemas([pq.read_schema(p) for p in sorted(d.iterdir())])
+    expected = pds.dataset(d, schema=schema).to_table()
+    ds = reel.open(d)
+    assert len(ds) == 5
+    assert [r.get("label") for r in ds] == [None, None, "a", "b", None]
+    got = pa.table(ds)
+    assert got.column_names == ["id", "label"]
+    assert got.to_pylist() == expected.select(["id", "label"]).to_pylist()
+    # Text where the table has integers is still another table.
+    pd.DataFrame({"id": ["x"]}).to_parquet(d / "part-4.parquet")
+    with pytest.raises(reel.SchemaError, match="part-4.parquet has the columns"):
+        reel.open(d)
+
+
 def test_an_arrow_ipc_stream_reads_as_pyarrow_reads_it(tmp_path):
     # The IPC stream format has no footer: pyarrow.ipc.new_stream, polars' write_ipc_stream
     # and Hugging Face datasets' .arrow files write it. The schema's metadata here is as

@@ -258,79 +258,137 @@ fn open_file_or_parts(
         read.partition = partitions.as_ref().map(|p| p[k].clone());
         ArrowFileSource::open_in(&options.store, &files[k].path, kind, &read)
     };
-    let first = open_part(0, &read)?;
     if files.len() == 1 {
-        return Ok(Box::new(first));
+        return Ok(Box::new(open_part(0, &read)?));
     }
-    let fields = |part: &ArrowFileSource| part.info().schema.clone().unwrap_or_default();
-    let first_fields = fields(&first);
-    let mut parts: Vec<Box<dyn RecordSource>> = Vec::with_capacity(files.len());
-    parts.push(Box::new(first));
-    for k in 1..files.len() {
-        let mut part = open_part(k, &read)?;
-        match compare_columns(&first_fields, &fields(&part)) {
-            Columns::Alike => {}
-            // Its records' fields come in the first part's order, as pyarrow gives them.
-            Columns::Reordered => {
-                let mut reordered = read.clone();
-                reordered.columns = Some(first_fields.iter().map(|f| f.name.clone()).collect());
-                part = open_part(k, &reordered)?;
-            }
-            Columns::Different => {
-                let describe = |fields: &[FieldSpec]| {
-                    fields.iter().map(|f| format!("{}: {}", f.name, f.kind)).collect::<Vec<_>>()
-                };
-                return Err(Error::schema(format!(
-                    "the parts are not one table: {} has the columns ({}) where {} has ({})",
-                    files[k].relative,
-                    describe(&fields(&part)).join(", "),
-                    files[0].relative,
-                    describe(&first_fields).join(", ")
-                ))
-                .with_format(format)
-                .with_path(path));
+    // A selection names the table's columns; a part from before a column was added lacks
+    // it, and its records lack that field (pyarrow gives them nulls).
+    let lenient = ReadOptions { allow_missing_columns: true, ..read.clone() };
+    let mut parts = Vec::with_capacity(files.len());
+    for k in 0..files.len() {
+        parts.push(open_part(k, &lenient)?);
+    }
+    let table = match table_columns(&parts) {
+        Ok(table) => table,
+        Err((k, j)) => {
+            let describe = |part: &ArrowFileSource| {
+                let fields = part.info().schema.clone().unwrap_or_default();
+                fields.iter().map(|f| format!("{}: {}", f.name, f.kind)).collect::<Vec<_>>()
+            };
+            return Err(Error::schema(format!(
+                "the parts are not one table: {} has the columns ({}) where {} has ({})",
+                files[k].relative,
+                describe(&parts[k]).join(", "),
+                files[j].relative,
+                describe(&parts[j]).join(", ")
+            ))
+            .with_format(format)
+            .with_path(path));
+        }
+    };
+    // A name selected or skipped that no part has is a typo: the first part's own open
+    // says so, naming the columns it has.
+    let nowhere = |name: &String| parts.iter().all(|p| p.missing_columns().contains(name));
+    if parts[0].missing_columns().iter().any(nowhere) {
+        open_part(0, &read)?;
+    }
+    let mut kept: Vec<Box<dyn RecordSource>> = Vec::with_capacity(parts.len());
+    for (k, part) in parts.into_iter().enumerate() {
+        let fields = part.info().schema.clone().unwrap_or_default();
+        let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+        if !fits(&table, &fields) {
+            // A part without rows adds nothing to the table, whatever its column types
+            // (pandas writes an empty column of objects as `null`, Spark an empty part
+            // of its own schema).
+            continue;
+        }
+        let positions: Vec<usize> =
+            names.iter().filter_map(|n| table.iter().position(|t| t.name == *n)).collect();
+        if positions.windows(2).all(|w| w[0] < w[1]) {
+            kept.push(Box::new(part));
+        } else {
+            // Its records' fields come in the table's order, as pyarrow gives them.
+            let mut reordered = lenient.clone();
+            reordered.columns = Some(
+                table
+                    .iter()
+                    .filter(|t| names.contains(&t.name.as_str()))
+                    .map(|t| t.name.clone())
+                    .collect(),
+            );
+            kept.push(Box::new(open_part(k, &reordered)?));
+        }
+    }
+    let info = parts_info(&kept, table);
+    Ok(Box::new(ConcatSource::new(info, kept)?))
+}
+
+/// The columns of a table in parts, as `pyarrow.dataset` reads it with a unified schema:
+/// every column any part with rows has, in the order the parts first have them, each of
+/// the type its first part gives it (a column of `null`s takes the type of a later part).
+/// The columns of one name must read alike ([`reel_arrow::read_alike`]: `string` and
+/// `large_string`, `int32` and `int64`, …) in every part with rows, or be `null`, and
+/// every part with rows must share a column with the parts before it (a part that shares
+/// none is another table, not a newer version of this one); else the numbers of the part
+/// that differs and of a part it differs from. Parts without rows count only when all are
+/// so.
+fn table_columns(parts: &[ArrowFileSource]) -> std::result::Result<Vec<FieldSpec>, (usize, usize)> {
+    let any_rows = parts.iter().any(|p| p.len() > 0);
+    let mut table: Vec<(FieldSpec, usize)> = Vec::new();
+    for (k, part) in parts.iter().enumerate() {
+        if any_rows && part.len() == 0 {
+            continue;
+        }
+        let fields = part.info().schema.as_deref().unwrap_or_default();
+        let shares = fields.iter().any(|f| table.iter().any(|(t, _)| t.name == f.name));
+        if let Some((_, first)) = table.first()
+            && !fields.is_empty()
+            && !shares
+        {
+            return Err((k, *first));
+        }
+        for field in fields {
+            match table.iter_mut().find(|(t, _)| t.name == field.name) {
+                None => table.push((field.clone(), k)),
+                Some(_) if is_null(&field.kind) => {}
+                Some((t, from)) if is_null(&t.kind) => (*t, *from) = (field.clone(), k),
+                Some((t, from)) => {
+                    if !reel_arrow::read_alike(&t.kind, &field.kind) {
+                        return Err((k, *from));
+                    }
+                }
             }
         }
-        parts.push(Box::new(part));
     }
-    let info = parts_info(&parts);
-    Ok(Box::new(ConcatSource::new(info, parts)?))
+    Ok(table.into_iter().map(|(t, _)| t).collect())
 }
 
-/// How a later part's columns compare with the first part's.
-enum Columns {
-    /// The same columns in the same order, of types that read alike.
-    Alike,
-    /// The same columns, of types that read alike, in another order.
-    Reordered,
-    /// Columns the first part lacks or lacks some of, or of types that read otherwise.
-    Different,
+/// Whether a part with columns `fields` is one of the table's parts: each of its columns
+/// is one of `table`'s and reads alike (or is `null`).
+fn fits(table: &[FieldSpec], fields: &[FieldSpec]) -> bool {
+    fields.iter().all(|f| {
+        table.iter().any(|t| {
+            t.name == f.name
+                && (is_null(&f.kind)
+                    || is_null(&t.kind)
+                    || reel_arrow::read_alike(&t.kind, &f.kind))
+        })
+    })
 }
 
-/// Whether `other` has the columns of `first` (one table, as `pyarrow.dataset` reads it:
-/// the same names, types that read as the same kind of value, in any order).
-fn compare_columns(first: &[FieldSpec], other: &[FieldSpec]) -> Columns {
-    if first.len() != other.len() {
-        return Columns::Different;
-    }
-    let mut in_order = true;
-    for (i, field) in first.iter().enumerate() {
-        match other.iter().position(|o| o.name == field.name) {
-            Some(j) if reel_arrow::read_alike(&field.kind, &other[j].kind) => in_order &= i == j,
-            _ => return Columns::Different,
-        }
-    }
-    if in_order { Columns::Alike } else { Columns::Reordered }
+/// Whether a declared column type is Arrow's `null` (a column of nulls only).
+fn is_null(kind: &str) -> bool {
+    kind == "Null"
 }
 
-/// What a directory of parts is: the first part's format, version and fields (the parts
-/// have the same columns, checked before), every part's files and warnings, the number of
-/// parts, and the other facts summed where they are counts.
-fn parts_info(parts: &[Box<dyn RecordSource>]) -> SourceInfo {
+/// What a directory of parts is: the first part's format and version, the table's
+/// columns (see [`table_columns`]), every part's files and warnings, the number of parts,
+/// and the other facts summed where they are counts.
+fn parts_info(parts: &[Box<dyn RecordSource>], table: Vec<FieldSpec>) -> SourceInfo {
     let first = parts[0].info();
     let mut info = SourceInfo::new(first.format);
     info.version = first.version.clone();
-    info.schema = first.schema.clone();
+    info.schema = Some(table);
     info.paths = ConcatSource::paths_of(parts);
     info.warnings = parts.iter().flat_map(|p| p.info().warnings.iter().cloned()).collect();
     info.facts.push(("parts".into(), parts.len().to_string()));
