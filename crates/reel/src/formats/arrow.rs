@@ -1,3 +1,4 @@
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use reel_arrow::{ArrowFileSource, FileKind, ReadOptions};
@@ -292,30 +293,30 @@ fn open_file_or_parts(
     if parts[0].missing_columns().iter().any(nowhere) {
         open_part(0, &read)?;
     }
+    // By name: a table may have thousands of columns, and a directory thousands of parts.
+    let position: HashMap<&str, usize> =
+        table.iter().enumerate().map(|(i, t)| (t.name.as_str(), i)).collect();
     let mut kept: Vec<Box<dyn RecordSource>> = Vec::with_capacity(parts.len());
     for (k, part) in parts.into_iter().enumerate() {
-        let fields = part.info().schema.clone().unwrap_or_default();
-        let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
-        if !fits(&table, &fields) {
-            // A part without rows adds nothing to the table, whatever its column types
-            // (pandas writes an empty column of objects as `null`, Spark an empty part
-            // of its own schema).
+        let fields = part.info().schema.as_deref().unwrap_or_default();
+        let Some(positions) = fields
+            .iter()
+            .map(|f| position.get(f.name.as_str()).copied().filter(|&i| alike(&table[i], f)))
+            .collect::<Option<Vec<usize>>>()
+        else {
+            // Only a part without rows gets here (see `table_columns`): it adds nothing to
+            // the table, whatever its column types (pandas writes an empty column of
+            // objects as `null`, others as text).
             continue;
-        }
-        let positions: Vec<usize> =
-            names.iter().filter_map(|n| table.iter().position(|t| t.name == *n)).collect();
+        };
         if positions.windows(2).all(|w| w[0] < w[1]) {
             kept.push(Box::new(part));
         } else {
             // Its records' fields come in the table's order, as pyarrow gives them.
+            let mut sorted = positions;
+            sorted.sort_unstable();
             let mut reordered = lenient.clone();
-            reordered.columns = Some(
-                table
-                    .iter()
-                    .filter(|t| names.contains(&t.name.as_str()))
-                    .map(|t| t.name.clone())
-                    .collect(),
-            );
+            reordered.columns = Some(sorted.iter().map(|&i| table[i].name.clone()).collect());
             kept.push(Box::new(open_part(k, &reordered)?));
         }
     }
@@ -334,13 +335,15 @@ fn open_file_or_parts(
 /// so.
 fn table_columns(parts: &[ArrowFileSource]) -> std::result::Result<Vec<FieldSpec>, (usize, usize)> {
     let any_rows = parts.iter().any(|p| p.len() > 0);
+    // Each column, and the part it has its type from.
     let mut table: Vec<(FieldSpec, usize)> = Vec::new();
+    let mut position: HashMap<String, usize> = HashMap::new();
     for (k, part) in parts.iter().enumerate() {
         if any_rows && part.len() == 0 {
             continue;
         }
         let fields = part.info().schema.as_deref().unwrap_or_default();
-        let shares = fields.iter().any(|f| table.iter().any(|(t, _)| t.name == f.name));
+        let shares = fields.iter().any(|f| position.contains_key(&f.name));
         if let Some((_, first)) = table.first()
             && !fields.is_empty()
             && !shares
@@ -348,32 +351,29 @@ fn table_columns(parts: &[ArrowFileSource]) -> std::result::Result<Vec<FieldSpec
             return Err((k, *first));
         }
         for field in fields {
-            match table.iter_mut().find(|(t, _)| t.name == field.name) {
-                None => table.push((field.clone(), k)),
-                Some(_) if is_null(&field.kind) => {}
-                Some((t, from)) if is_null(&t.kind) => (*t, *from) = (field.clone(), k),
-                Some((t, from)) => {
-                    if !reel_arrow::read_alike(&t.kind, &field.kind) {
-                        return Err((k, *from));
-                    }
-                }
+            let Some(&i) = position.get(&field.name) else {
+                position.insert(field.name.clone(), table.len());
+                table.push((field.clone(), k));
+                continue;
+            };
+            let (column, from) = &mut table[i];
+            if !alike(column, field) {
+                return Err((k, *from));
+            }
+            if is_null(&column.kind) {
+                (*column, *from) = (field.clone(), k);
             }
         }
     }
     Ok(table.into_iter().map(|(t, _)| t).collect())
 }
 
-/// Whether a part with columns `fields` is one of the table's parts: each of its columns
-/// is one of `table`'s and reads alike (or is `null`).
-fn fits(table: &[FieldSpec], fields: &[FieldSpec]) -> bool {
-    fields.iter().all(|f| {
-        table.iter().any(|t| {
-            t.name == f.name
-                && (is_null(&f.kind)
-                    || is_null(&t.kind)
-                    || reel_arrow::read_alike(&t.kind, &f.kind))
-        })
-    })
+/// Whether a part's column `field` can be the table's `column` of the same name: of a
+/// type that reads alike, or either a column of nulls only.
+fn alike(column: &FieldSpec, field: &FieldSpec) -> bool {
+    is_null(&column.kind)
+        || is_null(&field.kind)
+        || reel_arrow::read_alike(&column.kind, &field.kind)
 }
 
 /// Whether a declared column type is Arrow's `null` (a column of nulls only).
