@@ -24,6 +24,8 @@ pub struct ConvertArgs {
     #[arg(long)]
     to: String,
     /// Write only part K of N (e.g. `3/8`), so N processes can convert one dataset at once.
+    /// Parts already in DST that were cut for another N or from another source are
+    /// refused (a few of them are opened to check their record counts).
     #[arg(long)]
     shard: Option<String>,
     /// OFRecord, Granular and bags targets: files of about SIZE (K, M, G suffixes, e.g.

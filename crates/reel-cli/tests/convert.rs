@@ -246,6 +246,40 @@ fn sharded_conversion_equals_one_conversion() {
 }
 
 #[test]
+fn shards_cut_for_another_count_or_source_are_refused() {
+    // `--shard 0/2` then `--shard 1/3` into one directory opened and verified clean while
+    // it held records 33..49 twice and lacked 66..99.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.ffr");
+    write(Format::Ffrecord, &src, &bytes_records());
+    let shard = |to: &str, spec: &str, out: &Path| {
+        reel()
+            .args(["convert", "--quiet", "--to", to, "--shard", spec])
+            .arg(&src)
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    for to in ["ffrecord", "ofrecord", "granular", "parquet"] {
+        let parts = dir.path().join(format!("mixed-{to}"));
+        assert!(shard(to, "0/2", &parts).status.success(), "{to}");
+        let before = reel_core::testing::names_in(&parts);
+        let out = shard(to, "1/3", &parts);
+        assert_eq!(out.status.code(), Some(2), "{to}");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(text.contains("another shard count or from another source"), "{to}: {text}");
+        assert_eq!(reel_core::testing::names_in(&parts), before, "{to}: a part was written");
+        // The same count goes on.
+        assert!(shard(to, "1/2", &parts).status.success(), "{to}");
+        // A part past the last part of the count.
+        let out = shard(to, "0/1", &parts);
+        assert_eq!(out.status.code(), Some(2), "{to}");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(text.contains("another number of shards"), "{to}: {text}");
+    }
+}
+
+#[test]
 fn checksums_are_verified_while_converting() {
     let golden =
         reel::testing::golden::golden_root().join("ffrecord/corrupt/record_byte_flip/data.ffr");

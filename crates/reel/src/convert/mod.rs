@@ -62,6 +62,7 @@
 
 mod fields;
 mod rules;
+mod shards;
 
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
@@ -340,8 +341,10 @@ pub fn convert_source(
             return Err(Error::invalid_input(format!("shard {k} of {count} does not exist")));
         }
         Some((k, count)) => {
-            (k as u128 * n as u128 / count as u128) as u64
-                ..((k + 1) as u128 * n as u128 / count as u128) as u64
+            if !is_remote(dst)? {
+                shards::check_parts_present(dst, options.to, k, count, n)?;
+            }
+            shards::part_range(k, count, n)
         }
         None => 0..n,
     };
