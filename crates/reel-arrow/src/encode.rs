@@ -935,6 +935,32 @@ impl Encoder {
         Ok(())
     }
 
+    /// Marks the byte columns (or lists of bytes) whose fields `declared` gives a format
+    /// type Arrow has no counterpart for (an image or video codec) with that type, under
+    /// [`REEL_DECLARED_KEY`](crate::REEL_DECLARED_KEY), so that it survives the trip
+    /// through Parquet or Arrow IPC.
+    pub(crate) fn keep_declared_types(&mut self, declared: &[reel_core::FieldSpec]) {
+        let mut fields: Vec<FieldRef> = self.schema.fields().iter().cloned().collect();
+        let mut changed = false;
+        for spec in declared.iter().filter(|s| crate::kind::is_kept_declaration(&s.kind)) {
+            let Some(k) = self.names.iter().position(|n| *n == spec.name) else { continue };
+            let bytes = |dt: &DataType| matches!(dt, DataType::Binary | DataType::LargeBinary);
+            let holds_bytes = match fields[k].data_type() {
+                DataType::List(item) | DataType::LargeList(item) => bytes(item.data_type()),
+                dt => bytes(dt),
+            };
+            if holds_bytes && self.casts[k].is_none() {
+                let mut metadata = fields[k].metadata().clone();
+                metadata.insert(crate::REEL_DECLARED_KEY.to_string(), spec.kind.clone());
+                fields[k] = Arc::new(fields[k].as_ref().clone().with_metadata(metadata));
+                changed = true;
+            }
+        }
+        if changed {
+            self.schema = Arc::new(Schema::new(fields));
+        }
+    }
+
     /// Whether fields the schema lacks are skipped (`true`: the schema is a selection of
     /// columns) or refused (`false`, the default).
     pub fn skip_unknown(&mut self, on: bool) {

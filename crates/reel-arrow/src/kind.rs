@@ -15,6 +15,38 @@ use reel_core::{DType, Error, Result, ValueRef};
 /// ambiguous: `"array"` (a 1-D array), `"list"` (a list of values), `"ndarray"` (the
 /// generic array struct) or `"json"` (tagged JSON text, as the crate documentation describes).
 pub const REEL_TYPE_KEY: &str = "reel.type";
+/// Field metadata key naming the type a record format declared for the column where Arrow
+/// has no type of that meaning: Granular's and bags' image and video codecs (`jpg`,
+/// `jpeg`, `png`, `mp4`, `webm`, and bags' sequences of them, `jpeg[]`), whose values are
+/// the encoded bytes. A conversion back to Granular or bags declares the type again
+/// ([`declared_type`]), so the reference decodes the images as it did before.
+pub const REEL_DECLARED_KEY: &str = "reel.declared";
+
+/// The format types [`REEL_DECLARED_KEY`] keeps (a `[]` suffix aside).
+const DECLARED_TYPES: [&str; 5] = ["jpg", "jpeg", "png", "mp4", "webm"];
+
+/// Whether `kind`, a format's declared type, is one [`REEL_DECLARED_KEY`] keeps.
+pub(crate) fn is_kept_declaration(kind: &str) -> bool {
+    DECLARED_TYPES.contains(&kind.strip_suffix("[]").unwrap_or(kind))
+}
+
+/// The format type a Parquet or Arrow IPC column's declared type name
+/// ([`reel_core::FieldSpec::kind`]) carries under [`REEL_DECLARED_KEY`], if any: `jpg` for
+/// `Binary [reel.declared=jpg]`.
+pub fn declared_type(kind: &str) -> Option<&str> {
+    let start = kind.find(" [reel.declared=")? + " [reel.declared=".len();
+    let declared = &kind[start..];
+    let declared = &declared[..annotation_end(declared)?];
+    is_kept_declaration(declared).then_some(declared)
+}
+
+/// Where the value of a `[key=value]` annotation of a type name ends: at its first `]`
+/// that does not close a `[]` (a bags sequence type, `jpeg[]`, is such a value).
+fn annotation_end(value: &str) -> Option<usize> {
+    let bytes = value.as_bytes();
+    (0..bytes.len()).find(|&i| bytes[i] == b']' && (i == 0 || bytes[i - 1] != b'['))
+}
+
 /// Arrow's extension-name metadata key.
 pub const EXTENSION_NAME_KEY: &str = "ARROW:extension:name";
 /// Arrow's extension-metadata key.
@@ -364,6 +396,9 @@ pub(crate) fn type_name(field: &Field) -> String {
     if let Some(tag) = field.metadata().get(REEL_TYPE_KEY) {
         name.push_str(&format!(" [{REEL_TYPE_KEY}={tag}]"));
     }
+    if let Some(declared) = field.metadata().get(REEL_DECLARED_KEY) {
+        name.push_str(&format!(" [{REEL_DECLARED_KEY}={declared}]"));
+    }
     if field.metadata().get(EXTENSION_NAME_KEY).map(String::as_str) == Some(FIXED_SHAPE_TENSOR) {
         let meta = field.metadata().get(EXTENSION_METADATA_KEY).map_or("", String::as_str);
         name.push_str(&format!(" [{FIXED_SHAPE_TENSOR}={meta}]"));
@@ -446,7 +481,7 @@ pub(crate) fn parse_type_name(name: &str) -> Option<Field> {
         let (body, after) = match annotation.strip_prefix(FIXED_SHAPE_TENSOR) {
             Some(_) => (annotation.strip_suffix(']')?, ""),
             None => {
-                let end = annotation.find(']')?;
+                let end = annotation_end(annotation)?;
                 (&annotation[..end], &annotation[end + 1..])
             }
         };

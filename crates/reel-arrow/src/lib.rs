@@ -67,7 +67,8 @@ pub use file_source::{
     ArrowFileSource, ReadOptions, WINDOW_BYTES, schema_of_file, sniff, sniff_in,
 };
 pub use kind::{
-    EXTENSION_METADATA_KEY, EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, REEL_TYPE_KEY, read_alike,
+    EXTENSION_METADATA_KEY, EXTENSION_NAME_KEY, FIXED_SHAPE_TENSOR, REEL_DECLARED_KEY,
+    REEL_TYPE_KEY, declared_type, read_alike,
 };
 pub use losses::{ReadLoss, read_losses, reads_as_arrays, type_restored};
 pub use partition::{HIVE_NULL_VALUE, MAX_PARTITION_DEPTH, hive_partition_columns};

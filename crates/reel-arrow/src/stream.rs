@@ -167,6 +167,11 @@ pub(crate) fn encoder_for<'a>(
     for (name, target) in &casts {
         encoder.cast_column(name, target)?;
     }
+    if options.schema.is_none()
+        && let Some(declared) = declared
+    {
+        encoder.keep_declared_types(declared);
+    }
     // A column selection leaves the other fields out; so does a given schema with fewer
     // columns than the records have fields, when reading. Writing, the schema names the
     // columns: a field it lacks is refused (a stale schema must not drop it unsaid).

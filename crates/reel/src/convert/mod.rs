@@ -444,6 +444,8 @@ fn write_batches<B: Deref<Target = RecordBatch>>(
         other => other.cloned(),
     };
     declare_nullable(&mut schema, options)?;
+    #[cfg(feature = "arrow")]
+    restore_declared_types(&mut schema, from, to);
     let create = CreateOptions {
         records: target.records,
         schema,
@@ -640,6 +642,29 @@ fn null_fields(
             schema.iter().map(|f| f.name.clone()).collect()
         }
         _ => Vec::new(),
+    }
+}
+
+/// Declares again the types a Granular or bags dataset's columns had before they went
+/// through Parquet or Arrow IPC (`jpg`, `png` …, kept in the columns' metadata: see
+/// [`reel_arrow::REEL_DECLARED_KEY`]), for targets that have them: so images written back
+/// to Granular decode as images again, not as bytes.
+#[cfg(feature = "arrow")]
+fn restore_declared_types(
+    schema: &mut Option<Vec<reel_core::FieldSpec>>,
+    from: Format,
+    to: Format,
+) {
+    let table_source = matches!(from, Format::Parquet | Format::ArrowIpc);
+    let keeps_them =
+        matches!(to, Format::Granular | Format::Bags | Format::Parquet | Format::ArrowIpc);
+    if !(table_source && keeps_them) {
+        return;
+    }
+    for field in schema.iter_mut().flatten() {
+        if let Some(declared) = reel_arrow::declared_type(&field.kind) {
+            field.kind = declared.to_string();
+        }
     }
 }
 
