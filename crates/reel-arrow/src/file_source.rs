@@ -336,7 +336,8 @@ fn projection(
                 .collect();
             if let Some(name) = wanted.iter().find(|n| twice.contains(n.as_str())) {
                 return Err(Error::unsupported(format!(
-                    "the table has more than one column named {name:?}, so selecting it by                      name cannot tell which is meant"
+                    "the table has more than one column named {name:?}, so selecting it by \
+                     name cannot tell which is meant"
                 ))
                 .with_path(path));
             }

@@ -357,7 +357,9 @@ fn ipc_stream_layout(file: &FileInput, path: &Path, size: u64) -> Result<IpcLayo
                     return Err(Error::new(
                         ErrorKind::Unsupported,
                         format!(
-                            "Arrow IPC: the stream replaces dictionary {} after record batches                              that use it (reel reads a stream's batches at random, with one                              dictionary per column, as an IPC file has)",
+                            "Arrow IPC: the stream replaces dictionary {} after record batches \
+                             that use it (reel reads a stream's batches at random, with one \
+                             dictionary per column, as an IPC file has)",
                             d.id()
                         ),
                     )

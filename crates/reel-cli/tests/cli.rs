@@ -235,6 +235,35 @@ fn verify_exit_code_two_when_it_cannot_run() {
 }
 
 #[test]
+fn verify_reports_a_missing_file_of_a_dataset_as_damage() {
+    // A Granular bag, or a bags dataset's refs.bag, deleted: verification ran with exit
+    // 2 ("could not run") and no report, and for bags named data.idx, a file that layout
+    // never has.
+    let tmp = tempfile::tempdir().unwrap();
+    for (format, missing) in [("granular", "label.bag"), ("bags", "refs.bag")] {
+        let dir = tmp.path().join(format);
+        reel()
+            .args(["generate", "--quiet", "--format", format, "--records", "20"])
+            .arg(&dir)
+            .assert()
+            .success();
+        std::fs::remove_file(dir.join(missing)).unwrap();
+        let out = reel().args(["verify", "--json", "--quiet"]).arg(&dir).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Json = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["opened"], false, "{format}: {report}");
+        let problem = &report["problems"][0];
+        assert_eq!(problem["kind"], "not-found", "{format}: {report}");
+        assert!(problem["path"].as_str().unwrap().ends_with(missing), "{format}: {report}");
+    }
+}
+
+#[test]
 fn salvage_keeps_exactly_the_good_records() {
     let (_, dir, m) =
         golden("ffrecord").into_iter().find(|c| c.0 == "corrupt/record_byte_flip").unwrap();

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use reel_core::{Error, Result, Store};
+use reel_core::{Error, ErrorKind, Result, Store};
 
 use crate::spec::{GranularSpec, check_key_is_file_name};
 
@@ -282,6 +282,21 @@ pub fn detect(store: &dyn Store, dir: &Path, spec: &GranularSpec) -> Result<Gene
     let any_idx = spec.keys().any(|k| store.is_file(&dir.join(format!("{k}.idx"))));
     match (refs, any_idx) {
         (true, false) => Ok(Generation::Refs),
+        // Bags without their indexes, and no refs.bag: the refs layout (whose bags have no
+        // .idx files) lacking the file that lists its datapoints, rather than the indexed
+        // layout lacking every index (which the error would name as the first .idx file).
+        (false, false)
+            if !spec.is_empty()
+                && spec.keys().all(|k| store.is_file(&dir.join(format!("{k}.bag")))) =>
+        {
+            Err(Error::new(
+                ErrorKind::NotFound,
+                "refs.bag is missing: the directory has a .bag file for every key and no .idx \
+                 file, the layout of bags 0.5 and granular 0.19-0.21, whose refs.bag lists \
+                 the datapoints (or, in granular 0.22's layout, every .idx file is missing)",
+            )
+            .with_path(dir.join("refs.bag")))
+        }
         (false, _) => Ok(Generation::Indexed),
         (true, true) => Err(Error::corrupt(
             "the directory has both refs.bag and .idx files, so its generation is ambiguous \

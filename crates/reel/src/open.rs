@@ -379,7 +379,9 @@ fn lookalike(store: &dyn Store, path: &Path) -> &'static str {
     }
     match store.read_range(path, 0, 4).as_deref() {
         Ok(b"FEA1") => {
-            " (its first bytes are Feather version 1's, the format before Arrow IPC files,              which reel does not read: rewrite it as Feather version 2 with              pyarrow.feather.write_feather(pyarrow.feather.read_table(PATH), NEW_PATH))"
+            " (its first bytes are Feather version 1's, the format before Arrow IPC files, \
+             which reel does not read: rewrite it as Feather version 2 with \
+             pyarrow.feather.write_feather(pyarrow.feather.read_table(PATH), NEW_PATH))"
         }
         _ => "",
     }

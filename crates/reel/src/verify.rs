@@ -105,6 +105,12 @@ pub fn verify_with_progress(
         VerifyReport { format, records: 0, good_records: 0, problems: Vec::new(), opened: false };
     let source = match open_as(path, format, &options) {
         Ok(s) => s,
+        // A file of the dataset is missing (a Granular bag, a refs.bag): damage, which the
+        // report names, not a dataset that could not be looked at.
+        Err(e) if e.kind() == ErrorKind::NotFound && e.path().is_some_and(|p| p != path) => {
+            report.problems.push(Problem::from_error(&e));
+            return Ok(report);
+        }
         // Not damage: the dataset could not be read, or the verification was cancelled.
         Err(e)
             if matches!(
