@@ -17,16 +17,68 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 /// Its name keeps at most the first 160 bytes of the final name, so a final name the file
 /// system accepts always gives a staging name it accepts too.
 fn temp_sibling(path: &Path) -> Result<PathBuf> {
+    let prefix = staging_prefix(path)?;
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    Ok(path.with_file_name(format!("{prefix}{}-{n}", std::process::id())))
+}
+
+/// The start of the name of every staging sibling of `path`: `.NAME.reel-tmp-`.
+fn staging_prefix(path: &Path) -> Result<String> {
     let name = path
         .file_name()
         .ok_or_else(|| Error::invalid_input("output path has no file name").with_path(path))?;
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let lossy = name.to_string_lossy();
     let mut cut = lossy.len().min(160);
     while !lossy.is_char_boundary(cut) {
         cut -= 1;
     }
-    Ok(path.with_file_name(format!(".{}.reel-tmp-{}-{n}", &lossy[..cut], std::process::id())))
+    Ok(format!(".{}.reel-tmp-", &lossy[..cut]))
+}
+
+/// How long a staging sibling must have gone unmodified before a new write of the same
+/// path may take it for abandoned: a writer holds its lock from the moment after it
+/// creates the file, and this covers that moment by far.
+const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes the staging files and directories that earlier writes of `path` left behind
+/// when their process was killed (SIGKILL, a crash, the machine stopping: no drop ran),
+/// which stayed as large as what had been written, for ever. A writer holds an exclusive
+/// advisory lock (`flock`) on its staging for as long as it lives, and the kernel drops the
+/// lock when the process ends however it ends; so a sibling whose lock can be taken, and
+/// that has not changed for [`ABANDONED_AFTER`], belongs to no live writer. Where locks
+/// cannot be taken (a file system without them) nothing is removed. Best effort: an entry
+/// that cannot be looked at or removed stays.
+fn remove_abandoned(path: &Path) {
+    let Ok(prefix) = staging_prefix(path) else { return };
+    let Ok(entries) = fs::read_dir(parent_of(path)) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else { continue };
+        let numbered = rest.split_once('-').is_some_and(|(pid, n)| {
+            [pid, n].iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        });
+        let Ok(meta) = entry.metadata() else { continue };
+        let idle = meta.modified().ok().and_then(|m| m.elapsed().ok());
+        if !numbered || idle.is_none_or(|idle| idle < ABANDONED_AFTER) {
+            continue;
+        }
+        let Ok(held) = File::open(entry.path()) else { continue };
+        if held.try_lock().is_err() {
+            continue;
+        }
+        let _ = if meta.is_dir() {
+            fs::remove_dir_all(entry.path())
+        } else {
+            fs::remove_file(entry.path())
+        };
+    }
+}
+
+/// Takes the exclusive lock on a staging file or directory that tells a live writer from
+/// an abandoned one (see [`remove_abandoned`]). A file system without advisory locks leaves
+/// it untaken, and abandoned staging there is never removed.
+fn hold(staging: &File) {
+    let _ = staging.try_lock();
 }
 
 /// Checks what can be checked about `final_path` before staging next to it (its name's
@@ -69,6 +121,7 @@ impl StagedFile {
     pub fn create(final_path: impl AsRef<Path>) -> Result<Self> {
         let final_path = final_path.as_ref().to_path_buf();
         check_final(&final_path)?;
+        remove_abandoned(&final_path);
         let temp_path = temp_sibling(&final_path)?;
         let file =
             OpenOptions::new().read(true).write(true).create_new(true).open(&temp_path).map_err(
@@ -77,6 +130,7 @@ impl StagedFile {
                         .with_path(&final_path)
                 },
             )?;
+        hold(&file);
         Ok(StagedFile { final_path, temp_path, file, committed: false })
     }
 
@@ -130,6 +184,9 @@ pub struct StagedDir {
     final_path: PathBuf,
     temp_path: PathBuf,
     committed: bool,
+    /// The directory, open, holding the lock that tells this live writer from an
+    /// abandoned one (see [`remove_abandoned`]).
+    _held: Option<File>,
 }
 
 impl StagedDir {
@@ -137,12 +194,17 @@ impl StagedDir {
     pub fn create(final_path: impl AsRef<Path>) -> Result<Self> {
         let final_path = final_path.as_ref().to_path_buf();
         check_final(&final_path)?;
+        remove_abandoned(&final_path);
         let temp_path = temp_sibling(&final_path)?;
         fs::create_dir(&temp_path).map_err(|e| {
             Error::io(e, format!("cannot create a staging directory ({})", temp_path.display()))
                 .with_path(&final_path)
         })?;
-        Ok(StagedDir { final_path, temp_path, committed: false })
+        let held = File::open(&temp_path).ok();
+        if let Some(dir) = &held {
+            hold(dir);
+        }
+        Ok(StagedDir { final_path, temp_path, committed: false, _held: held })
     }
 
     /// The directory to write files into.
@@ -287,6 +349,46 @@ pub fn sync_tree(dir: &Path) -> Result<()> {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn staging_abandoned_by_a_killed_writer_goes_with_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("data.ffr");
+        let long_ago = std::time::SystemTime::now() - 2 * ABANDONED_AFTER;
+        let sibling = |name: &str| dir.path().join(name);
+        // What a killed writer leaves: no process holds its lock.
+        let abandoned = sibling(".data.ffr.reel-tmp-4000000-0");
+        File::create(&abandoned).unwrap().set_modified(long_ago).unwrap();
+        let abandoned_dir = sibling(".data.ffr.reel-tmp-4000000-1");
+        fs::create_dir(&abandoned_dir).unwrap();
+        fs::write(abandoned_dir.join("part"), b"x").unwrap();
+        File::open(&abandoned_dir).unwrap().set_modified(long_ago).unwrap();
+        // A live writer's (its lock held), a fresh one (its writer may be about to take
+        // the lock), another path's, and a name that is not a staging name.
+        let live = sibling(".data.ffr.reel-tmp-4000001-0");
+        let held = File::create(&live).unwrap();
+        held.set_modified(long_ago).unwrap();
+        held.try_lock().unwrap();
+        let fresh = sibling(".data.ffr.reel-tmp-4000002-0");
+        File::create(&fresh).unwrap();
+        let other = sibling(".other.ffr.reel-tmp-4000000-0");
+        File::create(&other).unwrap().set_modified(long_ago).unwrap();
+        let unnumbered = sibling(".data.ffr.reel-tmp-x-0");
+        File::create(&unnumbered).unwrap().set_modified(long_ago).unwrap();
+
+        let mut staged = StagedFile::create(&target).unwrap();
+        staged.file_mut().write_all(b"new").unwrap();
+        assert!(!abandoned.exists() && !abandoned_dir.exists());
+        assert!(live.exists() && fresh.exists() && other.exists() && unnumbered.exists());
+        // The new staging holds its own lock from the start.
+        assert!(File::open(staged.temp_path()).unwrap().try_lock().is_err());
+        staged.commit().unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"new");
+        drop(held);
+        let dir_target = dir.path().join("tree");
+        let staged_dir = StagedDir::create(&dir_target).unwrap();
+        assert!(File::open(staged_dir.path()).unwrap().try_lock().is_err());
+    }
 
     #[test]
     fn publish_path_takes_files_and_directories_and_refuses_what_is_there() {
