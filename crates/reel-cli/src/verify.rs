@@ -51,6 +51,11 @@ pub fn run(args: &VerifyArgs) -> reel::Result<ExitCode> {
         Some(out) if report.opened => {
             Some(crate::salvage::salvage(&args.path, out, &report, &options, args.force)?)
         }
+        // A part whose framing breaks keeps the dataset from opening; its frames before the
+        // break, and the other parts, still read one after another.
+        Some(out) if report.format == reel::Format::Ofrecord => {
+            Some(crate::salvage::salvage_ofrecord_frames(&args.path, out, &options, args.force)?)
+        }
         Some(_) => {
             return Err(reel::Error::corrupt(format!(
                 "cannot salvage: the dataset does not open ({})",
