@@ -38,7 +38,13 @@ pub(super) fn run(
             refuse_for_urls(args)?;
             let mut settings = ReadSettings::default();
             if let Some(concurrency) = args.concurrency {
-                settings.concurrency = concurrency.max(1);
+                // No request in flight would read nothing: refused, not taken as one.
+                if concurrency == 0 {
+                    return Err(reel::Error::invalid_input(
+                        "--concurrency 0: --concurrency must be at least 1",
+                    ));
+                }
+                settings.concurrency = concurrency;
             }
             if let Some(gap) = &args.coalesce_gap {
                 settings.coalesce_gap = super::parse_size(gap)?;

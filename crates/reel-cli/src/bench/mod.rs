@@ -182,7 +182,8 @@ const MAX_SECS: f64 = 86_400.0;
 
 /// The time budget of each measurement (`--secs`, at least 0.1 s), once the options have
 /// been checked: a number of seconds that is not positive and finite, or that is more than
-/// a day, and a batch of no records are refused rather than panicking or being changed.
+/// a day, a batch of no records, and no threads or repeats are refused rather than
+/// panicking or being changed.
 fn checked_budget(args: &BenchArgs) -> reel::Result<Duration> {
     if !(args.secs.is_finite() && args.secs > 0.0 && args.secs <= MAX_SECS) {
         return Err(reel::Error::invalid_input(format!(
@@ -192,6 +193,13 @@ fn checked_budget(args: &BenchArgs) -> reel::Result<Duration> {
     }
     if args.batch == 0 {
         return Err(reel::Error::invalid_input("--batch 0: a batch needs at least one record"));
+    }
+    // Zero threads or repeats would measure nothing (and were quietly taken as one).
+    if args.threads == 0 {
+        return Err(reel::Error::invalid_input("--threads 0: --threads must be at least 1"));
+    }
+    if args.repeat == 0 {
+        return Err(reel::Error::invalid_input("--repeat 0: --repeat must be at least 1"));
     }
     Ok(Duration::from_secs_f64(args.secs.max(0.1)))
 }
@@ -1016,5 +1024,12 @@ mod tests {
     fn batch_zero_is_refused() {
         assert!(refused(&["--batch", "0"]).contains("--batch 0"));
         assert!(checked_budget(&args(&["--batch", "1"])).is_ok());
+    }
+
+    #[test]
+    fn zero_threads_or_repeats_are_refused() {
+        assert!(refused(&["--threads", "0"]).contains("--threads must be at least 1"));
+        assert!(refused(&["--repeat", "0"]).contains("--repeat must be at least 1"));
+        assert!(checked_budget(&args(&["--threads", "1", "--repeat", "1"])).is_ok());
     }
 }
