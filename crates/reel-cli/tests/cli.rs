@@ -153,6 +153,37 @@ fn cat_json_gives_every_record_in_order() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("out of range"));
 }
 
+/// `cat` shows every good record before the first bad one, in order, then fails with the
+/// bad record's error: the whole batch holding it used to be dropped, so a damaged record
+/// hid up to 255 good ones before it.
+#[test]
+fn cat_shows_the_good_records_before_a_bad_one() {
+    let (_, dir, m) =
+        golden("ffrecord").into_iter().find(|c| c.0 == "corrupt/record_byte_flip").unwrap();
+    let bad = m["mutation"]["record_index"].as_u64().unwrap();
+    assert!(bad > 0, "the case needs good records before the bad one");
+    let count = m["original"]["records"].as_array().unwrap().len() as u64;
+    let path = ffrecord_path(&dir, &m);
+    for index in [format!("0-{}", count - 1), format!("{bad},0")] {
+        let out = reel().args(["cat", "--json", "--index", &index]).arg(&path).output().unwrap();
+        let shown: Vec<u64> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Json>(l).unwrap()["index"].as_u64().unwrap())
+            .collect();
+        let want: Vec<u64> = if index.starts_with('0') { (0..bad).collect() } else { vec![] };
+        assert_eq!(shown, want, "--index {index}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--index {index}: {err}");
+        assert!(err.contains(&format!("record {bad}")), "--index {index}: {err}");
+    }
+    // An empty index list is an error, not a successful run printing nothing.
+    let out = reel().args(["cat", "--index", ""]).arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("names no records"));
+    assert!(out.stdout.is_empty());
+}
+
 /// Where a golden case's dataset opens from: the case directory when it is recognised as a
 /// dataset, its `parts/` subdirectory, or its data file.
 fn golden_dataset(dir: &Path) -> PathBuf {
