@@ -175,6 +175,26 @@ fn an_existing_dataset_honours_the_matrix_options() {
     assert!(rows.iter().all(|r| r["mode"] == "cold"));
 }
 
+/// Generated records cold have no mmap row either (its mapping kept the pages the eviction
+/// dropped, so the row was warm), and a note says why both backends are left out.
+#[test]
+fn generated_cold_rows_leave_mmap_out_saying_why() {
+    let dir = disk_dir();
+    let out = reel()
+        .args(["bench", "--mode", "cold", "--sizes", "1k", "--data", "256k", "--secs", "0.1"])
+        .args(["--no-baselines", "--crc-size", "0", "--backends", "pread,mmap,memory", "--json"])
+        .arg("--cold-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(readers(&rows), ["pread"]);
+    let notes = stderr(&out);
+    assert!(notes.contains("No cold mmap row: the pages a live mapping holds"), "{notes}");
+    assert!(notes.contains("No cold memory row"), "{notes}");
+}
+
 /// A format without checksums reel checks gets a note instead of crc on/off rows.
 #[test]
 fn a_format_without_checksums_says_so() {

@@ -424,6 +424,7 @@ fn backends<'n>(
             return Err(reel::Error::invalid_input(format!("unknown backend {name:?}")));
         };
         if subject.cold && subject.cold_skips.contains(&name.as_str()) {
+            out.note(format!("No cold {name} row: {}.", cold_skip_reason(name)));
             continue;
         }
         list.push((name.as_str(), backend));
@@ -451,6 +452,20 @@ fn backends<'n>(
         });
     }
     Ok(list)
+}
+
+/// Why backend `name`, one of a subject's `cold_skips`, has no cold rows: the note printed
+/// when one is left out, so that a missing row is not taken for one forgotten.
+pub(crate) fn cold_skip_reason(name: &str) -> &'static str {
+    match name {
+        "memory" => "memory reads the whole dataset into memory at open",
+        "mmap" => {
+            "the pages a live mapping holds stay in the page cache whatever posix_fadvise \
+             (DONTNEED) says, so mmap would read every page after its first touch from \
+             memory (auto reads uncached data with io_uring O_DIRECT instead)"
+        }
+        _ => "it would read from memory",
+    }
 }
 
 /// The row of the reader of Parquet and Arrow IPC files.
