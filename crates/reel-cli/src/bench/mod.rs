@@ -903,6 +903,7 @@ fn report(out: &Report, json: bool) {
             json_row["requests_per_batch"] = c.requests.into();
             json_row["ms_per_batch"] = c.batch_ms.into();
             json_row["round_trips_per_batch"] = c.round_trips.into();
+            json_row["served_from_memory"] = c.from_memory.into();
         }
         json_rows.push(json_row);
     }
