@@ -72,16 +72,22 @@ pub struct BenchArgs {
     /// Warm, cold or both [default: both] (not with a URL, which is read as it comes).
     #[arg(long, value_enum)]
     mode: Option<Temperature>,
-    /// Bytes of data per dataset (k/m/g suffixes; generated records only).
+    /// Bytes of data per dataset (k/m/g suffixes; generated records only). Each record
+    /// size's dataset has at least 1024 records; the checksum dataset (--crc-size) no more
+    /// than this.
     #[arg(long, default_value = "1g", conflicts_with = "dataset")]
     data: String,
     /// Seconds per measurement.
     #[arg(long, default_value_t = 2.0)]
     secs: f64,
-    /// Directory for warm datasets (should be tmpfs; generated records only).
+    /// Directory for warm datasets (should be tmpfs; generated records only). The
+    /// datasets (`bench-*`) are kept there for the next run to reuse, in memory on tmpfs,
+    /// until removed (`rm -r DIR/bench-*`); the run ends saying how large they are.
     #[arg(long, default_value = "/dev/shm/reel-bench", conflicts_with = "dataset")]
     warm_dir: PathBuf,
-    /// Directory for cold datasets (must be on a real disk; generated records only).
+    /// Directory for cold datasets (must be on a real disk; generated records only). The
+    /// datasets (`bench-*`) are kept there for the next run to reuse until removed
+    /// (`rm -r DIR/bench-*`); the run ends saying how large they are.
     #[arg(long, default_value = "reel-bench-data", conflicts_with = "dataset")]
     cold_dir: PathBuf,
     /// Backends to measure (default: all of this build).
@@ -227,6 +233,8 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         return Err(reel::Error::invalid_input("--sizes 0: a record needs at least one byte"));
     }
     let mut out = Report::default();
+    // The directories datasets were written to or reused in, for the note on what is kept.
+    let mut used: Vec<PathBuf> = Vec::new();
     let modes = args.temperature().modes();
     for &(mode, cold) in modes {
         let dir = if cold { &args.cold_dir } else { &args.warm_dir };
@@ -237,7 +245,11 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         }
         for &size in &sizes {
             eprintln!("preparing {mode} dataset of {size}-byte records in {}", dir.display());
-            let ds = dataset(dir, format, size, data)?;
+            // At least 1024 records, so that batches of 256 are drawn from many.
+            let ds = dataset(dir, format, size, data, 1024)?;
+            if !used.contains(dir) {
+                used.push(dir.clone());
+            }
             let rows = best_of(args.repeat, || {
                 measure_round(&ds, mode, cold, args, &names, budget, &mut out)
             })?;
@@ -251,14 +263,34 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
             if cold && is_tmpfs(dir) {
                 continue;
             }
-            let ds = dataset(dir, Format::Ffrecord, crc_size, data)?;
+            // Only --data's worth (1024 records of 100 KiB were 100 MB whatever --data said).
+            let ds = dataset(dir, Format::Ffrecord, crc_size, data, 1)?;
+            if !used.contains(dir) {
+                used.push(dir.clone());
+            }
             let subject = ds.subject(mode, cold);
             let rows = crc_rows(&subject, args, &names, budget, &mut out)?;
             out.rows.extend(rows);
         }
     }
+    for dir in &used {
+        out.note(kept_note(dir));
+    }
     report(&out, args.json);
     Ok(())
+}
+
+/// The note saying what `reel bench` keeps in `dir` for the next run and how to remove it:
+/// the datasets stay (on tmpfs, in memory) until removed.
+fn kept_note(dir: &Path) -> String {
+    let (bytes, count) = workload::kept(dir);
+    format!(
+        "Kept for the next run: {count} dataset(s), {}, in {} (remove with rm -r {}/{}*).",
+        human_bytes(bytes),
+        dir.display(),
+        dir.display(),
+        workload::DATA_PREFIX
+    )
 }
 
 /// What reel reads in one set of rows: a dataset, its format, how many records it has, the
