@@ -6,7 +6,8 @@ use reel::OpenOptions;
 /// How to open datasets.
 #[derive(Args, Debug, Clone)]
 pub struct OpenArgs {
-    /// I/O backend: pread, mmap, memory, io_uring, io_uring-direct or auto.
+    /// I/O backend: pread, mmap, memory, io_uring, io_uring-direct (also spelt
+    /// io_uring+direct, as inspect prints it) or auto.
     #[arg(long, default_value = "auto")]
     pub backend: String,
     /// Skip checksum verification while reading.

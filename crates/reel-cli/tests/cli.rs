@@ -184,6 +184,32 @@ fn cat_shows_the_good_records_before_a_bad_one() {
     assert!(out.stdout.is_empty());
 }
 
+/// The backend name `inspect` prints, `io_uring+direct`, is accepted where a backend is
+/// named (it was refused: only `io_uring-direct` was), and bench rows keep the listed name.
+#[test]
+fn the_printed_backend_name_is_accepted_back() {
+    if !reel::backend_names().contains(&"io_uring-direct") {
+        eprintln!("built without io_uring: skipped");
+        return;
+    }
+    let (_, dir, m) = golden("ffrecord").into_iter().find(|c| c.0 == "normal").unwrap();
+    let path = ffrecord_path(&dir, &m);
+    for backend in ["io_uring+direct", "io_uring-direct"] {
+        let out = reel().args(["inspect", "--backend", backend]).arg(&path).output().unwrap();
+        assert!(out.status.success(), "{backend}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = reel()
+        .args(["bench", "--mode", "warm", "--secs", "0.1", "--no-fio", "--crc-size", "0"])
+        .args(["--backends", "io_uring+direct", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<Json> = serde_json::from_slice(&out.stdout).unwrap();
+    // The row is named for what read: io_uring-direct, or the fallback with what was asked.
+    assert!(rows.iter().all(|r| r["reader"].as_str().unwrap().contains("io_uring-direct")));
+}
+
 /// Where a golden case's dataset opens from: the case directory when it is recognised as a
 /// dataset, its `parts/` subdirectory, or its data file.
 fn golden_dataset(dir: &Path) -> PathBuf {

@@ -220,7 +220,13 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         .ok_or_else(|| reel::Error::invalid_input(format!("unknown format {:?}", args.format)))?;
     let data = parse_size(&args.data)?;
     let names: Vec<String> = match &args.backends {
-        Some(list) => list.clone(),
+        // Rows, notes and cold skips go by the names `backend_names` gives: the spelling
+        // that reads print (`io_uring+direct`) is taken as the one they list.
+        Some(list) => list
+            .iter()
+            .map(|n| if n == "io_uring+direct" { "io_uring-direct" } else { n })
+            .map(String::from)
+            .collect(),
         None => reel::backend_names().into_iter().map(String::from).collect(),
     };
     if let Some(dataset) = &args.dataset {
