@@ -210,6 +210,27 @@ fn the_printed_backend_name_is_accepted_back() {
     assert!(rows.iter().all(|r| r["reader"].as_str().unwrap().contains("io_uring-direct")));
 }
 
+/// A legacy FFRecord file (metadata checksum 0) verifies clean with the warning `inspect`
+/// gives, in the text and in JSON: verify printed none.
+#[test]
+fn verify_prints_the_sources_warnings() {
+    let path = golden_root().join("ffrecord/corrupt/legacy_zero_meta_checksum/data.ffr");
+    let inspect = stdout(reel().args(["inspect"]).arg(&path));
+    let warning = inspect.lines().find(|l| l.starts_with("warning: ")).unwrap().to_string();
+    let out = reel().args(["verify", "--quiet"]).arg(&path).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.lines().any(|l| l == warning), "{warning:?} not in\n{text}");
+    let out = reel().args(["verify", "--json"]).arg(&path).output().unwrap();
+    let j: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let message = warning.trim_start_matches("warning: ");
+    assert_eq!(j["warnings"], serde_json::json!([message]), "{j}");
+    // A clean file has none.
+    let (_, dir, m) = golden("ffrecord").into_iter().find(|c| c.0 == "normal").unwrap();
+    let out = reel().args(["verify", "--json"]).arg(ffrecord_path(&dir, &m)).output().unwrap();
+    let j: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["warnings"], serde_json::json!([]), "{j}");
+}
+
 /// Where a golden case's dataset opens from: the case directory when it is recognised as a
 /// dataset, its `parts/` subdirectory, or its data file.
 fn golden_dataset(dir: &Path) -> PathBuf {
