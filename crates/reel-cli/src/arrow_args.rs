@@ -42,16 +42,25 @@ pub struct ArrowArgs {
     large_types: bool,
 }
 
-/// `123`, `64K`, `128M`, `2G` (powers of 1024; [`crate::bench::parse_size`]), above zero
-/// and within `usize`.
-fn parse_size(s: &str) -> reel::Result<usize> {
-    let bad =
-        || reel::Error::invalid_input(format!("size {s:?}: expected a number with K, M or G"));
-    crate::bench::parse_size(s)
-        .ok()
-        .and_then(|n| usize::try_from(n).ok())
-        .filter(|&n| n > 0)
-        .ok_or_else(bad)
+/// `123`, `64K`, `128M`, `2G` (powers of 1024; [`crate::bench::parse_size`]) given to
+/// `option`, above zero and within `usize`; each refusal says which of these it broke.
+fn parse_size(s: &str, option: &str) -> reel::Result<usize> {
+    let bad = |why: &str| reel::Error::invalid_input(format!("{option} {s:?}: {why}"));
+    let n = crate::bench::parse_size(s)
+        .map_err(|_| bad("expected a number of bytes, optionally with K, M or G"))?;
+    if n == 0 {
+        return Err(bad("must be at least 1 byte (0 is not allowed)"));
+    }
+    usize::try_from(n).map_err(|_| bad("too large for this machine"))
+}
+
+/// A count given to `option`, which must be at least 1: 0 is refused rather than quietly
+/// taken as 1.
+fn at_least_one(n: usize, option: &str) -> reel::Result<usize> {
+    if n == 0 {
+        return Err(reel::Error::invalid_input(format!("{option} 0: {option} must be at least 1")));
+    }
+    Ok(n)
 }
 
 impl ArrowArgs {
@@ -84,18 +93,21 @@ impl ArrowArgs {
                 Some(c) => c.parse::<Compression>()?,
                 None => defaults.compression,
             },
-            row_group_rows: self.row_group_rows.map_or(defaults.row_group_rows, |n| n.max(1)),
+            row_group_rows: match self.row_group_rows {
+                Some(n) => at_least_one(n, "--row-group-rows")?,
+                None => defaults.row_group_rows,
+            },
             row_group_bytes: match &self.row_group_bytes {
-                Some(b) => parse_size(b)?,
+                Some(b) => parse_size(b, "--row-group-bytes")?,
                 None => defaults.row_group_bytes,
             },
             ..defaults
         };
         if let Some(b) = &self.batch_bytes {
-            o.arrow.batch_bytes = parse_size(b)?;
+            o.arrow.batch_bytes = parse_size(b, "--batch-bytes")?;
         }
         if let Some(n) = self.sample {
-            o.arrow.sample_records = n.max(1);
+            o.arrow.sample_records = at_least_one(n, "--sample")?;
         }
         o.arrow.extra.index = self.with_index;
         o.arrow.extra.location = self.with_location;
@@ -131,11 +143,21 @@ mod tests {
 
     #[test]
     fn sizes() {
-        assert_eq!(parse_size("128M").unwrap(), 128 << 20);
-        assert_eq!(parse_size("4k").unwrap(), 4096);
-        assert_eq!(parse_size("77").unwrap(), 77);
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("M").is_err());
-        assert!(parse_size("99999999999G").is_err());
+        let size = |s| parse_size(s, "--row-group-bytes");
+        assert_eq!(size("128M").unwrap(), 128 << 20);
+        assert_eq!(size("4k").unwrap(), 4096);
+        assert_eq!(size("77").unwrap(), 77);
+        let zero = size("0").unwrap_err().to_string();
+        assert!(zero.contains("--row-group-bytes") && zero.contains("0 is not allowed"), "{zero}");
+        assert!(size("M").unwrap_err().to_string().contains("expected a number"));
+        assert!(size("99999999999G").is_err());
+    }
+
+    #[test]
+    fn zero_counts_are_refused() {
+        let e = at_least_one(0, "--row-group-rows").unwrap_err();
+        assert_eq!(e.kind(), reel::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("--row-group-rows must be at least 1"), "{e}");
+        assert_eq!(at_least_one(5, "--sample").unwrap(), 5);
     }
 }

@@ -72,27 +72,41 @@ pub fn run(args: &CatArgs) -> reel::Result<()> {
     // The next batches are read on a helper thread while this one prints; a batch over the
     // budget is read again in pieces that fit.
     let options = StreamOptions::default().max_ahead_bytes(reel::STREAM_BATCH_BYTES);
-    let pass = WholePass::new(source, records, 256, &options)?;
+    let pass = WholePass::new(source.clone(), records.clone(), BATCH, &options)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for batch in pass {
-        let batch = batch?;
-        for record in batch.iter() {
-            shown += 1;
-            if let (false, Some(wanted)) = (seen.is_empty(), &args.fields) {
-                for (k, name) in wanted.iter().enumerate() {
-                    seen[k] = seen[k] || record.get(name).is_some();
-                }
+    let mut show = |record: reel::RecordRef<'_>| {
+        if let (false, Some(wanted)) = (seen.is_empty(), &args.fields) {
+            for (k, name) in wanted.iter().enumerate() {
+                seen[k] = seen[k] || record.get(name).is_some();
             }
-            let written = if args.json {
-                write_record_json(&mut out, &record, args.bytes, args.fields.as_deref())
-            } else {
-                write_text(&mut out, &record, args.fields.as_deref())
-            };
-            if let Err(e) = written {
-                // A closed pipe (`reel cat … | head`) is the reader saying it has enough:
-                // end quietly with 141, as every other command does (see `stdout`).
-                crate::stdout::exit_on_write_error(&e);
+        }
+        let written = if args.json {
+            write_record_json(&mut out, &record, args.bytes, args.fields.as_deref())
+        } else {
+            write_text(&mut out, &record, args.fields.as_deref())
+        };
+        if let Err(e) = written {
+            // A closed pipe (`reel cat … | head`) is the reader saying it has enough:
+            // end quietly with 141, as every other command does (see `stdout`).
+            crate::stdout::exit_on_write_error(&e);
+        }
+    };
+    for batch in pass {
+        match batch {
+            Ok(batch) => {
+                shown += batch.len() as u64;
+                batch.iter().for_each(&mut show);
+            }
+            Err(e) => {
+                // The batches come in order and every record of the ones before was shown,
+                // so the failed batch starts at the `shown`-th record. Its records before
+                // the bad one are good: read one by one, they are shown before failing.
+                let failed = by_one(&*source, &records, shown, &mut show).err();
+                if let Err(e) = out.flush() {
+                    crate::stdout::exit_on_write_error(&e);
+                }
+                return Err(failed.unwrap_or(e));
             }
         }
     }
@@ -109,6 +123,31 @@ pub fn run(args: &CatArgs) -> reel::Result<()> {
             ))
             .with_path(&args.path));
         }
+    }
+    Ok(())
+}
+
+/// Records per batch of the pass.
+const BATCH: usize = 256;
+
+/// Reads and shows, one at a time, the records of `records` from position `from` on, up to
+/// the end of the batch of the pass holding it, and stops at the first that cannot be read
+/// with its error. `Ok` when all of them could be (the batch's error was not one record's).
+fn by_one(
+    source: &dyn reel::RecordSource,
+    records: &PassRecords,
+    from: u64,
+    show: &mut impl FnMut(reel::RecordRef<'_>),
+) -> reel::Result<()> {
+    let mut batch = reel::RecordBatch::new();
+    let end = records.len().min(from.saturating_add(BATCH as u64));
+    for position in from..end {
+        let index = match records {
+            PassRecords::Range(r) => r.start + position,
+            PassRecords::List(l) => l[position as usize],
+        };
+        source.read_batch_into(&[index], &mut batch)?;
+        batch.iter().for_each(&mut *show);
     }
     Ok(())
 }

@@ -6,7 +6,8 @@ use reel::OpenOptions;
 /// How to open datasets.
 #[derive(Args, Debug, Clone)]
 pub struct OpenArgs {
-    /// I/O backend: pread, mmap, memory, io_uring, io_uring-direct or auto.
+    /// I/O backend: pread, mmap, memory, io_uring, io_uring-direct (also spelt
+    /// io_uring+direct, as inspect prints it) or auto.
     #[arg(long, default_value = "auto")]
     pub backend: String,
     /// Skip checksum verification while reading.
@@ -96,6 +97,11 @@ pub fn parse_indices(spec: &str, len: u64) -> reel::Result<Vec<u64>> {
         }
         out.extend(a..=b);
     }
+    // An empty list (`--index ''`, `--index ,`) is a mistake, not a request for nothing:
+    // printing no records and succeeding would hide it.
+    if out.is_empty() {
+        return Err(bad("names no records (give indices such as 3,7,10-20)"));
+    }
     Ok(out)
 }
 
@@ -109,5 +115,10 @@ mod tests {
         assert!(parse_indices("5-3", 20).is_err());
         assert_eq!(parse_indices("20", 20).unwrap_err().kind(), reel::ErrorKind::OutOfRange);
         assert!(parse_indices("x", 20).is_err());
+        for empty in ["", ",", " , "] {
+            let e = parse_indices(empty, 20).unwrap_err();
+            assert_eq!(e.kind(), reel::ErrorKind::InvalidInput);
+            assert!(e.to_string().contains("names no records"), "{e}");
+        }
     }
 }

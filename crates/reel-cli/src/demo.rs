@@ -99,6 +99,10 @@ fn same_records(a: &dyn RecordSource, b: &dyn RecordSource) -> reel::Result<bool
 
 /// Runs the demo.
 pub fn run(args: &DemoArgs) -> reel::Result<()> {
+    // A batch of no records reads nothing: refused up front, not quietly taken as one.
+    if args.batch == 0 {
+        return Err(reel::Error::invalid_input("--batch 0: --batch must be at least 1"));
+    }
     let started = Instant::now();
     let work = work_dir(args.dir.as_deref())?;
     outln!("reel demo: {} records per format in {}\n", args.records, work.path.display());
@@ -248,7 +252,7 @@ fn random_batches(
     let mut batch = RecordBatch::new();
     let mut m = Measured { records: 0, batches: 0, bytes: 0, secs: 0.0, mismatches: 0 };
     let cancel = reel::io::cancel::CancelCheck::current();
-    for chunk in order.chunks(args.batch.max(1)) {
+    for chunk in order.chunks(args.batch) {
         cancel.stop_if_cancelled("the demo")?;
         // Only the read is timed; checking the records is the demo's own cost.
         let t = Instant::now();

@@ -64,6 +64,7 @@ pub fn run(args: &VerifyArgs) -> reel::Result<ExitCode> {
         }
         None => None,
     };
+    let warnings = if report.opened { warnings(args, &options) } else { Vec::new() };
     if args.json {
         let out = json!({
             "path": args.path.display().to_string(),
@@ -76,12 +77,16 @@ pub fn run(args: &VerifyArgs) -> reel::Result<ExitCode> {
                 "record": p.record, "path": p.path.as_ref().map(|x| x.display().to_string()),
                 "offset": p.offset, "kind": p.kind.as_str(), "message": p.message,
             })).collect::<Vec<_>>(),
+            "warnings": warnings,
             "salvaged": salvaged,
         });
         outln!("{out}");
     } else {
         for p in &report.problems {
             outln!("{p}");
+        }
+        for w in &warnings {
+            outln!("warning: {w}");
         }
         if report.opened {
             outln!(
@@ -100,4 +105,17 @@ pub fn run(args: &VerifyArgs) -> reel::Result<ExitCode> {
         }
     }
     Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The warnings the dataset's source gives when opened (a legacy FFRecord file without a
+/// metadata checksum, accepted): what `reel inspect` prints, which the verification report
+/// does not carry. The dataset opened once already; should it not open again, the report
+/// says all there is to say.
+fn warnings(args: &VerifyArgs, options: &reel::OpenOptions) -> Vec<String> {
+    let opened = reel::locate(&args.path, options)
+        .and_then(|(path, options)| reel::open_with(&path, &options));
+    match opened {
+        Ok(source) => source.info().warnings.iter().map(|w| w.message.clone()).collect(),
+        Err(_) => Vec::new(),
+    }
 }

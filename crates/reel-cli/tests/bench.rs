@@ -175,6 +175,26 @@ fn an_existing_dataset_honours_the_matrix_options() {
     assert!(rows.iter().all(|r| r["mode"] == "cold"));
 }
 
+/// Generated records cold have no mmap row either (its mapping kept the pages the eviction
+/// dropped, so the row was warm), and a note says why both backends are left out.
+#[test]
+fn generated_cold_rows_leave_mmap_out_saying_why() {
+    let dir = disk_dir();
+    let out = reel()
+        .args(["bench", "--mode", "cold", "--sizes", "1k", "--data", "256k", "--secs", "0.1"])
+        .args(["--no-baselines", "--crc-size", "0", "--backends", "pread,mmap,memory", "--json"])
+        .arg("--cold-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(readers(&rows), ["pread"]);
+    let notes = stderr(&out);
+    assert!(notes.contains("No cold mmap row: the pages a live mapping holds"), "{notes}");
+    assert!(notes.contains("No cold memory row"), "{notes}");
+}
+
 /// A format without checksums reel checks gets a note instead of crc on/off rows.
 #[test]
 fn a_format_without_checksums_says_so() {
@@ -350,4 +370,35 @@ fn cold_on_tmpfs_says_why_instead_of_an_empty_table() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--cold-dir"), "{}", stderr(&out));
+}
+
+/// Generated datasets are kept for the next run, and the run ends saying where, how large
+/// they are and how to remove them; the checksum dataset holds no more than --data (it was
+/// 1024 records of 100 KiB, 100 MB, whatever --data said).
+#[test]
+fn generated_datasets_are_kept_saying_where_and_the_crc_one_respects_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |json: bool| {
+        let mut cmd = reel();
+        cmd.args(["bench", "--mode", "warm", "--sizes", "1k", "--data", "256k", "--secs", "0.1"])
+            .args(["--no-baselines", "--backends", "pread", "--crc-size", "100k", "--warm-dir"])
+            .arg(dir.path());
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        out
+    };
+    let out = run(false);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let kept =
+        format!("in {} (remove with rm -r {}/bench-*)", dir.path().display(), dir.path().display());
+    assert!(text.contains("Kept for the next run: 2 dataset(s)") && text.contains(&kept), "{text}");
+    // 256 KiB of 100 KiB records: two of them.
+    assert!(dir.path().join("bench-102400x2.ffr").is_file());
+    // With --json the note goes to stderr, leaving stdout one JSON document.
+    let out = run(true);
+    let _: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(stderr(&out).contains("note: Kept for the next run"), "{}", stderr(&out));
 }

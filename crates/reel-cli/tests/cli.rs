@@ -153,6 +153,84 @@ fn cat_json_gives_every_record_in_order() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("out of range"));
 }
 
+/// `cat` shows every good record before the first bad one, in order, then fails with the
+/// bad record's error: the whole batch holding it used to be dropped, so a damaged record
+/// hid up to 255 good ones before it.
+#[test]
+fn cat_shows_the_good_records_before_a_bad_one() {
+    let (_, dir, m) =
+        golden("ffrecord").into_iter().find(|c| c.0 == "corrupt/record_byte_flip").unwrap();
+    let bad = m["mutation"]["record_index"].as_u64().unwrap();
+    assert!(bad > 0, "the case needs good records before the bad one");
+    let count = m["original"]["records"].as_array().unwrap().len() as u64;
+    let path = ffrecord_path(&dir, &m);
+    for index in [format!("0-{}", count - 1), format!("{bad},0")] {
+        let out = reel().args(["cat", "--json", "--index", &index]).arg(&path).output().unwrap();
+        let shown: Vec<u64> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Json>(l).unwrap()["index"].as_u64().unwrap())
+            .collect();
+        let want: Vec<u64> = if index.starts_with('0') { (0..bad).collect() } else { vec![] };
+        assert_eq!(shown, want, "--index {index}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--index {index}: {err}");
+        assert!(err.contains(&format!("record {bad}")), "--index {index}: {err}");
+    }
+    // An empty index list is an error, not a successful run printing nothing.
+    let out = reel().args(["cat", "--index", ""]).arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("names no records"));
+    assert!(out.stdout.is_empty());
+}
+
+/// The backend name `inspect` prints, `io_uring+direct`, is accepted where a backend is
+/// named (it was refused: only `io_uring-direct` was), and bench rows keep the listed name.
+#[test]
+fn the_printed_backend_name_is_accepted_back() {
+    if !reel::backend_names().contains(&"io_uring-direct") {
+        eprintln!("built without io_uring: skipped");
+        return;
+    }
+    let (_, dir, m) = golden("ffrecord").into_iter().find(|c| c.0 == "normal").unwrap();
+    let path = ffrecord_path(&dir, &m);
+    for backend in ["io_uring+direct", "io_uring-direct"] {
+        let out = reel().args(["inspect", "--backend", backend]).arg(&path).output().unwrap();
+        assert!(out.status.success(), "{backend}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = reel()
+        .args(["bench", "--mode", "warm", "--secs", "0.1", "--no-fio", "--crc-size", "0"])
+        .args(["--backends", "io_uring+direct", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<Json> = serde_json::from_slice(&out.stdout).unwrap();
+    // The row is named for what read: io_uring-direct, or the fallback with what was asked.
+    assert!(rows.iter().all(|r| r["reader"].as_str().unwrap().contains("io_uring-direct")));
+}
+
+/// A legacy FFRecord file (metadata checksum 0) verifies clean with the warning `inspect`
+/// gives, in the text and in JSON: verify printed none.
+#[test]
+fn verify_prints_the_sources_warnings() {
+    let path = golden_root().join("ffrecord/corrupt/legacy_zero_meta_checksum/data.ffr");
+    let inspect = stdout(reel().args(["inspect"]).arg(&path));
+    let warning = inspect.lines().find(|l| l.starts_with("warning: ")).unwrap().to_string();
+    let out = reel().args(["verify", "--quiet"]).arg(&path).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.lines().any(|l| l == warning), "{warning:?} not in\n{text}");
+    let out = reel().args(["verify", "--json"]).arg(&path).output().unwrap();
+    let j: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let message = warning.trim_start_matches("warning: ");
+    assert_eq!(j["warnings"], serde_json::json!([message]), "{j}");
+    // A clean file has none.
+    let (_, dir, m) = golden("ffrecord").into_iter().find(|c| c.0 == "normal").unwrap();
+    let out = reel().args(["verify", "--json"]).arg(ffrecord_path(&dir, &m)).output().unwrap();
+    let j: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["warnings"], serde_json::json!([]), "{j}");
+}
+
 /// Where a golden case's dataset opens from: the case directory when it is recognised as a
 /// dataset, its `parts/` subdirectory, or its data file.
 fn golden_dataset(dir: &Path) -> PathBuf {

@@ -153,6 +153,7 @@ fn bench_measures_a_dataset_by_url() {
         assert!(r["records_per_sec"].as_f64().unwrap() > 0.0, "{r}");
         // The object is large enough for a 1-byte GET in its middle to be timed.
         assert!(r["round_trips_per_batch"].as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(r["served_from_memory"], false, "{r}");
     }
     // 128 random records of ~1 KiB out of 3000 (~3 MB) coalesce into a few requests; one
     // request per record makes one for each record outside the 64 KiB ends the store keeps.
@@ -167,6 +168,34 @@ fn bench_measures_a_dataset_by_url() {
         assert!(table.contains(column), "{column}: {table}");
     }
     assert!(!table.contains("×pread"), "{table}");
+
+    // An object the store fetches whole at open makes no request while measured: both
+    // rows say they measured memory, in the table and in JSON (they read "0.00
+    // requests/batch" as if the store were that fast).
+    let small = dir.path().join("small.ffr");
+    let generate = reel()
+        .args(["generate", "--quiet", "--format", "ffrecord", "--records", "20"])
+        .args(["--max-record", "256"])
+        .arg(&small)
+        .output()
+        .unwrap();
+    assert!(generate.status.success(), "{}", String::from_utf8_lossy(&generate.stderr));
+    let small_url = format!("{}/small.ffr", server.url());
+    let out = reel()
+        .args(["bench", "--secs", "0.05", "--batch", "8", "--json"])
+        .arg(&small_url)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(r["served_from_memory"], true, "{r}");
+        assert!(r["note"].as_str().unwrap().contains("served from memory"), "{r}");
+    }
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not the object store"));
+    let table = stdout(reel().args(["bench", "--secs", "0.05", "--batch", "8"]).arg(&small_url));
+    assert!(table.contains("these rows measure memory, not the object store"), "{table}");
 
     // A URL with no dataset behind it is an error naming it.
     let out = reel().args(["bench"]).arg(format!("{}/none.ffr", server.url())).output().unwrap();

@@ -101,7 +101,8 @@ pub enum Op<'a> {
     /// `SETITEMS`.
     SetItems,
     /// Any other opcode (text protocols 0/1, sets, object construction, extensions,
-    /// out-of-band buffers …), by its byte and CPython name; the caller refuses it.
+    /// out-of-band buffers …), by its byte and CPython name (empty for a byte that is no
+    /// opcode; [`opcode_text`] describes either); the caller refuses it.
     Other(u8, &'static str),
 }
 
@@ -140,7 +141,18 @@ fn other_name(op: u8) -> &'static str {
         0x91 => "FROZENSET",
         0x97 => "NEXT_BUFFER",
         0x98 => "READONLY_BUFFER",
-        _ => "an unknown opcode",
+        // No opcode of any protocol: [`opcode_text`] says so instead of naming it.
+        _ => "",
+    }
+}
+
+/// An [`Op::Other`] for messages: its CPython name and byte (`BUILD (0x62)`), or, for a
+/// byte that is no pickle opcode, the byte saying so (`0x5f, not a pickle opcode`).
+pub fn opcode_text(code: u8, name: &str) -> String {
+    if name.is_empty() {
+        format!("{code:#04x}, not a pickle opcode")
+    } else {
+        format!("{name} ({code:#04x})")
     }
 }
 

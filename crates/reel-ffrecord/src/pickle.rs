@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
-use reel_core::pickle::{Op, OpReader, long_to_i64};
+use reel_core::pickle::{Op, OpReader, long_to_i64, opcode_text};
 use reel_core::{Error, ErrorKind, Result};
 
 /// One entry of a packed folder: a file (its record index) or a directory.
@@ -424,7 +424,7 @@ impl Dicts<'_, '_> {
 /// A short name of an opcode for messages.
 fn op_name(op: &Op<'_>) -> String {
     match op {
-        Op::Other(code, name) => format!("{name} ({code:#04x})"),
+        Op::Other(code, name) => opcode_text(*code, name),
         other => format!("{other:?}").split(['(', ' ', '{']).next().unwrap_or("?").to_string(),
     }
 }

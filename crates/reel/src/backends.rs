@@ -14,6 +14,9 @@ pub fn backend_names() -> Vec<&'static str> {
 
 /// The backend called `name` (`pread`, `mmap`, `memory`, `io_uring`, `io_uring-direct`,
 /// `auto`). Without io_uring (another OS, or the feature off), `auto` means `mmap`.
+/// `io_uring+direct`, as [`RecordSource::backend_name`](crate::RecordSource::backend_name)
+/// and `reel inspect` spell it, names `io_uring-direct` too, so a name printed can be given
+/// back.
 pub fn backend_by_name(name: &str) -> Option<Backend> {
     Some(match name {
         "pread" => Backend::Pread,
@@ -22,7 +25,7 @@ pub fn backend_by_name(name: &str) -> Option<Backend> {
         #[cfg(all(target_os = "linux", feature = "io-uring"))]
         "io_uring" => crate::uring::uring_backend(crate::uring::UringOptions::default()),
         #[cfg(all(target_os = "linux", feature = "io-uring"))]
-        "io_uring-direct" => {
+        "io_uring-direct" | "io_uring+direct" => {
             crate::uring::uring_backend(crate::uring::UringOptions::default().direct(true))
         }
         "auto" => default_backend(),

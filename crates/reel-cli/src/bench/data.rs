@@ -38,14 +38,19 @@ pub(super) fn run(
             refuse_for_urls(args)?;
             let mut settings = ReadSettings::default();
             if let Some(concurrency) = args.concurrency {
-                settings.concurrency = concurrency.max(1);
+                // No request in flight would read nothing: refused, not taken as one.
+                if concurrency == 0 {
+                    return Err(reel::Error::invalid_input(
+                        "--concurrency 0: --concurrency must be at least 1",
+                    ));
+                }
+                settings.concurrency = concurrency;
             }
             if let Some(gap) = &args.coalesce_gap {
                 settings.coalesce_gap = super::parse_size(gap)?;
             }
             let store = Arc::new(RemoteStore::open(&url, &StoreOptions::default(), settings)?);
-            let rows = remote(&PathBuf::from(url.to_string()), store, args, budget)?;
-            Ok(Report { rows, notes: Vec::new() })
+            remote(&PathBuf::from(url.to_string()), store, args, budget)
         }
         Address::Local(path) => {
             if args.concurrency.is_some() || args.coalesce_gap.is_some() {
@@ -243,6 +248,10 @@ pub(super) struct RemoteCost {
     /// The batch's time in round trips (of a 1-byte ranged GET, timed before the runs),
     /// when one could be timed.
     pub round_trips: Option<f64>,
+    /// Whether the run made no request at all: every batch was served from the bytes the
+    /// store fetched at open (an object no larger than those first reads), so the row
+    /// measured memory, not the object store.
+    pub from_memory: bool,
 }
 
 fn remote(
@@ -250,7 +259,7 @@ fn remote(
     store: Arc<RemoteStore>,
     args: &BenchArgs,
     budget: Duration,
-) -> reel::Result<Vec<Row>> {
+) -> reel::Result<Report> {
     let options = reel::OpenOptions::default().store(store.clone()).verify(false);
     let target = Target::new(&*store, path, &options)?;
     let round_trip = time_round_trip(&store, path)?;
@@ -261,6 +270,7 @@ fn remote(
         batch_ms: run.secs * 1e3 * args.batch as f64 / run.records.max(1) as f64,
         round_trips: round_trip
             .map(|rt| run.secs * args.batch as f64 / run.records.max(1) as f64 / rt.as_secs_f64()),
+        from_memory: requests == 0,
     };
     let mut rows = Vec::new();
 
@@ -291,8 +301,31 @@ fn remote(
     let mut row = target.row("remote", "one request per record", run, note);
     row.remote = Some(single);
     rows.push(row);
-    Ok(rows)
+    let mut report = Report { rows, notes: Vec::new() };
+    if batched.from_memory || single.from_memory {
+        for row in report.rows.iter_mut().filter(|r| r.remote.is_some_and(|c| c.from_memory)) {
+            row.note = match row.note.as_str() {
+                "" => FROM_MEMORY.to_string(),
+                note => format!("{note}; {FROM_MEMORY}"),
+            };
+        }
+        let size = match largest_file(&*store, path)? {
+            Some(file) => format!("{} bytes", store.size(&file)?),
+            None => "no object".to_string(),
+        };
+        report.note(format!(
+            "{FROM_MEMORY}: the dataset (largest object {size}) is held whole by the {} KiB \
+             reel reads of each end of an object at open, so the batches made no request \
+             and these rows measure memory, not the object store (a larger dataset \
+             measures the store).",
+            reel::store::END_BYTES >> 10
+        ));
+    }
+    Ok(report)
 }
+
+/// How a URL row that made no request is marked ([`RemoteCost::from_memory`]).
+const FROM_MEMORY: &str = "served from memory";
 
 fn batched_speedup(batched: &Run, single: &Run) -> f64 {
     batched.records_per_sec() / single.records_per_sec().max(1e-9)

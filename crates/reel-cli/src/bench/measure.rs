@@ -66,6 +66,12 @@ pub fn run_for(
 
 /// Runs `threads` copies of a read loop at once (each made by `make` for its thread
 /// number), all timed over the same window after each has warmed up, and adds them up.
+///
+/// The window covers every worker's work even when there are more threads than cores
+/// and some start late: each worker times itself, the run's wall time reaches from the
+/// earliest start to the latest end, and the CPU clock is read while every worker is
+/// still idle at the start barrier (the main thread reading it after releasing them would
+/// miss the work of workers scheduled before it).
 pub fn run_parallel<S>(
     threads: usize,
     budget: Duration,
@@ -78,23 +84,23 @@ where
     if threads <= 1 {
         return run_for(budget, warmup, make(0)?);
     }
-    let barrier = std::sync::Barrier::new(threads + 1);
-    let (cpu0, t0, results) = std::thread::scope(|s| {
+    // Workers pass `ready` when warmed up and wait at `go` until the CPU clock is read.
+    let ready = std::sync::Barrier::new(threads + 1);
+    let go = std::sync::Barrier::new(threads + 1);
+    let (cpu0, results) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let (barrier, make) = (&barrier, &make);
-                s.spawn(move || -> reel::Result<(u64, u64)> {
-                    let step = make(t);
-                    let mut step = match step {
-                        Ok(step) => step,
-                        Err(e) => {
-                            barrier.wait();
-                            return Err(e);
-                        }
-                    };
-                    let warmed = warm_up(warmup, &mut step);
-                    barrier.wait();
-                    warmed?;
+                let (ready, go, make) = (&ready, &go, &make);
+                s.spawn(move || -> reel::Result<Timed> {
+                    let warmed = make(t).and_then(|mut step| {
+                        warm_up(warmup, &mut step)?;
+                        Ok(step)
+                    });
+                    // Every worker passes both barriers, also one that failed, so that
+                    // none of the others waits for it forever.
+                    ready.wait();
+                    go.wait();
+                    let mut step = warmed?;
                     let start = Instant::now();
                     let (mut records, mut bytes) = (0, 0);
                     while start.elapsed() < budget {
@@ -102,24 +108,37 @@ where
                         records += r;
                         bytes += b;
                     }
-                    Ok((records, bytes))
+                    Ok(Timed { records, bytes, start, end: Instant::now() })
                 })
             })
             .collect();
-        barrier.wait();
-        let (cpu0, t0) = (cpu_seconds(), Instant::now());
+        ready.wait();
+        let cpu0 = cpu_seconds();
+        go.wait();
         let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
-        (cpu0, t0, results)
+        (cpu0, results)
     });
-    let mut run =
-        Run { secs: t0.elapsed().as_secs_f64(), cpu_secs: cpu_seconds() - cpu0, ..Run::default() };
+    let mut run = Run { cpu_secs: cpu_seconds() - cpu0, ..Run::default() };
+    let mut window: Option<(Instant, Instant)> = None;
     for r in results {
-        let (records, bytes) =
-            r.map_err(|_| reel::Error::invalid_input("a benchmark thread panicked"))??;
-        run.records += records;
-        run.bytes += bytes;
+        let timed = r.map_err(|_| reel::Error::invalid_input("a benchmark thread panicked"))??;
+        run.records += timed.records;
+        run.bytes += timed.bytes;
+        window = Some(match window {
+            None => (timed.start, timed.end),
+            Some((start, end)) => (start.min(timed.start), end.max(timed.end)),
+        });
     }
+    run.secs = window.map_or(0.0, |(start, end)| (end - start).as_secs_f64());
     Ok(run)
+}
+
+/// What one worker of [`run_parallel`] read and when it started and stopped timing.
+struct Timed {
+    records: u64,
+    bytes: u64,
+    start: Instant,
+    end: Instant,
 }
 
 fn warm_up(warmup: usize, step: &mut impl FnMut() -> reel::Result<(u64, u64)>) -> reel::Result<()> {

@@ -72,16 +72,22 @@ pub struct BenchArgs {
     /// Warm, cold or both [default: both] (not with a URL, which is read as it comes).
     #[arg(long, value_enum)]
     mode: Option<Temperature>,
-    /// Bytes of data per dataset (k/m/g suffixes; generated records only).
+    /// Bytes of data per dataset (k/m/g suffixes; generated records only). Each record
+    /// size's dataset has at least 1024 records; the checksum dataset (--crc-size) no more
+    /// than this.
     #[arg(long, default_value = "1g", conflicts_with = "dataset")]
     data: String,
     /// Seconds per measurement.
     #[arg(long, default_value_t = 2.0)]
     secs: f64,
-    /// Directory for warm datasets (should be tmpfs; generated records only).
+    /// Directory for warm datasets (should be tmpfs; generated records only). The
+    /// datasets (`bench-*`) are kept there for the next run to reuse, in memory on tmpfs,
+    /// until removed (`rm -r DIR/bench-*`); the run ends saying how large they are.
     #[arg(long, default_value = "/dev/shm/reel-bench", conflicts_with = "dataset")]
     warm_dir: PathBuf,
-    /// Directory for cold datasets (must be on a real disk; generated records only).
+    /// Directory for cold datasets (must be on a real disk; generated records only). The
+    /// datasets (`bench-*`) are kept there for the next run to reuse until removed
+    /// (`rm -r DIR/bench-*`); the run ends saying how large they are.
     #[arg(long, default_value = "reel-bench-data", conflicts_with = "dataset")]
     cold_dir: PathBuf,
     /// Backends to measure (default: all of this build).
@@ -182,7 +188,8 @@ const MAX_SECS: f64 = 86_400.0;
 
 /// The time budget of each measurement (`--secs`, at least 0.1 s), once the options have
 /// been checked: a number of seconds that is not positive and finite, or that is more than
-/// a day, and a batch of no records are refused rather than panicking or being changed.
+/// a day, a batch of no records, and no threads or repeats are refused rather than
+/// panicking or being changed.
 fn checked_budget(args: &BenchArgs) -> reel::Result<Duration> {
     if !(args.secs.is_finite() && args.secs > 0.0 && args.secs <= MAX_SECS) {
         return Err(reel::Error::invalid_input(format!(
@@ -192,6 +199,13 @@ fn checked_budget(args: &BenchArgs) -> reel::Result<Duration> {
     }
     if args.batch == 0 {
         return Err(reel::Error::invalid_input("--batch 0: a batch needs at least one record"));
+    }
+    // Zero threads or repeats would measure nothing (and were quietly taken as one).
+    if args.threads == 0 {
+        return Err(reel::Error::invalid_input("--threads 0: --threads must be at least 1"));
+    }
+    if args.repeat == 0 {
+        return Err(reel::Error::invalid_input("--repeat 0: --repeat must be at least 1"));
     }
     Ok(Duration::from_secs_f64(args.secs.max(0.1)))
 }
@@ -206,7 +220,13 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         .ok_or_else(|| reel::Error::invalid_input(format!("unknown format {:?}", args.format)))?;
     let data = parse_size(&args.data)?;
     let names: Vec<String> = match &args.backends {
-        Some(list) => list.clone(),
+        // Rows, notes and cold skips go by the names `backend_names` gives: the spelling
+        // that reads print (`io_uring+direct`) is taken as the one they list.
+        Some(list) => list
+            .iter()
+            .map(|n| if n == "io_uring+direct" { "io_uring-direct" } else { n })
+            .map(String::from)
+            .collect(),
         None => reel::backend_names().into_iter().map(String::from).collect(),
     };
     if let Some(dataset) = &args.dataset {
@@ -219,6 +239,8 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         return Err(reel::Error::invalid_input("--sizes 0: a record needs at least one byte"));
     }
     let mut out = Report::default();
+    // The directories datasets were written to or reused in, for the note on what is kept.
+    let mut used: Vec<PathBuf> = Vec::new();
     let modes = args.temperature().modes();
     for &(mode, cold) in modes {
         let dir = if cold { &args.cold_dir } else { &args.warm_dir };
@@ -229,7 +251,11 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
         }
         for &size in &sizes {
             eprintln!("preparing {mode} dataset of {size}-byte records in {}", dir.display());
-            let ds = dataset(dir, format, size, data)?;
+            // At least 1024 records, so that batches of 256 are drawn from many.
+            let ds = dataset(dir, format, size, data, 1024)?;
+            if !used.contains(dir) {
+                used.push(dir.clone());
+            }
             let rows = best_of(args.repeat, || {
                 measure_round(&ds, mode, cold, args, &names, budget, &mut out)
             })?;
@@ -243,14 +269,34 @@ pub fn run(args: &BenchArgs) -> reel::Result<()> {
             if cold && is_tmpfs(dir) {
                 continue;
             }
-            let ds = dataset(dir, Format::Ffrecord, crc_size, data)?;
+            // Only --data's worth (1024 records of 100 KiB were 100 MB whatever --data said).
+            let ds = dataset(dir, Format::Ffrecord, crc_size, data, 1)?;
+            if !used.contains(dir) {
+                used.push(dir.clone());
+            }
             let subject = ds.subject(mode, cold);
             let rows = crc_rows(&subject, args, &names, budget, &mut out)?;
             out.rows.extend(rows);
         }
     }
+    for dir in &used {
+        out.note(kept_note(dir));
+    }
     report(&out, args.json);
     Ok(())
+}
+
+/// The note saying what `reel bench` keeps in `dir` for the next run and how to remove it:
+/// the datasets stay (on tmpfs, in memory) until removed.
+fn kept_note(dir: &Path) -> String {
+    let (bytes, count) = workload::kept(dir);
+    format!(
+        "Kept for the next run: {count} dataset(s), {}, in {} (remove with rm -r {}/{}*).",
+        human_bytes(bytes),
+        dir.display(),
+        dir.display(),
+        workload::DATA_PREFIX
+    )
 }
 
 /// What reel reads in one set of rows: a dataset, its format, how many records it has, the
@@ -416,6 +462,7 @@ fn backends<'n>(
             return Err(reel::Error::invalid_input(format!("unknown backend {name:?}")));
         };
         if subject.cold && subject.cold_skips.contains(&name.as_str()) {
+            out.note(format!("No cold {name} row: {}.", cold_skip_reason(name)));
             continue;
         }
         list.push((name.as_str(), backend));
@@ -443,6 +490,20 @@ fn backends<'n>(
         });
     }
     Ok(list)
+}
+
+/// Why backend `name`, one of a subject's `cold_skips`, has no cold rows: the note printed
+/// when one is left out, so that a missing row is not taken for one forgotten.
+pub(crate) fn cold_skip_reason(name: &str) -> &'static str {
+    match name {
+        "memory" => "memory reads the whole dataset into memory at open",
+        "mmap" => {
+            "the pages a live mapping holds stay in the page cache whatever posix_fadvise \
+             (DONTNEED) says, so mmap would read every page after its first touch from \
+             memory (auto reads uncached data with io_uring O_DIRECT instead)"
+        }
+        _ => "it would read from memory",
+    }
 }
 
 /// The row of the reader of Parquet and Arrow IPC files.
@@ -880,6 +941,7 @@ fn report(out: &Report, json: bool) {
             json_row["requests_per_batch"] = c.requests.into();
             json_row["ms_per_batch"] = c.batch_ms.into();
             json_row["round_trips_per_batch"] = c.round_trips.into();
+            json_row["served_from_memory"] = c.from_memory.into();
         }
         json_rows.push(json_row);
     }
@@ -1016,5 +1078,12 @@ mod tests {
     fn batch_zero_is_refused() {
         assert!(refused(&["--batch", "0"]).contains("--batch 0"));
         assert!(checked_budget(&args(&["--batch", "1"])).is_ok());
+    }
+
+    #[test]
+    fn zero_threads_or_repeats_are_refused() {
+        assert!(refused(&["--threads", "0"]).contains("--threads must be at least 1"));
+        assert!(refused(&["--repeat", "0"]).contains("--repeat must be at least 1"));
+        assert!(checked_budget(&args(&["--threads", "1", "--repeat", "1"])).is_ok());
     }
 }

@@ -246,7 +246,7 @@ fn payload_bytes<'a>(record: &RecordRef<'a>, field: Option<&str>) -> Result<(usi
         None => {
             let names: Vec<String> = record.iter().map(|(n, _)| format!("{n:?}")).collect();
             Err(Error::schema(format!(
-                "the record has {} fields ({}); name the one to decode (payload field)",
+                "the record has {} fields ({}); name the one to decode with --payload-field (OpenOptions::payload_field)",
                 record.len(),
                 names.join(", ")
             )))

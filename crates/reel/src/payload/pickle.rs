@@ -41,7 +41,7 @@
 
 use std::collections::HashMap;
 
-use reel_core::pickle::{Op, OpReader, long_to_i64, long_to_u64};
+use reel_core::pickle::{Op, OpReader, long_to_i64, long_to_u64, opcode_text};
 use reel_core::{
     ArrayValue, DType, Error, ErrorKind, Limits, RecordOut, Result, Shape, Span, Value,
 };
@@ -361,9 +361,10 @@ impl<'a> Parser<'a> {
                 }
                 Op::Other(code, name) => {
                     return Err(refused(format!(
-                        "byte {at}: opcode {name} ({code:#04x}) is not read (it builds \
+                        "byte {at}: opcode {} is not read (it builds \
                          objects other than plain data and NumPy arrays, or belongs to \
-                         protocols 0 and 1)"
+                         protocols 0 and 1)",
+                        opcode_text(code, name)
                     )));
                 }
                 _ => {
