@@ -64,7 +64,7 @@ pub fn run(args: &VerifyArgs) -> reel::Result<ExitCode> {
         }
         None => None,
     };
-    let warnings = if report.opened { warnings(args, &options) } else { Vec::new() };
+    let warnings: Vec<&str> = report.warnings.iter().map(|w| w.message.as_str()).collect();
     if args.json {
         let out = json!({
             "path": args.path.display().to_string(),
@@ -105,17 +105,4 @@ pub fn run(args: &VerifyArgs) -> reel::Result<ExitCode> {
         }
     }
     Ok(if report.is_clean() { ExitCode::SUCCESS } else { ExitCode::from(1) })
-}
-
-/// The warnings the dataset's source gives when opened (a legacy FFRecord file without a
-/// metadata checksum, accepted): what `reel inspect` prints, which the verification report
-/// does not carry. The dataset opened once already; should it not open again, the report
-/// says all there is to say.
-fn warnings(args: &VerifyArgs, options: &reel::OpenOptions) -> Vec<String> {
-    let opened = reel::locate(&args.path, options)
-        .and_then(|(path, options)| reel::open_with(&path, &options));
-    match opened {
-        Ok(source) => source.info().warnings.iter().map(|w| w.message.clone()).collect(),
-        Err(_) => Vec::new(),
-    }
 }

@@ -236,7 +236,8 @@ pub(crate) fn report_dict<'py>(
 /// stored values; images in Granular `jpg`/`png` fields are kept as stored, not decoded, so
 /// damaged image bytes pass) and returns a report: `format`, `records`, `good_records`, `bad_records` (the indices that failed),
 /// `problems` (dicts with `record`, `path`, `offset`, `kind`, `message`), `opened` (False
-/// when the dataset could not even be opened) and `clean`. Ctrl-C stops it at its next
+/// when the dataset could not even be opened), `warnings` (the opened dataset's warnings,
+/// as text: not damage) and `clean`. Ctrl-C stops it at its next
 /// batch (`KeyboardInterrupt`).
 #[pyfunction]
 #[pyo3(signature = (path, *, backend="auto"))]
@@ -276,6 +277,8 @@ pub(crate) fn verify<'py>(
     }
     d.set_item("problems", problems)?;
     d.set_item("opened", report.opened)?;
+    let warnings: Vec<&str> = report.warnings.iter().map(|w| w.message.as_str()).collect();
+    d.set_item("warnings", warnings)?;
     d.set_item("clean", report.is_clean())?;
     Ok(d)
 }

@@ -281,6 +281,10 @@ def test_verify_names_bad_records():
     assert good["clean"] and good["bad_records"] == [] and good["records"] == 200
     broken = reel.verify(golden_root() / "ffrecord/corrupt/truncated_header")
     assert not broken["opened"] and not broken["clean"]
+    assert good["warnings"] == []
+    # Accepted with a warning, which the report gives beside its clean verdict.
+    legacy = reel.verify(golden_root() / "ffrecord/corrupt/legacy_zero_meta_checksum/data.ffr")
+    assert legacy["clean"] and any("checksum" in w for w in legacy["warnings"]), legacy
     with pytest.raises(FileNotFoundError):
         reel.verify(golden_root() / "no/such/thing")
 

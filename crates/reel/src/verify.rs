@@ -63,6 +63,10 @@ pub struct VerifyReport {
     pub problems: Vec<Problem>,
     /// Whether the dataset could be opened at all (with every check on).
     pub opened: bool,
+    /// What the opened dataset warns of (a legacy FFRecord file accepted, a reference
+    /// quirk), as [`SourceInfo::warnings`](reel_core::SourceInfo::warnings) gives it: not
+    /// damage, but worth saying beside the verdict.
+    pub warnings: Vec<reel_core::Warning>,
 }
 
 impl VerifyReport {
@@ -101,8 +105,14 @@ pub fn verify_with_progress(
     let path = path.as_path();
     let format = crate::sniff_in(&*options.store, path)?;
     let options = streaming(&options).verify(true);
-    let mut report =
-        VerifyReport { format, records: 0, good_records: 0, problems: Vec::new(), opened: false };
+    let mut report = VerifyReport {
+        format,
+        records: 0,
+        good_records: 0,
+        problems: Vec::new(),
+        opened: false,
+        warnings: Vec::new(),
+    };
     let source = match open_as(path, format, &options) {
         Ok(s) => s,
         // A file of the dataset is missing (a Granular bag, a refs.bag): damage, which the
@@ -127,6 +137,7 @@ pub fn verify_with_progress(
     };
     report.opened = true;
     report.records = source.len();
+    report.warnings = source.info().warnings.clone();
     // Parts missing from a numbering read as the reference reads them, with a warning;
     // checking the dataset, they are a problem: records are absent.
     for warning in &source.info().warnings {

@@ -123,7 +123,8 @@ def discard_staging(staging: StrPath) -> None:
 def verify(path: FsPath, *, backend: str = "auto") -> dict[str, Any]:
     """Checks every record (checksums, structure, stored values; Granular ``jpg``/``png``
     fields are kept as stored, not decoded); the report names the bad ones
-    (``bad_records``). Ctrl-C stops it at its next batch (``KeyboardInterrupt``)."""
+    (``bad_records``); ``warnings`` lists what the opened dataset warns of (not damage).
+    Ctrl-C stops it at its next batch (``KeyboardInterrupt``)."""
 
 def generate(
     path: FsPath,
