@@ -75,9 +75,11 @@ pub fn unpack(args: &UnpackArgs) -> reel::Result<()> {
             reel::ErrorKind::Limit,
             format!(
                 "unpacking would write {total} bytes in {} files from a {packed_len}-byte packed \
-                 file (names share records), more than the {allowed} allowed; pass \
-                 --max-bytes {total} to write it anyway",
-                plan.len()
+                 file, more than the {allowed} allowed{}; pass --max-bytes {total} to write it \
+                 anyway",
+                plan.len(),
+                // More than the packed file holds: some names share records.
+                if args.max_bytes.is_none() { " (names share records)" } else { "" },
             ),
         )
         .with_path(&args.packed));

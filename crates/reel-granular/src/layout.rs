@@ -246,7 +246,8 @@ impl GranularLayout {
                 path: Some(first.dir.clone()),
                 message: format!(
                     "refs-based dataset (bags 0.5 – granular 0.21); `int` fields are read as \
-                     {} integers, which no file records (set int_signing to override)",
+                     {} integers, which no file records (GranularOptions::int_signing in Rust \
+                     chooses)",
                     if int_signing == IntSigning::Signed { "signed" } else { "unsigned" }
                 ),
             });

@@ -72,9 +72,18 @@ impl SyrahFile {
             files.read_exact_at(k, header.metadata_offset, &mut declared)?;
             let declared = i32::from_le_bytes(declared);
             if !u64::try_from(declared).is_ok_and(|d| (5..=block).contains(&d)) {
+                // The block is the header's length cut at the end of the file: say which.
+                let room = if header.metadata_length > block {
+                    format!(
+                        "the file holds only {block} bytes from its start (the header gives it \
+                         {})",
+                        header.metadata_length
+                    )
+                } else {
+                    format!("the header gives it {block} bytes")
+                };
                 return Err(Error::corrupt(format!(
-                    "the BSON metadata says it is {declared} bytes long, but the header gives it \
-                     {block} bytes"
+                    "the BSON metadata says it is {declared} bytes long, but {room}"
                 ))
                 .with_offset(header.metadata_offset));
             }
