@@ -33,6 +33,7 @@ pub fn run(args: &InspectArgs) -> reel::Result<()> {
         .collect::<reel::Result<_>>()?;
     let total: u64 = files.iter().map(|f| f.1).sum();
     let uring = uring_status();
+    let sampled = sampled_fields(&*source, &options)?;
     if args.json {
         let out = json!({
             "path": args.path.display().to_string(),
@@ -44,6 +45,7 @@ pub fn run(args: &InspectArgs) -> reel::Result<()> {
             "bytes": total,
             "files": files.iter().map(|(p, s)| json!({"path": p, "size": s})).collect::<Vec<_>>(),
             "schema": info.schema.as_ref().map(|s| s.iter().map(|f| json!({"name": f.name, "kind": f.kind})).collect::<Vec<_>>()),
+            "first_record_fields": sampled.as_ref().map(|s| s.iter().map(|(n, k)| json!({"name": n, "kind": k})).collect::<Vec<_>>()),
             "facts": info.facts.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
             "warnings": info.warnings.iter().map(|w| w.message.clone()).collect::<Vec<_>>(),
         });
@@ -70,6 +72,11 @@ pub fn run(args: &InspectArgs) -> reel::Result<()> {
         for f in schema {
             outln!("  {}: {}", f.name, f.kind);
         }
+    } else if let Some(fields) = &sampled {
+        outln!("fields (of record 0, decoded from the payload; others may differ):");
+        for (name, kind) in fields {
+            outln!("  {name}: {kind}");
+        }
     }
     for (k, v) in &info.facts {
         outln!("{k}: {v}");
@@ -94,4 +101,21 @@ fn uring_status() -> String {
     {
         "not built (Linux only)".to_string()
     }
+}
+
+/// With `--payload`, the fields record 0 decodes into and the kinds of their values: a
+/// payload declares no fields (each record's come from its own bytes), so `inspect` shows
+/// those of the first record. `None` without a payload, for a dataset that declares its
+/// fields, or one without records.
+fn sampled_fields(
+    source: &dyn reel::RecordSource,
+    options: &reel::OpenOptions,
+) -> reel::Result<Option<Vec<(String, &'static str)>>> {
+    if options.payload == reel::Payload::Raw || source.info().schema.is_some() || source.is_empty()
+    {
+        return Ok(None);
+    }
+    let record = reel::RecordSourceExt::read(source, 0)?;
+    let fields = record.view().iter().map(|(n, v)| (n.to_string(), v.kind_name())).collect();
+    Ok(Some(fields))
 }

@@ -441,6 +441,33 @@ fn salvage_keeps_the_frames_before_an_ofrecord_part_breaks() {
     assert!(saved[cut..] == all[cut + 1..], "the records after the torn one differ");
 }
 
+#[test]
+fn inspect_with_a_payload_shows_the_fields_it_decodes() {
+    // A payload declares no fields, so `inspect --payload` printed none (`schema: null`).
+    let tmp = tempfile::tempdir().unwrap();
+    let packed = tmp.path().join("p.ffr");
+    let syrah = golden_root().join("syrah/normal");
+    reel()
+        .args(["convert", "--quiet", "--to", "ffrecord", "--pack", "msgpack"])
+        .arg(&syrah)
+        .arg(&packed)
+        .assert()
+        .success();
+    let text = stdout(reel().args(["inspect", "--payload", "msgpack"]).arg(&packed));
+    assert!(text.contains("fields (of record 0, decoded from the payload"), "{text}");
+    assert!(text.contains("  text: str"), "{text}");
+    let j: Json = serde_json::from_str(&stdout(
+        reel().args(["inspect", "--json", "--payload", "msgpack"]).arg(&packed),
+    ))
+    .unwrap();
+    let fields = j["first_record_fields"].as_array().unwrap();
+    assert!(fields.iter().any(|f| f["name"] == "text" && f["kind"] == "str"), "{j}");
+    // Without a payload the one raw field is declared.
+    let raw: Json =
+        serde_json::from_str(&stdout(reel().args(["inspect", "--json"]).arg(&packed))).unwrap();
+    assert!(raw["first_record_fields"].is_null() && raw["schema"].is_array(), "{raw}");
+}
+
 /// The README's first command: every format written, converted, verified and read back.
 #[test]
 fn demo_runs_the_whole_tour() {
