@@ -61,6 +61,29 @@ def test_convert_writes_to_a_bucket(s3, tmp_path, to):
     same_records(reel.open(url), local, f"converted to {to} again")
 
 
+def test_a_conversion_onto_its_own_objects_is_refused_and_the_source_kept(s3, tmp_path):
+    """A destination that is the source, lies inside it or holds it, in one bucket, was
+    accepted: with overwrite the source's objects were deleted while they were read. It is
+    refused as for local paths, whatever the spelling of the address."""
+    src = f"s3://{BUCKET}/self/src"
+    reel.convert(dataset_path("ffrecord", "normal"), src, to="ofrecord")
+    before = keys_under(s3, "self/")
+    for dst, why in [
+        (src, "is the input"),
+        (f"s3a://{BUCKET}/self/./src/", "is the input"),
+        (f"s3://{BUCKET}/self/x/../src", "is the input"),
+        (f"{src}/inner", "lies inside the input"),
+        (f"s3://{BUCKET}/self", "holds the input"),
+    ]:
+        with pytest.raises(reel.InvalidInputError, match=why):
+            reel.convert(src, dst, to="granular", overwrite=True)
+    assert keys_under(s3, "self/") == before
+    reel.convert(dataset_path("ffrecord", "normal"), tmp_path / "local", to="ofrecord")
+    same_records(reel.open(src), reel.open(tmp_path / "local"), "kept")
+    # A sibling prefix is another place.
+    reel.convert(src, f"s3://{BUCKET}/self/src-copy", to="ffrecord")
+
+
 def test_writer_to_a_bucket_appears_on_exit_and_leaves_nothing_when_it_raises(s3):
     url = f"s3://{BUCKET}/written/ds.ffr"
     records = [{"data": bytes([i]) * (i + 1)} for i in range(20)]

@@ -229,6 +229,59 @@ impl fmt::Display for Address {
     }
 }
 
+/// Refuses to write at `dest` what is read from `input` when both are object-store
+/// addresses in one store and one of them lies in the other, as
+/// [`check_destination`](reel_core::paths::check_destination) refuses it for local paths:
+/// the same dataset, a destination inside the input, or one holding it. Replacing such a
+/// destination deletes the input's objects while they are being read. Keys are compared
+/// segment by segment after `.` and `..` segments and empty ones are resolved, so spellings
+/// of one prefix (`s3a://` for `s3://`, `b/./ds`, `b/ds/../ds`, a trailing `/`) are one
+/// address. Addresses that are not both remote are left to the local check.
+pub fn check_remote_destination(dest: &str, input: &str) -> Result<()> {
+    let (Ok(Address::Remote(d)), Ok(Address::Remote(i))) =
+        (Address::parse(dest), Address::parse(input))
+    else {
+        return Ok(());
+    };
+    let store = |u: &ObjectUrl| {
+        let root = u.store_url();
+        let root = root.split_once("://").map_or(root.clone(), |(_, r)| r.to_string());
+        (u.kind(), root)
+    };
+    if store(&d) != store(&i) {
+        return Ok(());
+    }
+    let (dk, ik) = (key_segments(d.url()), key_segments(i.url()));
+    let refuse = |why: &str| Err(Error::invalid_input(format!("{dest}: {why} {input}")));
+    if dk == ik {
+        refuse("the destination is the input")
+    } else if dk.starts_with(&ik) {
+        refuse("the destination lies inside the input; write outside it:")
+    } else if ik.starts_with(&dk) {
+        refuse("the destination holds the input, so replacing it would destroy the input:")
+    } else {
+        Ok(())
+    }
+}
+
+/// The key of `url` as segments, `.` and empty segments dropped and `..` taking one back;
+/// for `https://` addresses whose path starts with the bucket, that segment included (the
+/// store comparison tells the stores apart).
+fn key_segments(url: &Url) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let segments = url.path_segments().into_iter().flatten();
+    for segment in segments {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            s => out.push(s.to_string()),
+        }
+    }
+    out
+}
+
 /// True when `text` is an object-store URL rather than a local path or `file://` URL. Does not
 /// validate the rest of the address ([`Address::parse`] does).
 pub fn is_remote(text: &str) -> bool {
@@ -247,6 +300,21 @@ fn url_scheme(text: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_destination_overlapping_its_input_is_refused_in_any_spelling() {
+        let refused = |dest: &str, input: &str| check_remote_destination(dest, input).is_err();
+        assert!(refused("s3://b/ds", "s3://b/ds"));
+        assert!(refused("s3a://b/./ds/", "s3://b/ds"));
+        assert!(refused("s3://b/x/../ds", "s3://b/ds"));
+        assert!(refused("s3://b/ds/spec.json", "s3://b/ds"));
+        assert!(refused("s3://b", "s3://b/ds"));
+        assert!(refused("s3://b/par", "s3://b/par/train"));
+        assert!(!refused("s3://b/ds-other", "s3://b/ds"));
+        assert!(!refused("s3://c/ds", "s3://b/ds"));
+        assert!(!refused("gs://b/ds", "s3://b/ds"));
+        assert!(!refused("s3://b/ds", "/local/ds"));
+    }
 
     fn remote(text: &str) -> ObjectUrl {
         match Address::parse(text) {

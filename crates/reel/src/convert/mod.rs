@@ -218,6 +218,12 @@ pub fn convert_with_progress(
         crate::parts::refuse_called_off(dst)?;
         check_destination(dst, &[src], existing)?;
     }
+    // The same overlap between two objects' addresses: replacing the destination would
+    // delete the source's objects while they are read.
+    #[cfg(feature = "object-store")]
+    if let (Some(d), Some(s)) = (dst.to_str(), src.to_str()) {
+        reel_store::check_remote_destination(d, s)?;
+    }
     // A conversion reads its source once, front to back. Under the default backend it reads
     // with pread, so the kernel reads ahead and the process holds only the batches in
     // flight, instead of mapping the source (which shows the whole source as resident).
