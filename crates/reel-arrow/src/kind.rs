@@ -34,8 +34,8 @@ pub(crate) fn is_kept_declaration(kind: &str) -> bool {
 /// ([`reel_core::FieldSpec::kind`]) carries under [`REEL_DECLARED_KEY`], if any: `jpg` for
 /// `Binary [reel.declared=jpg]`.
 pub fn declared_type(kind: &str) -> Option<&str> {
-    let start = kind.find(" [reel.declared=")? + " [reel.declared=".len();
-    let declared = &kind[start..];
+    let marker = format!(" [{REEL_DECLARED_KEY}=");
+    let declared = &kind[kind.find(&marker)? + marker.len()..];
     let declared = &declared[..annotation_end(declared)?];
     is_kept_declaration(declared).then_some(declared)
 }
