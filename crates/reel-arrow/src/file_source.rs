@@ -404,7 +404,7 @@ impl ArrowFileSource {
         let (cursor, schema, len, order, partition, narrowed) = match kind {
             FileKind::Parquet => {
                 let meta = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
-                    .map_err(|e| pq_err(e, path))?;
+                    .map_err(|e| file.failure_or(|| pq_err(e, path)).with_path(path))?;
                 let schema = meta.schema().clone();
                 let (narrowed, missing) = options.narrowed(|n| schema.index_of(n).is_ok());
                 let (partition, options) =
@@ -589,12 +589,16 @@ impl ArrowFileSource {
                         ]));
                         start = index;
                     }
-                    *reader = Some((b.build().map_err(|e| pq_err(e, path))?, start));
+                    let built = b.build().map_err(|e| file.failure_or(|| pq_err(e, path)));
+                    *reader = Some((built.map_err(|e| e.with_path(path))?, start));
                 }
                 let Some((r, next)) = reader else { return Err(Error::corrupt("no reader")) };
                 loop {
-                    let batch =
-                        r.next().transpose().map_err(|e| pq_err(e, path))?.ok_or_else(|| {
+                    let batch = r
+                        .next()
+                        .transpose()
+                        .map_err(|e| file.failure_or(|| pq_err(e, path)).with_path(path))?
+                        .ok_or_else(|| {
                             Error::corrupt("Parquet file has fewer rows than its footer says")
                                 .with_path(path)
                         })?;

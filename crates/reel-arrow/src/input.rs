@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use parquet::errors::ParquetError;
@@ -16,8 +17,18 @@ use reel_core::{Error, Result, StoreRef};
 /// block, one request, at a time.)
 const REMOTE_BUFFER: usize = 1 << 20;
 
-/// A Parquet or IPC file being read.
-pub(crate) enum FileInput {
+/// A Parquet or IPC file being read, and the read of it that last failed.
+pub(crate) struct FileInput {
+    place: Place,
+    /// The last failed read's error, shared by every handle on the file: arrow-rs and
+    /// parquet turn an error of a read they make into text (`ArrowError::ParquetError`),
+    /// and [`failure_or`](Self::failure_or) gives back the error itself, kind and all, so
+    /// that a store that did not answer is not reported as a damaged file.
+    failed: Arc<Mutex<Option<Error>>>,
+}
+
+/// Where a [`FileInput`]'s bytes are.
+enum Place {
     /// A file on the local file system (read as arrow-rs reads files).
     Local(File),
     /// An object in a store, read by ranged reads from `pos`.
@@ -27,24 +38,45 @@ pub(crate) enum FileInput {
 impl FileInput {
     /// Opens `path` in `store` (the local file system reads through [`File`]).
     pub(crate) fn open(store: &StoreRef, path: &Path) -> Result<Self> {
-        if store.name() == "file" {
-            let file = File::open(path).map_err(|e| Error::io(e, "cannot open").with_path(path))?;
-            return Ok(FileInput::Local(file));
-        }
-        let len = store.size(path)?;
-        Ok(FileInput::Store { store: store.clone(), path: path.to_path_buf(), len, pos: 0 })
+        let place = if store.name() == "file" {
+            Place::Local(File::open(path).map_err(|e| Error::io(e, "cannot open").with_path(path))?)
+        } else {
+            let len = store.size(path)?;
+            Place::Store { store: store.clone(), path: path.to_path_buf(), len, pos: 0 }
+        };
+        Ok(FileInput { place, failed: Arc::default() })
     }
 
     /// Another handle on the same file, at its start.
     pub(crate) fn try_clone(&self) -> Result<Self> {
-        match self {
-            FileInput::Local(file) => {
-                Ok(FileInput::Local(file.try_clone().map_err(|e| Error::io(e, "cannot reopen"))?))
+        let place = match &self.place {
+            Place::Local(file) => {
+                Place::Local(file.try_clone().map_err(|e| Error::io(e, "cannot reopen"))?)
             }
-            FileInput::Store { store, path, len, .. } => {
-                Ok(FileInput::Store { store: store.clone(), path: path.clone(), len: *len, pos: 0 })
+            Place::Store { store, path, len, .. } => {
+                Place::Store { store: store.clone(), path: path.clone(), len: *len, pos: 0 }
             }
-        }
+        };
+        Ok(FileInput { place, failed: Arc::clone(&self.failed) })
+    }
+
+    /// Whether the file is on the local file system.
+    pub(crate) fn is_local(&self) -> bool {
+        matches!(self.place, Place::Local(_))
+    }
+
+    /// The error of the read that failed under a failure of arrow-rs or parquet, taken
+    /// (so that a later failure is not blamed on it), or else `damage()`: the bytes were
+    /// read and do not decode.
+    pub(crate) fn failure_or(&self, damage: impl FnOnce() -> Error) -> Error {
+        let failed = self.failed.lock().unwrap_or_else(PoisonError::into_inner).take();
+        failed.unwrap_or_else(damage)
+    }
+
+    /// Keeps `error` as the last failed read (see [`failure_or`](Self::failure_or)) and
+    /// returns it.
+    fn failed(&self, error: Error) -> Error {
+        keep_failure(&self.failed, error)
     }
 
     /// Reads exactly `buf.len()` bytes at `offset`: a positioned read of a local file (no
@@ -56,19 +88,19 @@ impl FileInput {
         let failed = |e| {
             Error::io(e, format!("cannot read {len} bytes")).with_path(path).with_offset(offset)
         };
-        match self {
+        match &self.place {
             #[cfg(unix)]
-            FileInput::Local(file) => {
+            Place::Local(file) => {
                 std::os::unix::fs::FileExt::read_exact_at(file, buf, offset).map_err(failed)
             }
             #[cfg(not(unix))]
-            FileInput::Local(file) => {
+            Place::Local(file) => {
                 let mut file = file.try_clone().map_err(failed)?;
                 file.seek(SeekFrom::Start(offset))
                     .and_then(|_| file.read_exact(buf))
                     .map_err(failed)
             }
-            FileInput::Store { store, path: object, .. } => {
+            Place::Store { store, path: object, .. } => {
                 let bytes = store.read_range(object, offset, buf.len() as u64)?;
                 // A store answers exactly the range asked for; one that does not is not
                 // trusted with a copy that would panic.
@@ -86,23 +118,39 @@ impl FileInput {
 
     /// A buffered reader of the file, sized for where it lies.
     pub(crate) fn buffered(self) -> BufReader<FileInput> {
-        match self {
-            FileInput::Local(_) => BufReader::new(self),
-            FileInput::Store { .. } => BufReader::with_capacity(REMOTE_BUFFER, self),
+        match self.place {
+            Place::Local(_) => BufReader::new(self),
+            Place::Store { .. } => BufReader::with_capacity(REMOTE_BUFFER, self),
         }
     }
 }
 
+/// Keeps `error` in `slot` and returns a copy of what it says for arrow-rs or parquet to
+/// carry (which only turn it into text).
+fn keep_failure(slot: &Mutex<Option<Error>>, error: Error) -> Error {
+    let mut copy = Error::new(error.kind(), error.message());
+    if let Some(path) = error.path() {
+        copy = copy.with_path(path);
+    }
+    if let Some(offset) = error.offset() {
+        copy = copy.with_offset(offset);
+    }
+    *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
+    copy
+}
+
 impl Read for FileInput {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            FileInput::Local(file) => file.read(buf),
-            FileInput::Store { store, path, len, pos } => {
+        let failed = Arc::clone(&self.failed);
+        let keep = |error| std::io::Error::other(keep_failure(&failed, error));
+        match &mut self.place {
+            Place::Local(file) => file.read(buf).map_err(|e| keep(Error::io(e, "cannot read"))),
+            Place::Store { store, path, len, pos } => {
                 let n = (buf.len() as u64).min(len.saturating_sub(*pos));
                 if n == 0 {
                     return Ok(0);
                 }
-                let bytes = store.read_range(path, *pos, n).map_err(std::io::Error::other)?;
+                let bytes = store.read_range(path, *pos, n).map_err(keep)?;
                 let got = bytes.len().min(buf.len());
                 buf[..got].copy_from_slice(&bytes[..got]);
                 *pos += got as u64;
@@ -114,9 +162,9 @@ impl Read for FileInput {
 
 impl Seek for FileInput {
     fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
-        match self {
-            FileInput::Local(file) => file.seek(to),
-            FileInput::Store { len, pos, .. } => {
+        match &mut self.place {
+            Place::Local(file) => file.seek(to),
+            Place::Store { len, pos, .. } => {
                 let target = match to {
                     SeekFrom::Start(p) => Some(p),
                     SeekFrom::End(d) => len.checked_add_signed(d),
@@ -134,9 +182,9 @@ impl Seek for FileInput {
 
 impl Length for FileInput {
     fn len(&self) -> u64 {
-        match self {
-            FileInput::Local(file) => Length::len(file),
-            FileInput::Store { len, .. } => *len,
+        match &self.place {
+            Place::Local(file) => Length::len(file),
+            Place::Store { len, .. } => *len,
         }
     }
 }
@@ -151,12 +199,23 @@ impl ChunkReader for FileInput {
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        match self {
-            FileInput::Local(file) => file.get_bytes(start, length),
-            FileInput::Store { store, path, .. } => store
+        match &self.place {
+            Place::Local(file) => file.get_bytes(start, length).map_err(|e| {
+                let io = match e {
+                    ParquetError::External(cause) => match cause.downcast::<std::io::Error>() {
+                        Ok(io) => *io,
+                        Err(cause) => return ParquetError::External(cause),
+                    },
+                    // Parquet's own checks of the request (past the end: the footer lies).
+                    other => return other,
+                };
+                let error = Error::io(io, format!("cannot read {length} bytes")).with_offset(start);
+                ParquetError::External(Box::new(self.failed(error)))
+            }),
+            Place::Store { store, path, .. } => store
                 .read_range(path, start, length as u64)
                 .map(Bytes::from)
-                .map_err(|e| ParquetError::External(Box::new(e))),
+                .map_err(|e| ParquetError::External(Box::new(self.failed(e)))),
         }
     }
 }

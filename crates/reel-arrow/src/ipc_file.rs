@@ -494,10 +494,7 @@ impl IpcFile {
         let schema = Arc::new(layout.schema.project(&projection).map_err(|e| ipc_err(e, path))?);
         let mut decoder = FileDecoder::new(Arc::new(layout.schema.clone()), layout.version)
             .with_projection(projection);
-        let mapped = match file {
-            FileInput::Local(_) if map => mapping(path)?,
-            _ => None,
-        };
+        let mapped = if map && file.is_local() { mapping(path)? } else { None };
         for (k, block) in layout.dictionaries.iter().enumerate() {
             let bad = |why: &str| ipc_corrupt(path, &format!("dictionary batch {k}: {why}"));
             let bytes = block_bytes(&file, mapped.as_ref(), block, path, &bad)?;
