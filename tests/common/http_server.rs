@@ -16,6 +16,8 @@ pub struct HttpServer {
     gets: Arc<AtomicU64>,
     requests: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
+    /// Whether `PROPFIND` is refused (405), as by a plain file server that speaks no WebDAV.
+    no_listings: Arc<AtomicBool>,
 }
 
 impl HttpServer {
@@ -28,10 +30,12 @@ impl HttpServer {
             gets: Arc::default(),
             requests: Arc::default(),
             stop: Arc::default(),
+            no_listings: Arc::default(),
         };
         let root = root.to_path_buf();
         let (gets, requests, stop) =
             (server.gets.clone(), server.requests.clone(), server.stop.clone());
+        let no_listings = server.no_listings.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if stop.load(Ordering::Relaxed) {
@@ -40,8 +44,9 @@ impl HttpServer {
                 let Ok(stream) = stream else { continue };
                 let (root, gets, requests, stop) =
                     (root.clone(), gets.clone(), requests.clone(), stop.clone());
+                let no_listings = no_listings.clone();
                 std::thread::spawn(move || {
-                    serve(stream, &root, &gets, &requests, &stop);
+                    serve(stream, &root, &gets, &requests, &stop, &no_listings);
                 });
             }
         });
@@ -51,6 +56,11 @@ impl HttpServer {
     /// The base URL, without a trailing slash.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// From now on refuses `PROPFIND` with 405, as a plain file server does.
+    pub fn refuse_listings(&self) {
+        self.no_listings.store(true, Ordering::Relaxed);
     }
 
     /// GET requests answered so far.
@@ -161,6 +171,7 @@ fn serve(
     gets: &AtomicU64,
     requests: &AtomicU64,
     stop: &AtomicBool,
+    no_listings: &AtomicBool,
 ) {
     // Answers go out as soon as they are written: with Nagle's algorithm a head and body
     // written separately wait for the client's delayed ACK (40 ms) on every request.
@@ -177,6 +188,9 @@ fn serve(
             continue;
         };
         match req.method.as_str() {
+            "PROPFIND" if no_listings.load(Ordering::Relaxed) => {
+                respond(&mut writer, "405 Method Not Allowed", &[], b"");
+            }
             "PROPFIND" => propfind(&mut writer, root, &path, &req.path),
             "HEAD" | "GET" => {
                 let Ok(meta) = std::fs::metadata(&path) else {

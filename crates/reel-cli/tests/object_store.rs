@@ -87,6 +87,17 @@ fn a_missing_object_is_an_error_naming_the_url() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&url), "{err}");
+    assert!(err.contains("no such object"), "{err}");
+    // A server that lists nothing (no WebDAV) still tells a missing object from a failure:
+    // the object is missing, whatever the refused listing would have said.
+    server.refuse_listings();
+    let url = format!("{}/nothing/else.ffr", server.url());
+    let out = reel().args(["cat"]).arg(&url).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&url) && err.contains("no such object"), "{err}");
+    assert!(err.contains("does not list"), "{err}");
+    assert!(!err.contains("405"), "the server's refusal is not the news: {err}");
 }
 
 /// Two `reel cat` processes reading one dataset over HTTP at once, sharing one cache

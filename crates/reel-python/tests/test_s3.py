@@ -130,8 +130,53 @@ def test_missing_objects_and_buckets_raise_reel_errors(s3):
         reel.open(f"s3://{BUCKET}/no/such/dataset")
     with pytest.raises(FileNotFoundError):  # NotFoundError is one
         reel.open(f"s3://{BUCKET}/no/such/file.ffr", format="ffrecord")
+    # A missing bucket is a missing dataset too, said in those words.
+    for url in ["s3://no-such-bucket/x.ffr", "s3://no-such-bucket/some/prefix"]:
+        with pytest.raises(reel.NotFoundError, match="no such bucket: s3://no-such-bucket"):
+            reel.open(url)
     with pytest.raises(reel.ReelError, match="no-such-bucket"):
         reel.convert(dataset_path("ffrecord", "normal"), "s3://no-such-bucket/x.ffr", to="ffrecord")
+
+
+def test_a_key_is_what_its_url_decodes_to_for_writing_and_reading_alike(s3):
+    """A URL's percent escapes are decoded once, as in any URL, whether a dataset is
+    written there or read from there: ``my data.ffr`` (a space the URL holds as ``%20``)
+    and ``v%41.ffr`` (the key ``vA.ffr``) read back what was written, and an object whose
+    key holds a ``%`` is reached by writing it ``%25``."""
+    records = [{"data": bytes([i]) * (i + 1)} for i in range(5)]
+    for url, key in [
+        (f"s3://{BUCKET}/keys/my data.ffr", "keys/my data.ffr"),
+        (f"s3://{BUCKET}/keys/my%20file.ffr", "keys/my file.ffr"),
+        (f"s3://{BUCKET}/keys/v%41.ffr", "keys/vA.ffr"),
+    ]:
+        with reel.Writer(url, "ffrecord") as w:
+            w.write_many(records)
+        assert key in keys_under(s3, "keys/"), url
+        assert [r["data"] for r in reel.open(url)] == [r["data"] for r in records], url
+    body = s3.get_object(Bucket=BUCKET, Key="keys/vA.ffr")["Body"].read()
+    s3.put_object(Bucket=BUCKET, Key="keys/lit%41.ffr", Body=body)
+    assert len(reel.open(f"s3://{BUCKET}/keys/lit%2541.ffr")) == len(records)
+    with pytest.raises(reel.NotFoundError):
+        reel.open(f"s3://{BUCKET}/keys/lit%41.ffr", format="ffrecord")  # the key litA.ffr
+
+
+def test_an_object_replaced_after_opening_is_refused_not_read_into_the_old_one(s3, tmp_path):
+    """Reads name the version of each object that was opened (its entity tag): after a
+    new upload to the key, the records not read yet raise instead of coming from the new
+    bytes, under the old index."""
+    local = tmp_path / "replaced.ffr"
+    reel.generate(local, format="ffrecord", records=2000, max_record=2048)
+    s3.upload_file(str(local), BUCKET, "replaced/ds.ffr")
+    ds = reel.open(f"s3://{BUCKET}/replaced/ds.ffr")
+    expected = reel.open(local)
+    assert same(ds[0], expected[0])
+    changed = bytearray(local.read_bytes())
+    middle = len(changed) // 2
+    changed[middle : middle + 4096] = bytes(4096)
+    s3.put_object(Bucket=BUCKET, Key="replaced/ds.ffr", Body=bytes(changed))
+    with pytest.raises(reel.ReelError, match="changed after the dataset was opened"):
+        for i in range(len(ds)):
+            assert same(ds[i], expected[i]), f"record {i} read from the new object"
 
 
 def test_a_cached_dataset_reads_later_epochs_from_disk(s3, tmp_path):

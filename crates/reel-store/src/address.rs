@@ -134,6 +134,28 @@ impl ObjectUrl {
         }
     }
 
+    /// The location of this URL for [`RemoteStore`](crate::RemoteStore): the store's
+    /// address followed by the object key, as the key is, not percent-encoded.
+    ///
+    /// The key is what the URL's path decodes to (`%20` a space, `%25` a `%`), the key a
+    /// writer writes at this URL; the URL's own text would name another object whenever it
+    /// holds an escape (`my%20data.ffr` for the object `my data.ffr`).
+    ///
+    /// ```
+    /// use reel_store::ObjectUrl;
+    /// let u = ObjectUrl::parse("s3://bucket/my%20data/v%2541.ffr").unwrap();
+    /// assert_eq!(u.location().to_str(), Some("s3://bucket/my data/v%41.ffr"));
+    /// ```
+    pub fn location(&self) -> PathBuf {
+        let root = self.store_url();
+        let root = root.trim_end_matches('/');
+        if self.path.as_ref().is_empty() {
+            PathBuf::from(root)
+        } else {
+            PathBuf::from(format!("{root}/{}", self.path))
+        }
+    }
+
     /// This URL with `key` (relative, `/`-separated) appended to its path.
     pub fn join(&self, key: &str) -> Result<ObjectUrl> {
         let mut url = self.url.clone();

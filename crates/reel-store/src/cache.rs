@@ -125,10 +125,11 @@ pub fn parse_size(text: &str) -> Option<u64> {
 pub(crate) struct ObjectId(String);
 
 impl ObjectId {
-    /// The identity of the object at `url` with `size` bytes and entity tag `etag`.
-    pub fn new(url: &str, size: u64, etag: Option<&str>) -> Self {
+    /// The identity of the object at `url` with `size` bytes in the version the store
+    /// names `version` (its entity tag, or when it last changed).
+    pub fn new(url: &str, size: u64, version: &str) -> Self {
         let mut hash = Sha256::new();
-        for part in [url.as_bytes(), &size.to_le_bytes(), etag.unwrap_or("").as_bytes()] {
+        for part in [url.as_bytes(), &size.to_le_bytes(), version.as_bytes()] {
             hash.update((part.len() as u64).to_le_bytes());
             hash.update(part);
         }
@@ -441,7 +442,7 @@ mod tests {
     fn a_chunk_reads_back_at_any_offset() {
         let dir = tempfile::tempdir().unwrap();
         let cache = cache(dir.path(), 1 << 30, 100_000);
-        let id = ObjectId::new("s3://b/k", 250_000, Some("\"tag\""));
+        let id = ObjectId::new("s3://b/k", 250_000, "etag \"tag\"");
         let data = bytes(100_000, 1);
         put(&cache, &id, 0, &data);
         for (offset, len) in [(0, 10), (16_380, 10), (99_990, 10), (0, 100_000), (5, 0)] {
@@ -451,7 +452,7 @@ mod tests {
         }
         let mut out = vec![0u8; 10];
         assert!(!cache.read(&id, 1, 100_000, 0, &mut out), "chunk 1 was never written");
-        let other = ObjectId::new("s3://b/k", 250_000, Some("\"new\""));
+        let other = ObjectId::new("s3://b/k", 250_000, "etag \"new\"");
         assert!(!cache.read(&other, 0, 100_000, 0, &mut out), "another tag is another object");
         assert!(!cache.read(&id, 0, 100_000, 99_995, &mut out), "past the chunk's end");
     }
@@ -460,7 +461,7 @@ mod tests {
     fn damaged_and_truncated_chunks_are_refused_and_deleted() {
         let dir = tempfile::tempdir().unwrap();
         let cache = cache(dir.path(), 1 << 30, 65_536);
-        let id = ObjectId::new("http://h/x", 65_536, None);
+        let id = ObjectId::new("http://h/x", 65_536, "modified 0");
         let data = bytes(65_536, 7);
         let path = cache.chunk_path(&id, 0);
         /// A way to damage the chunk file at a path.
@@ -508,7 +509,7 @@ mod tests {
         let chunk = 10_000u64;
         let bound = 100_000u64;
         let cache = cache(dir.path(), bound, chunk);
-        let id = ObjectId::new("s3://b/big", 1 << 30, None);
+        let id = ObjectId::new("s3://b/big", 1 << 30, "modified 0");
         let on_disk = |dir: &Path| -> u64 {
             let mut total = 0;
             for sub in fs::read_dir(dir.join("chunks")).unwrap().flatten() {

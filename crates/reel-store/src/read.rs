@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
-use object_store::ObjectStoreExt;
+use object_store::{GetOptions, GetRange};
 use reel_core::io::cancel::CancelCheck;
 use reel_core::{Error, ErrorKind, ReadAt, ReadReq, Result};
 
@@ -155,7 +155,15 @@ impl Fetcher {
                 tokio::time::sleep(backoff(self.settings.initial_backoff, attempt)).await;
             }
             self.stats.requests.fetch_add(1, Ordering::Relaxed);
-            let request = client.get_range(key, range.clone());
+            // Each read names the version of the object that was opened: bytes of an
+            // object replaced since (a new upload to the same key) would be read as part of
+            // the old one, and mixed with what is cached or already read, without a word.
+            let options = GetOptions {
+                range: Some(GetRange::Bounded(range.clone())),
+                if_match: object.strong_etag().map(str::to_owned),
+                ..GetOptions::default()
+            };
+            let request = async { client.get_opts(key, options).await?.bytes().await };
             let error = match tokio::time::timeout(self.settings.request_timeout, request).await {
                 Ok(Ok(bytes)) if bytes.len() as u64 == want => {
                     self.stats.bytes.fetch_add(want, Ordering::Relaxed);
@@ -165,6 +173,19 @@ impl Fetcher {
                     ErrorKind::Io,
                     format!("{what}: the store sent {} bytes of {want}", bytes.len()),
                 ),
+                Ok(Err(object_store::Error::Precondition { .. })) => {
+                    // Another try would meet the same new object.
+                    return Err(Error::new(
+                        ErrorKind::Io,
+                        format!(
+                            "{what}: the object changed after the dataset was opened (it no \
+                             longer has the entity tag {}); open the dataset again",
+                            object.etag.as_deref().unwrap_or("")
+                        ),
+                    )
+                    .with_path(url)
+                    .with_offset(range.start));
+                }
                 Ok(Err(e)) => store_error(e, &url.to_string_lossy(), &what),
                 Err(_) => Error::new(
                     ErrorKind::Io,
@@ -229,12 +250,28 @@ pub(crate) struct Object {
     pub len: u64,
     /// Its entity tag, when the store told it (a replaced object has another).
     pub etag: Option<String>,
+    /// When it last changed, in seconds since 1970 (what tells a replaced object from the
+    /// one opened when the store sends no entity tag).
+    pub modified: i64,
 }
 
 impl Object {
-    /// Its identity in the chunk cache: URL, size and tag.
+    /// Its identity in the chunk cache: URL, size and tag, or without a tag the time it
+    /// last changed, so that an object replaced by one of the same size is not read from
+    /// chunks of the old one.
     fn cache_id(&self) -> ObjectId {
-        ObjectId::new(&self.url.to_string_lossy(), self.len, self.etag.as_deref())
+        let version = match &self.etag {
+            Some(tag) => format!("etag {tag}"),
+            None => format!("modified {}", self.modified),
+        };
+        ObjectId::new(&self.url.to_string_lossy(), self.len, &version)
+    }
+
+    /// The entity tag a range read is made conditional on: a strong tag only, since a
+    /// server compares `If-Match` strongly and refuses every read against a weak one
+    /// (`W/"…"`, which servers that compress on the fly send).
+    fn strong_etag(&self) -> Option<&str> {
+        self.etag.as_deref().filter(|tag| !tag.starts_with("W/"))
     }
 }
 
@@ -572,6 +609,26 @@ mod tests {
         assert_eq!(ranges, vec![(0, 0, 20), (0, 50, 60), (0, 95, 125), (0, 130, 190), (1, 0, 4)]);
         let members: usize = fetches.iter().map(|f| f.members.len()).sum();
         assert_eq!(members, 6);
+    }
+
+    #[test]
+    fn an_object_replaced_by_one_of_its_size_is_another_object_in_the_cache() {
+        let object = |etag: Option<&str>, modified| Object {
+            url: PathBuf::from("http://h/x.ffr"),
+            key: ObjectPath::from("x.ffr"),
+            len: 4096,
+            etag: etag.map(str::to_owned),
+            modified,
+        };
+        // Without a tag, the time of the change tells the versions apart.
+        assert_ne!(object(None, 100).cache_id(), object(None, 101).cache_id());
+        assert_eq!(object(None, 100).cache_id(), object(None, 100).cache_id());
+        // With one, the tag does, and a copy that only moved the time is the same bytes.
+        assert_ne!(object(Some("\"a\""), 100).cache_id(), object(Some("\"b\""), 100).cache_id());
+        assert_eq!(object(Some("\"a\""), 100).cache_id(), object(Some("\"a\""), 101).cache_id());
+        // Only a strong tag makes reads conditional: servers compare If-Match strongly.
+        assert_eq!(object(Some("\"a\""), 0).strong_etag(), Some("\"a\""));
+        assert_eq!(object(Some("W/\"a\""), 0).strong_etag(), None);
     }
 
     #[test]

@@ -56,16 +56,23 @@ struct Memo {
     failed_question: Option<Error>,
 }
 
-/// An object's size and entity tag.
+/// An object's size, entity tag and time of last change.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Known {
     size: u64,
     etag: Option<String>,
+    /// In whole seconds since 1970: a listing tells milliseconds and a `HEAD` seconds, and
+    /// the two must name one version of the object.
+    modified: i64,
 }
 
 impl From<&ObjectMeta> for Known {
     fn from(meta: &ObjectMeta) -> Self {
-        Known { size: meta.size, etag: meta.e_tag.clone() }
+        Known {
+            size: meta.size,
+            etag: meta.e_tag.clone(),
+            modified: meta.last_modified.timestamp(),
+        }
     }
 }
 
@@ -310,6 +317,30 @@ impl RemoteStore {
         self.url_of(key).to_string_lossy().into_owned()
     }
 
+    /// What `stat` says of a name that is no object when the store answered the listing
+    /// that would find a prefix of that name with a refusal: a missing bucket (S3 answers
+    /// 404 `NoSuchBucket`), a missing prefix, or a file server that lists nothing (a plain
+    /// HTTP server refuses WebDAV's `PROPFIND`) mean nothing is there, a `NotFound` error
+    /// in plain words rather than the refusal's status and body. Other refusals (forbidden
+    /// listings) are kept: they may hide a prefix.
+    fn missing_unlisted(&self, path: &Path, refused: Error) -> Error {
+        let text = refused.message();
+        let missing = |why: String| Error::new(ErrorKind::NotFound, why).with_path(path);
+        if text.contains("NoSuchBucket") {
+            missing(format!("no such bucket: {} does not exist", self.root))
+        } else if text.contains("404 Not Found") {
+            missing("no such object or prefix".into())
+        } else if self.fetcher.store.url().kind() == crate::StoreKind::Http {
+            missing(
+                "no such object (and the server does not list directories, so no dataset \
+                 that is a directory can be read from it either)"
+                    .into(),
+            )
+        } else {
+            refused
+        }
+    }
+
     /// The size and tag of the object `key`: remembered, or asked for once (with its first
     /// bytes). A missing object is a [`ErrorKind::NotFound`] error.
     fn object(&self, path: &Path, key: &ObjectPath) -> Result<Known> {
@@ -368,7 +399,13 @@ impl RemoteStore {
 
     /// The object `key` as the fetcher reads it.
     fn described(&self, path: &Path, key: &ObjectPath, known: Known) -> Object {
-        Object { url: path.to_path_buf(), key: key.clone(), len: known.size, etag: known.etag }
+        Object {
+            url: path.to_path_buf(),
+            key: key.clone(),
+            len: known.size,
+            etag: known.etag,
+            modified: known.modified,
+        }
     }
 
     /// Bytes `offset..offset + len` of `path`, checked against its size: from a kept end
@@ -400,10 +437,11 @@ impl reel_core::Store for RemoteStore {
         let remembered = self.memo().is_prefix(&key);
         let is_prefix = match remembered {
             Some(known) => known,
-            None => {
-                let listing = self.listing(path, &key)?;
-                !listing.is_empty()
-            }
+            None => match self.listing(path, &key) {
+                Ok(listing) => !listing.is_empty(),
+                Err(e) if unanswered(&e) => return Err(e),
+                Err(refused) => return Err(self.missing_unlisted(path, refused)),
+            },
         };
         if !is_prefix {
             return Err(Error::new(ErrorKind::NotFound, "no such object or prefix").with_path(path));

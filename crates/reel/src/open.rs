@@ -330,7 +330,7 @@ pub fn locate(path: &Path, options: &OpenOptions) -> Result<(PathBuf, OpenOption
                     settings.cache = reel_store::CacheSettings::from_env()?;
                 }
                 let store = reel_store::RemoteStore::open(&url, &options.store_options, settings)?;
-                let located = PathBuf::from(url.to_string());
+                let located = url.location();
                 Ok((located, options.clone().store(std::sync::Arc::new(store))))
             }
         };

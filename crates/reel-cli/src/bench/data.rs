@@ -50,7 +50,7 @@ pub(super) fn run(
                 settings.coalesce_gap = super::parse_size(gap)?;
             }
             let store = Arc::new(RemoteStore::open(&url, &StoreOptions::default(), settings)?);
-            remote(&PathBuf::from(url.to_string()), store, args, budget)
+            remote(&url.location(), store, args, budget)
         }
         Address::Local(path) => {
             if args.concurrency.is_some() || args.coalesce_gap.is_some() {
