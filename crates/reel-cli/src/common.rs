@@ -61,7 +61,7 @@ impl OpenArgs {
             .payload(payload)
             .lenient_jpeg(self.lenient_jpeg);
         options.payload_field = self.payload_field.clone();
-        options.store_options.retry.max_retries = self.retries;
+        options.storage_option("retries", &self.retries.to_string())?;
         let bound = self.cache_size.as_deref().map(crate::bench::parse_size).transpose()?;
         if let Some(cache) = reel::store::CacheSettings::from_options(self.cache.as_deref(), bound)?
         {

@@ -129,6 +129,8 @@ pub fn run(args: &ConvertArgs) -> reel::Result<()> {
     })?;
     let mut options = ConvertOptions::new(to);
     options.open = args.open.options()?;
+    // --retries holds for the requests that write as for those that read.
+    options.output_store.set("retries", &args.open.retries.to_string())?;
     options.lossless_only = args.lossless_only;
     options.overwrite = args.force;
     options.fields.keep = args.fields.clone();

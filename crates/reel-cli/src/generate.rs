@@ -26,6 +26,10 @@ pub struct GenerateArgs {
     /// Replace an existing dataset at the output path.
     #[arg(long)]
     force: bool,
+    /// Object storage: retries of a failed request (a timeout, a refused connection, a 5xx
+    /// or throttling answer), with exponential backoff; 0 fails at the first error.
+    #[arg(long, value_name = "N", default_value_t = reel::store::RetrySettings::default().max_retries)]
+    retries: usize,
     /// Where to write the dataset.
     out: PathBuf,
 }
@@ -34,7 +38,8 @@ pub struct GenerateArgs {
 pub fn run(args: &GenerateArgs) -> reel::Result<()> {
     let format = Format::from_name(&args.format)
         .ok_or_else(|| reel::Error::invalid_input(format!("unknown format {:?}", args.format)))?;
-    let options = CreateOptions::default().overwrite(args.force);
+    let mut options = CreateOptions::default().overwrite(args.force);
+    options.storage_option("retries", &args.retries.to_string())?;
     let pb = bar(args.records, "generate", args.quiet);
     let summary = reel::synth::generate(
         &args.out,

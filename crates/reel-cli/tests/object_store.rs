@@ -229,4 +229,31 @@ fn retries_zero_fails_at_the_first_refused_connection() {
         assert!(err.contains(&url) && err.contains("Connection refused"), "{command}: {err}");
         assert!(started.elapsed() < std::time::Duration::from_secs(10), "{command}");
     }
+    // Writing too: `convert` and `generate` into a bucket whose endpoint refuses.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.ffr");
+    stdout(reel().args(["generate", "--quiet", "--records", "5"]).arg(&src));
+    let writes: [&[&str]; 2] = [
+        &["convert", "--quiet", "--to", "ffrecord", src.to_str().unwrap(), "s3://b/copy.ffr"],
+        &["generate", "--quiet", "--records", "5", "s3://b/made.ffr"],
+    ];
+    for args in writes {
+        let started = std::time::Instant::now();
+        let out = reel()
+            .args(args)
+            .args(["--retries", "0"])
+            .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"))
+            .env("AWS_ALLOW_HTTP", "true")
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_REGION", "us-east-1")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("Connection refused"), "{args:?}: {err}");
+        // With the default, object_store says how often it tried ("after 10 retries").
+        assert!(!err.contains("retries"), "{args:?}: {err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "{args:?}");
+    }
 }

@@ -214,6 +214,16 @@ impl Error {
         self
     }
 
+    /// Renames the file the error names with `f` (kept where `f` gives `None`): a writer
+    /// that stages its output somewhere else (a dataset bound for a bucket is written to a
+    /// local directory first) names files by where they will be, not where they are staged.
+    pub fn map_path(mut self, f: impl FnOnce(&Path) -> Option<PathBuf>) -> Self {
+        if let Some(renamed) = self.0.path.as_deref().and_then(f) {
+            self.0.path = Some(renamed);
+        }
+        self
+    }
+
     /// Names the byte offset, unless an offset was already named.
     pub fn with_offset(mut self, offset: u64) -> Self {
         self.0.offset.get_or_insert(offset);

@@ -17,6 +17,7 @@ use crate::buffer::{BatchBuffer, HeldBatch, new_pool};
 use crate::errors::IntoPyResult;
 use crate::fspath::{fs_path, opt_fs_path};
 use crate::loader::{BatchStream, IndexPlan, PlanArgs, ReadAhead};
+use crate::storage::{StorageOptions, storage_dict, storage_options};
 use crate::values::Converter;
 use reel::{BatchPool, PooledBatch};
 
@@ -40,6 +41,8 @@ pub(crate) struct OpenArgs {
     pub(crate) columns: Option<Vec<String>>,
     /// Columns (keys) left out, of `columns` or of all.
     pub(crate) skip_columns: Vec<String>,
+    /// Object-store settings of this dataset (see [`crate::storage`]).
+    pub(crate) storage_options: StorageOptions,
 }
 
 impl OpenArgs {
@@ -65,6 +68,9 @@ impl OpenArgs {
         }
         options.columns = self.columns.clone();
         options.skip_columns = self.skip_columns.clone();
+        for (name, value) in &self.storage_options {
+            options.storage_option(name, value)?;
+        }
         Ok(options)
     }
 
@@ -158,6 +164,12 @@ impl OpenArgs {
 ///     skip_columns: columns (keys) to leave out, of `columns` or of all, as `columns`
 ///         leaves out those it does not name; a name the dataset has no column for raises
 ///         ValueError.
+///     storage_options: object-store settings for a URL, on top of the environment: reel's
+///         "timeout", "connect_timeout", "retry_timeout" (durations such as "30s") and
+///         "retries" (0 fails at the first error), and object_store's builder settings
+///         ("aws_endpoint", "aws_region", "allow_http", "google_service_account" …). An
+///         unknown name raises ValueError. A pickled dataset carries them (credentials
+///         included) to the process that opens it again.
 ///
 /// Raises:
 ///     FileNotFoundError (reel.NotFoundError) if nothing is at `path`; reel.ReelError
@@ -169,7 +181,8 @@ impl OpenArgs {
 ///     reference reads it, and `reel.verify` reports it.
 #[pyfunction]
 #[pyo3(signature = (path, *, format=None, backend="auto", verify=true, decode_images=true, decode=true,
-                    cache=None, cache_size=None, columns=None, skip_columns=None))]
+                    cache=None, cache_size=None, columns=None, skip_columns=None,
+                    storage_options=Vec::new()))]
 #[allow(clippy::too_many_arguments)] // Python keywords, one per option
 pub(crate) fn open(
     py: Python<'_>,
@@ -183,6 +196,7 @@ pub(crate) fn open(
     cache_size: Option<Count<u64, name::CacheSize>>,
     columns: Option<Vec<String>>,
     skip_columns: Option<Vec<String>>,
+    #[pyo3(from_py_with = storage_options)] storage_options: StorageOptions,
 ) -> PyResult<Dataset> {
     let backend = backend.to_string();
     let dataset = reopen(
@@ -198,6 +212,7 @@ pub(crate) fn open(
         columns,
         skip_columns,
         None,
+        storage_options,
     )?;
     warn_of_missing_parts(py, &*dataset.source)?;
     Ok(dataset)
@@ -236,7 +251,8 @@ fn check_unchanged(source: &dyn RecordSource, records: u64, path: &Path) -> reel
 /// which it must still have.
 #[pyfunction]
 #[pyo3(name = "_reopen", signature = (path, format, backend, verify, decode_images, decode=true,
-                    cache=None, cache_size=None, columns=None, skip_columns=None, records=None))]
+                    cache=None, cache_size=None, columns=None, skip_columns=None, records=None,
+                    storage_options=Vec::new()))]
 #[allow(clippy::too_many_arguments)] // the pickled arguments, one per option
 pub(crate) fn reopen(
     py: Python<'_>,
@@ -251,6 +267,7 @@ pub(crate) fn reopen(
     columns: Option<Vec<String>>,
     skip_columns: Option<Vec<String>>,
     records: Option<u64>,
+    #[pyo3(from_py_with = storage_options)] storage_options: StorageOptions,
 ) -> PyResult<Dataset> {
     let cache_size = opt(cache_size);
     let args = OpenArgs {
@@ -264,6 +281,7 @@ pub(crate) fn reopen(
         cache_size,
         columns,
         skip_columns: skip_columns.unwrap_or_default(),
+        storage_options,
     };
     let dataset = Dataset::open(py, args)?;
     if let Some(records) = records {
@@ -1011,6 +1029,7 @@ impl Dataset {
             a.columns.clone(),
             a.skip_columns.clone(),
             self.source.len(),
+            storage_dict(py, &a.storage_options)?,
         )
             .into_pyobject(py)?;
         Ok((reopen, args))

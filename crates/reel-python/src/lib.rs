@@ -17,6 +17,7 @@ mod loader;
 mod parts;
 mod records;
 mod shutdown;
+mod storage;
 mod values;
 mod writer;
 

@@ -13,6 +13,7 @@ use crate::errors::IntoPyResult;
 use crate::fspath::fs_path;
 use crate::interrupt::interruptible;
 use crate::records::record_from;
+use crate::storage::{StorageOptions, storage_options};
 
 pub(crate) fn format_named(name: &str) -> reel::Result<Format> {
     Format::from_name(name).ok_or_else(|| {
@@ -76,7 +77,8 @@ impl Sink {
     /// about that many bytes, OFRecord parts or Granular shards (`CreateOptions::part_size`).
     #[new]
     #[pyo3(signature = (
-        path, format, *, schema=None, records=None, overwrite=false, part=None, part_size=None
+        path, format, *, schema=None, records=None, overwrite=false, part=None, part_size=None,
+        storage_options=Vec::new()
     ))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn new(
@@ -88,6 +90,7 @@ impl Sink {
         overwrite: bool,
         part: Option<(Count<u64, name::Part>, Count<u64, name::Part>)>,
         part_size: Option<Count<u64, name::PartSize>>,
+        #[pyo3(from_py_with = storage_options)] storage_options: StorageOptions,
     ) -> PyResult<Self> {
         let (records, part_size) = (opt(records), opt(part_size));
         let part = opt_pair(part);
@@ -99,6 +102,9 @@ impl Sink {
             schema.map(|s| s.into_iter().map(|(name, kind)| FieldSpec { name, kind }).collect()),
         );
         options.records = records;
+        for (name, value) in &storage_options {
+            options.storage_option(name, value).py_err(py)?;
+        }
         if let Some(bytes) = part_size {
             options = options.part_size(format, bytes).py_err(py)?;
         }
@@ -187,7 +193,8 @@ impl Sink {
 /// `outputs` (paths written). Ctrl-C stops the conversion at its next batch and raises
 /// `KeyboardInterrupt` once what it staged is removed: nothing appears at `dst`.
 #[pyfunction]
-#[pyo3(signature = (src, dst, *, to, verify=true, overwrite=false, shard=None, part_size=None))]
+#[pyo3(signature = (src, dst, *, to, verify=true, overwrite=false, shard=None, part_size=None,
+                    storage_options=Vec::new()))]
 #[allow(clippy::too_many_arguments)] // Python keyword arguments
 pub(crate) fn convert<'py>(
     py: Python<'py>,
@@ -198,12 +205,17 @@ pub(crate) fn convert<'py>(
     overwrite: bool,
     shard: Option<(Count<u64, name::Shard>, Count<u64, name::Shard>)>,
     part_size: Option<Count<u64, name::PartSize>>,
+    #[pyo3(from_py_with = storage_options)] storage_options: StorageOptions,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (shard, part_size) = (opt_pair(shard), opt(part_size));
     let format = format_named(to).py_err(py)?;
     let mut options = ConvertOptions::new(format);
     options.open = options.open.verify(verify);
     options.overwrite = overwrite;
+    for (name, value) in &storage_options {
+        options.open.storage_option(name, value).py_err(py)?;
+        options.output_store.set(name, value).py_err(py)?;
+    }
     if let Some((k, n)) = shard {
         options = options.shard(k, n);
     }
@@ -240,11 +252,12 @@ pub(crate) fn report_dict<'py>(
 /// as text: not damage) and `clean`. Ctrl-C stops it at its next
 /// batch (`KeyboardInterrupt`).
 #[pyfunction]
-#[pyo3(signature = (path, *, backend="auto"))]
+#[pyo3(signature = (path, *, backend="auto", storage_options=Vec::new()))]
 pub(crate) fn verify<'py>(
     py: Python<'py>,
     #[pyo3(from_py_with = fs_path)] path: PathBuf,
     backend: &str,
+    #[pyo3(from_py_with = storage_options)] storage_options: StorageOptions,
 ) -> PyResult<Bound<'py, PyDict>> {
     let args = OpenArgs {
         path: path.clone(),
@@ -257,6 +270,7 @@ pub(crate) fn verify<'py>(
         cache_size: None,
         columns: None,
         skip_columns: Vec::new(),
+        storage_options,
     };
     let options = args.options().py_err(py)?;
     let report = interruptible(py, || reel::verify(&path, &options))?;
@@ -288,7 +302,8 @@ pub(crate) fn verify<'py>(
 /// tests and benchmarks. Returns the writer's summary (`records`, `bytes`, `paths`). Ctrl-C
 /// stops it (`KeyboardInterrupt`), leaving nothing at `path`.
 #[pyfunction]
-#[pyo3(signature = (path, *, format="ffrecord", records=1000, max_record=4096, overwrite=false))]
+#[pyo3(signature = (path, *, format="ffrecord", records=1000, max_record=4096, overwrite=false,
+                    storage_options=Vec::new()))]
 pub(crate) fn generate<'py>(
     py: Python<'py>,
     #[pyo3(from_py_with = fs_path)] path: PathBuf,
@@ -296,9 +311,13 @@ pub(crate) fn generate<'py>(
     #[pyo3(from_py_with = count::<u64, name::Records>)] records: u64,
     #[pyo3(from_py_with = count::<usize, name::MaxRecord>)] max_record: usize,
     overwrite: bool,
+    #[pyo3(from_py_with = storage_options)] storage_options: StorageOptions,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = format_named(format).py_err(py)?;
-    let options = CreateOptions::default().overwrite(overwrite);
+    let mut options = CreateOptions::default().overwrite(overwrite);
+    for (name, value) in &storage_options {
+        options.storage_option(name, value).py_err(py)?;
+    }
     let summary = interruptible(py, || {
         reel::synth::generate(&path, format, records, max_record, &options, &mut |_| {})
     })?;

@@ -10,10 +10,12 @@ needs the store's settings. The environment is restored at the end.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 
 import boto3
+
 import pytest
 import ray
 
@@ -80,6 +82,25 @@ def test_read_reel_from_a_bucket_matches_the_local_read(key, case):
     table = ray_table(reel.ray.read_reel(url, format=fmt, override_num_blocks=2))
     assert table.schema == want.schema
     assert table.equals(want) or same(table.to_pylist(), want.to_pylist())  # NaN cells
+
+
+def test_storage_options_reach_the_driver_and_the_read_tasks():
+    """Given to read_reel, they configure the driver's open (an endpoint that refuses, with
+    no retries, fails there at once) and travel with each task, whose cache of opened
+    datasets is keyed by them."""
+    key, case = NORMAL_CASES[0]
+    fmt = GOLDEN_FORMATS[key]
+    url = f"s3://{BUCKET}/{key}/{case}"
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    with pytest.raises(reel.IoError, match="Connection refused"):
+        reel.ray.read_reel(url, format=fmt, storage_options={"aws_endpoint": f"http://127.0.0.1:{port}", "retries": 0})
+    want = reel.open(dataset_path(key, case), format=fmt).to_arrow()
+    options = {"timeout": "20s", "retries": 2}
+    table = ray_table(reel.ray.read_reel(url, format=fmt, override_num_blocks=2, storage_options=options))
+    assert table.equals(want) or same(table.to_pylist(), want.to_pylist())
 
 
 def test_read_reel_of_a_missing_key_raises_on_the_driver():

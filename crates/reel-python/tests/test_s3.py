@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import socket
 import time
 
 import pytest
@@ -100,6 +102,22 @@ def test_writer_to_a_bucket_appears_on_exit_and_leaves_nothing_when_it_raises(s3
     assert [r["data"] for r in got] == [r["data"] for r in records]
 
 
+def test_a_writers_errors_name_the_url_it_writes_to_not_its_staging(s3):
+    """A writer bound for a bucket writes to a local staging directory first; its errors
+    name the dataset by its URL (and a file in it by the URL it would have)."""
+    for fmt, records, kw in [
+        ("ffrecord", [{"data": b"x"}], {"records": 3}),
+        ("ofrecord", [{"a": [1]}], {}),
+    ]:
+        url = f"s3://{BUCKET}/refused/{fmt}"
+        with pytest.raises(reel.ReelError) as raised:
+            with reel.Writer(url, fmt, **kw) as w:
+                w.write_many(records)
+        text = str(raised.value)
+        assert url in text and ".reel-upload" not in text, text
+    assert keys_under(s3, "refused/") == []
+
+
 def test_ofrecord_parts_go_up_while_the_writer_writes(s3):
     """With part_size, each closed part is uploaded while writing goes on (the first part
     waits for the end, so nothing opens early); an exception leaves nothing."""
@@ -177,6 +195,50 @@ def test_an_object_replaced_after_opening_is_refused_not_read_into_the_old_one(s
     with pytest.raises(reel.ReelError, match="changed after the dataset was opened"):
         for i in range(len(ds)):
             assert same(ds[i], expected[i]), f"record {i} read from the new object"
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then let go)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_storage_options_configure_the_store_per_call(s3, tmp_path, monkeypatch):
+    """With the endpoint given as a storage option instead of in the environment, a dataset
+    is written, converted, verified, opened and, pickled, opened again elsewhere; options
+    that cannot be used are refused with the option named."""
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    monkeypatch.delenv("AWS_ALLOW_HTTP")
+    options = {"aws_endpoint": endpoint, "allow_http": True, "timeout": "20s", "retries": 2}
+    url = f"s3://{BUCKET}/options/ds.ffr"
+    records = [{"data": bytes([i]) * 10} for i in range(7)]
+    with reel.Writer(url, "ffrecord", storage_options=options) as w:
+        w.write_many(records)
+    ds = reel.open(url, storage_options=options)
+    assert [r["data"] for r in ds] == [r["data"] for r in records]
+    again = pickle.loads(pickle.dumps(ds))  # the options travel with it
+    assert [r["data"] for r in again] == [r["data"] for r in records]
+    assert reel.verify(url, storage_options=options)["clean"]
+    copy = f"s3://{BUCKET}/options/copy.ofr"
+    assert reel.convert(url, copy, to="ofrecord", storage_options=options)["records"] == 7
+    reel.generate(f"s3://{BUCKET}/options/made.ffr", records=3, storage_options=options)
+    assert len(reel.open(f"s3://{BUCKET}/options/made.ffr", storage_options=options)) == 3
+    # The endpoint of the options is the one asked: one that refuses fails, at once.
+    refused = {"aws_endpoint": f"http://127.0.0.1:{closed_port()}", "allow_http": True, "retries": 0}
+    with pytest.raises(reel.IoError, match="Connection refused"):
+        reel.open(url, storage_options=refused)
+    for bad, error, says in [
+        ({"timeout": "soon"}, ValueError, "timeout"),
+        ({"retries": -1}, ValueError, "retries"),
+        ({"no_such_option": "x"}, ValueError, "no_such_option"),
+        ({"retries": [1]}, TypeError, "retries"),
+        ({1: "x"}, TypeError, "names are str"),
+        (["timeout", "1s"], TypeError, "mapping"),
+    ]:
+        with pytest.raises(error, match=says):
+            reel.open(url, storage_options={**options, **bad} if isinstance(bad, dict) else bad)
 
 
 def test_a_cached_dataset_reads_later_epochs_from_disk(s3, tmp_path):

@@ -36,7 +36,7 @@ pub use ends::END_BYTES;
 pub use error::store_error;
 pub use object_store;
 pub use object_store::path::Path as ObjectPath;
-pub use options::{RetrySettings, StoreOptions};
+pub use options::{REEL_STORE_KEYS, RetrySettings, StoreOptions};
 pub use read::{ObjectFiles, ReadSettings, ReadStats};
 pub use remote::RemoteStore;
 pub use runtime::block_on;

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use object_store::{BackoffConfig, RetryConfig};
+use reel_core::{Error, Result};
 
 /// How a store is configured, on top of (or instead of) the environment.
 ///
@@ -39,11 +40,45 @@ impl Default for StoreOptions {
     }
 }
 
+/// The names [`StoreOptions::set`] takes for reel's own settings rather than the builder's.
+pub const REEL_STORE_KEYS: [&str; 4] = ["timeout", "connect_timeout", "retries", "retry_timeout"];
+
 impl StoreOptions {
     /// Adds one builder setting (see [`config`](Self::config)).
     pub fn with(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.config.push((key.into(), value.into()));
         self
+    }
+
+    /// Sets one option by name, as a `storage_options` mapping gives it: reel's own
+    /// settings ([`REEL_STORE_KEYS`]: `timeout`, `connect_timeout` and `retry_timeout` as
+    /// durations such as `"30s"`, `"500ms"` or `"2m"`, `retries` a count), and any other
+    /// name as a builder setting by object_store's names (see [`config`](Self::config)),
+    /// checked when the store is built. A value that does not parse is an
+    /// [`InvalidInput`](reel_core::ErrorKind::InvalidInput) error naming the option.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let duration = || {
+            humantime::parse_duration(value.trim()).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+                Error::invalid_input(format!(
+                    "storage option {key}={value:?}: not a duration above zero \
+                         (write it like \"30s\", \"500ms\" or \"2m\")"
+                ))
+            })
+        };
+        match key {
+            "timeout" => self.timeout = duration()?,
+            "connect_timeout" => self.connect_timeout = duration()?,
+            "retry_timeout" => self.retry.retry_timeout = duration()?,
+            "retries" => {
+                self.retry.max_retries = value.trim().parse().map_err(|_| {
+                    Error::invalid_input(format!(
+                        "storage option retries={value:?}: not a count (0 or more)"
+                    ))
+                })?;
+            }
+            _ => self.config.push((key.to_string(), value.to_string())),
+        }
+        Ok(())
     }
 }
 
@@ -92,4 +127,32 @@ impl RetrySettings {
 /// A duration as object_store's string settings take it (humantime).
 pub(crate) fn duration_setting(d: Duration) -> String {
     format!("{}ms", d.as_millis().max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_options_set_reels_own_settings_and_pass_the_rest_to_the_builder() {
+        let mut options = StoreOptions::default();
+        options.set("timeout", "2s").unwrap();
+        options.set("connect_timeout", "250ms").unwrap();
+        options.set("retries", "0").unwrap();
+        options.set("retry_timeout", "1m").unwrap();
+        options.set("aws_endpoint", "http://127.0.0.1:9000").unwrap();
+        assert_eq!(options.timeout, Duration::from_secs(2));
+        assert_eq!(options.connect_timeout, Duration::from_millis(250));
+        assert_eq!(options.retry.max_retries, 0);
+        assert_eq!(options.retry.retry_timeout, Duration::from_secs(60));
+        let endpoint = ("aws_endpoint".to_string(), "http://127.0.0.1:9000".to_string());
+        assert_eq!(options.config, vec![endpoint]);
+        for (key, value) in
+            [("timeout", "soon"), ("timeout", "0s"), ("retries", "-1"), ("retries", "many")]
+        {
+            let e = options.set(key, value).unwrap_err();
+            assert_eq!(e.kind(), reel_core::ErrorKind::InvalidInput);
+            assert!(e.to_string().contains(key), "{e}");
+        }
+    }
 }

@@ -59,6 +59,13 @@ impl CreateOptions {
         self
     }
 
+    /// Sets one storage option of an object-store destination by name (see
+    /// [`reel_store::StoreOptions::set`]).
+    #[cfg(feature = "object-store")]
+    pub fn storage_option(&mut self, key: &str, value: &str) -> Result<()> {
+        self.store.set(key, value)
+    }
+
     /// Options that replace an existing dataset at the path when the new one is complete.
     pub fn overwrite(mut self, on: bool) -> Self {
         self.overwrite = on;

@@ -199,6 +199,25 @@ impl OpenOptions {
         self
     }
 
+    /// Sets one storage option by name (see [`reel_store::StoreOptions::set`]): reel's
+    /// `timeout`, `connect_timeout`, `retries` and `retry_timeout`, or a builder setting by
+    /// object_store's names (`aws_endpoint`, `aws_region`, `google_service_account` …).
+    /// `timeout` is also the deadline of each batched read's request, and `retries=0`
+    /// makes those reads fail at the first error too (reel tries a failed range read
+    /// again on its own, for short bodies, besides object_store's retries).
+    #[cfg(feature = "object-store")]
+    pub fn storage_option(&mut self, key: &str, value: &str) -> Result<()> {
+        self.store_options.set(key, value)?;
+        match key {
+            "timeout" => self.read_settings.request_timeout = self.store_options.timeout,
+            "retries" if self.store_options.retry.max_retries == 0 => {
+                self.read_settings.attempts = 1;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
     /// Shapes batched object-store reads by `settings`.
     #[cfg(feature = "object-store")]
     pub fn read_settings(mut self, settings: reel_store::ReadSettings) -> Self {

@@ -42,6 +42,7 @@ pub(crate) fn create_remote(
         store: Arc::new(store),
         key,
         shown: url.to_string(),
+        local_url: url.to_string(),
         format,
         old,
         early: Some(EarlyUploads::default()),
@@ -94,6 +95,7 @@ pub(crate) fn create_remote_part(
         store: Arc::new(store),
         key: dir.path().clone(),
         shown: shown.clone(),
+        local_url: dir_text.clone(),
         format,
         old,
         // A part's files are renamed when the part is published: they go up on finish.
@@ -253,6 +255,8 @@ struct RemoteSink {
     key: ObjectPath,
     /// The address the summary names.
     shown: String,
+    /// The URL `local` stands for: the dataset's, or the directory a part goes into.
+    local_url: String,
     format: Format,
     /// The objects of the dataset being replaced, removed before the first new one goes up.
     old: Vec<ObjectPath>,
@@ -267,6 +271,20 @@ struct RemoteSink {
 }
 
 impl RemoteSink {
+    /// `error` naming the files it is about by their URLs: the writer inside writes to the
+    /// staging directory, whose name means nothing to the user.
+    fn addressed(&self, error: Error) -> Error {
+        error.map_path(|path| {
+            let rest = path.strip_prefix(&self.local).ok()?;
+            let mut url = self.local_url.trim_end_matches('/').to_string();
+            for part in rest.components() {
+                url.push('/');
+                url.push_str(&part.as_os_str().to_string_lossy());
+            }
+            Some(PathBuf::from(url))
+        })
+    }
+
     /// Sends the files the writer sealed during the last call up early, where they may go.
     fn send_sealed(&mut self) -> Result<()> {
         let sealed = self.inner.take_sealed();
@@ -289,7 +307,7 @@ impl RemoteSink {
 
 impl RecordSink for RemoteSink {
     fn append_ref(&mut self, record: RecordRef<'_>) -> Result<u64> {
-        let index = self.inner.append_ref(record)?;
+        let index = self.inner.append_ref(record).map_err(|e| self.addressed(e))?;
         self.send_sealed()?;
         Ok(index)
     }
@@ -299,7 +317,7 @@ impl RecordSink for RemoteSink {
         record: RecordRef<'_>,
         location: Option<reel_core::Location<'_>>,
     ) -> Result<u64> {
-        let index = self.inner.append_located(record, location)?;
+        let index = self.inner.append_located(record, location).map_err(|e| self.addressed(e))?;
         self.send_sealed()?;
         Ok(index)
     }
@@ -313,7 +331,7 @@ impl RecordSink for RemoteSink {
             Some(early) => early.wait()?,
             None => Vec::new(),
         };
-        let mut summary = self.inner.finish()?;
+        let mut summary = self.inner.finish().map_err(|e| self.addressed(e))?;
         let mut items = upload_items(&self.local, &self.key, self.format)?;
         // A file whose local copy could not be removed after its early upload is up already.
         items.retain(|item| !uploaded.contains(&item.key));

@@ -28,6 +28,7 @@ def open(
     cache_size: int | None = None,
     columns: Sequence[str] | None = None,
     skip_columns: Sequence[str] | None = None,
+    storage_options: Mapping[str, str | int | float | bool] | None = None,
 ) -> Dataset:
     """Opens the dataset at ``path`` (a file or directory, or an object URL: ``s3://``,
     ``gs://``, ``az://``, ``http(s)://``, configured from the environment), working out its
@@ -43,7 +44,12 @@ def open(
     files: a file truncated or rewritten in place while open crashes the process (SIGBUS);
     ``"pread"`` and ``"io_uring"`` raise ``CorruptError`` instead. A directory of numbered
     parts with numbers missing (``PART_00000.ffr``, ``PART_00002.ffr``) reads from the
-    parts that are there, as the reference reads it, with a ``RuntimeWarning``."""
+    parts that are there, as the reference reads it, with a ``RuntimeWarning``.
+    ``storage_options`` configures the store of a URL on top of the environment: reel's
+    ``timeout``, ``connect_timeout``, ``retry_timeout`` (durations such as ``"30s"``) and
+    ``retries``, and object_store's builder settings (``aws_endpoint``, ``aws_region``,
+    ``allow_http`` …); an unknown name raises ``ValueError``. A pickled dataset carries
+    them."""
 
 def convert(
     src: FsPath,
@@ -54,14 +60,16 @@ def convert(
     overwrite: bool = False,
     shard: tuple[int, int] | None = None,
     part_size: int | None = None,
+    storage_options: Mapping[str, str | int | float | bool] | None = None,
 ) -> dict[str, Any]:
     """Converts the dataset at ``src`` into a new ``to`` dataset at ``dst`` (with
     ``shard=(k, n)``, only part ``k`` of ``n`` into the directory ``dst``). Either may be an
     object URL (``s3://bucket/key`` …): a URL destination (or part) is staged locally and
     uploaded when complete, the objects that make it openable last. ``part_size``: OFRecord
     targets in part files of at most that many bytes, Granular and bags targets in shards of
-    about that size (other targets raise ``ValueError``). Ctrl-C stops it at its next batch
-    and raises ``KeyboardInterrupt`` once what it staged is removed."""
+    about that size (other targets raise ``ValueError``). ``storage_options`` (as
+    ``open`` takes them) configure whichever of the two is in object storage. Ctrl-C stops
+    it at its next batch and raises ``KeyboardInterrupt`` once what it staged is removed."""
 
 def write_arrow(
     data: object,
@@ -87,6 +95,9 @@ def _reopen(
     cache: FsPath | None = None,
     cache_size: int | None = None,
     columns: list[str] | None = None,
+    skip_columns: list[str] | None = None,
+    records: int | None = None,
+    storage_options: Mapping[str, str | int | float | bool] | None = None,
 ) -> Dataset:
     """Opens a dataset again after unpickling (what ``Dataset.__reduce__`` names):
     ``open``'s arguments in order, without its warnings."""
@@ -120,7 +131,12 @@ def publish_parts(
 def discard_staging(staging: StrPath) -> None:
     """Removes everything written under a staging location ``parts_staging`` gave."""
 
-def verify(path: FsPath, *, backend: str = "auto") -> dict[str, Any]:
+def verify(
+    path: FsPath,
+    *,
+    backend: str = "auto",
+    storage_options: Mapping[str, str | int | float | bool] | None = None,
+) -> dict[str, Any]:
     """Checks every record (checksums, structure, stored values; Granular ``jpg``/``png``
     fields are kept as stored, not decoded); the report names the bad ones
     (``bad_records``); ``warnings`` lists what the opened dataset warns of (not damage).
@@ -133,6 +149,7 @@ def generate(
     records: int = 1000,
     max_record: int = 4096,
     overwrite: bool = False,
+    storage_options: Mapping[str, str | int | float | bool] | None = None,
 ) -> dict[str, Any]:
     """Writes a generated dataset whose records are derived from their index (payloads of
     at most ``max_record`` bytes, at most 1 GiB). Ctrl-C stops it (``KeyboardInterrupt``),
@@ -385,6 +402,7 @@ class Sink:
         overwrite: bool = False,
         part: tuple[int, int] | None = None,
         part_size: int | None = None,
+        storage_options: Mapping[str, str | int | float | bool] | None = None,
     ) -> None:
         """A writer of ``format`` at ``path``. ``schema`` maps field names to the format's
         type names (Granular ``spec.json`` types, Syrah dtypes ...) where the format declares

@@ -50,6 +50,8 @@ class Writer:
             (``000000/``, ``000001/`` …) of shards of about that size. Written to a bucket,
             each part or shard goes up as soon as the next starts. Other formats raise
             ``ValueError``.
+        storage_options: settings of the store a URL ``path`` is in, on top of the
+            environment, as ``reel.open`` takes them (``{"aws_endpoint": …, "retries": 3}``).
     """
 
     format: str | None = None
@@ -64,6 +66,7 @@ class Writer:
         overwrite: bool = False,
         part: tuple[int, int] | None = None,
         part_size: int | None = None,
+        storage_options: Mapping[str, str | int | float | bool] | None = None,
     ) -> None:
         fmt = format or self.format
         if fmt is None:
@@ -77,6 +80,7 @@ class Writer:
             overwrite=overwrite,
             part=part,
             part_size=part_size,
+            storage_options=storage_options,
         )
         self.summary: dict[str, Any] | None = None
 

@@ -31,7 +31,7 @@ import functools
 import math
 import os
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -495,7 +495,11 @@ def _opened(path: str, open_options: dict[str, Any], fingerprint: str | None) ->
     without the cache, but not kept under the old fingerprint)."""
     if fingerprint is None:
         return reel.open(path, **open_options)
-    key = (path, tuple(sorted(open_options.items())), fingerprint)
+    # Storage options are a dict: the key holds their items, so that it can be hashed.
+    options = tuple(
+        sorted((k, tuple(sorted(v.items())) if isinstance(v, dict) else v) for k, v in open_options.items())
+    )
+    key = (path, options, fingerprint)
     ds = _OPENED.get(key)
     if ds is not None:
         _OPENED.move_to_end(key)
@@ -547,6 +551,8 @@ class ReelDatasource(Datasource):
         verify: check records' checksums while reading (as ``reel.open``).
         max_task_bytes: the most stored bytes one read task reads (an estimate from file sizes).
         block_bytes: about how many bytes go into one Arrow block.
+        storage_options: settings of the store URLs are in, as ``reel.open`` takes them;
+            they travel to the read tasks (credentials included).
     """
 
     def __init__(
@@ -559,12 +565,15 @@ class ReelDatasource(Datasource):
         verify: bool = True,
         max_task_bytes: int = MAX_TASK_BYTES,
         block_bytes: int = BLOCK_BYTES,
+        storage_options: Mapping[str, str | int | float | bool] | None = None,
     ) -> None:
         super().__init__()
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         self._columns = list(columns) if columns is not None else None
         self._open_options: dict[str, Any] = {"format": format, "decode_images": decode_images, "verify": verify}
+        if storage_options:
+            self._open_options["storage_options"] = dict(storage_options)
         self._max_task_bytes = max_task_bytes
         self._block_bytes = block_bytes
         self._sources: list[_Source] = []
@@ -682,6 +691,7 @@ def read_reel(
     verify: bool = True,
     override_num_blocks: int | None = None,
     max_task_bytes: int = MAX_TASK_BYTES,
+    storage_options: Mapping[str, str | int | float | bool] | None = None,
     **remote_args: Any,
 ) -> ray.data.Dataset:
     """Reads reel datasets as one ``ray.data.Dataset`` (several paths: their records one after
@@ -696,6 +706,7 @@ def read_reel(
         decode_images=decode_images,
         verify=verify,
         max_task_bytes=max_task_bytes,
+        storage_options=storage_options,
     )
     if override_num_blocks is None:
         override_num_blocks = source.default_tasks()
