@@ -113,6 +113,36 @@ fn http_through_the_fault_proxy() {
     persistent_faults_fail_clearly(&url, http_options(), &proxy, "cannot read bytes 93612..94612");
 }
 
+/// A server that never answers costs one request deadline, not one per try of reel's own
+/// loop on top of object_store's retries (with the defaults that was five deadlines of a
+/// minute each): the request is not sent again, and the error says it got no answer.
+#[test]
+fn a_server_that_never_answers_costs_one_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    ffrecord_dataset(dir.path(), 300, 1000);
+    let server = HttpServer::start(dir.path());
+    let proxy = FaultProxy::start(&server.url()).unwrap();
+    let url = format!("{}/data", proxy.endpoint());
+    // object_store retries (its default), reel would try three times.
+    let mut store = http_options();
+    store.timeout = Duration::from_secs(30);
+    let settings = ReadSettings {
+        attempts: 3,
+        request_timeout: Duration::from_millis(300),
+        ..ReadSettings::default()
+    };
+    let options = OpenOptions::default().store_options(store).read_settings(settings);
+    let source = reel::open_with(&url, &options).unwrap();
+    proxy.set_faults(Faults { hang: true, ..Faults::default() });
+    let before = proxy.gets();
+    let e = read_batch(&*source, &[90]).unwrap_err();
+    assert_eq!(proxy.gets() - before, 1, "{e}");
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    let text = e.to_string();
+    assert!(text.contains("no complete answer within") && !text.contains("tries"), "{text}");
+    proxy.set_faults(Faults::default());
+}
+
 /// A port on 127.0.0.1 that nothing listens on (bound, then released).
 fn closed_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

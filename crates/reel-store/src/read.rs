@@ -149,7 +149,9 @@ impl Fetcher {
         let client = self.store.client()?;
         let attempts = self.settings.attempts.max(1);
         let mut last = None;
+        let mut tries = 0;
         for attempt in 0..attempts {
+            tries = attempt + 1;
             if attempt > 0 {
                 self.stats.retries.fetch_add(1, Ordering::Relaxed);
                 tokio::time::sleep(backoff(self.settings.initial_backoff, attempt)).await;
@@ -187,8 +189,8 @@ impl Fetcher {
                     .with_offset(range.start));
                 }
                 Ok(Err(e)) => store_error(e, &url.to_string_lossy(), &what),
-                Err(_) => Error::new(
-                    ErrorKind::Io,
+                Err(_) => Error::io(
+                    std::io::Error::from(std::io::ErrorKind::TimedOut),
                     format!(
                         "{what}: no complete answer within {:?} (the request deadline)",
                         self.settings.request_timeout
@@ -196,16 +198,22 @@ impl Fetcher {
                 ),
             };
             // Only transient failures are worth another try: a missing object, a refused
-            // range or bad credentials will not change.
-            let transient = error.kind() == ErrorKind::Io;
+            // range or bad credentials will not change. Nor is a request that got no answer
+            // within the deadline while object_store retried it inside that time: trying
+            // again would multiply the wait (five deadlines of a minute against a server
+            // that never answers) for a store whose retries have been spent.
+            let timed_out =
+                error.io_error().is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut);
+            let retried_inside = self.store.options().retry.max_retries > 0;
+            let transient = error.kind() == ErrorKind::Io && !(timed_out && retried_inside);
             last = Some(error);
             if !transient {
                 break;
             }
         }
         let error = last.unwrap_or_else(|| Error::new(ErrorKind::Io, what.clone()));
-        let message = if attempts > 1 && error.kind() == ErrorKind::Io {
-            format!("{} (gave up after {attempts} tries)", error.message())
+        let message = if tries > 1 {
+            format!("{} (gave up after {tries} tries)", error.message())
         } else {
             error.message().to_string()
         };
