@@ -78,6 +78,7 @@ pub fn run(args: &VerifyArgs) -> reel::Result<ExitCode> {
                 "offset": p.offset, "kind": p.kind.as_str(), "message": p.message,
             })).collect::<Vec<_>>(),
             "warnings": warnings,
+            "checksums": report.format.stores_checksums(),
             "salvaged": salvaged,
         });
         outln!("{out}");
@@ -97,6 +98,14 @@ pub fn run(args: &VerifyArgs) -> reel::Result<ExitCode> {
                 report.good_records,
                 report.records - report.good_records
             );
+            if !report.format.stores_checksums() {
+                // "good" must not read as "checksummed": the format has nothing to check.
+                outln!(
+                    "note: {} stores no checksums; every record's structure and values were \
+                     checked, but damaged bytes that still decode cannot be told from good ones",
+                    report.format
+                );
+            }
         } else {
             outln!("{}: {} dataset does not open", args.path.display(), report.format);
         }

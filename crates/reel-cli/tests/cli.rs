@@ -231,6 +231,25 @@ fn verify_prints_the_sources_warnings() {
     assert_eq!(j["warnings"], serde_json::json!([]), "{j}");
 }
 
+/// A clean verify of a format without checksums says that nothing could be checksummed; of
+/// FFRecord it does not.
+#[test]
+fn verify_says_when_the_format_has_no_checksums_to_check() {
+    let dir = tempfile::tempdir().unwrap();
+    for (format, stores) in [("ffrecord", true), ("syrah", false), ("ofrecord", false)] {
+        let path = dir.path().join(format);
+        stdout(
+            reel().args(["generate", "--quiet", "--records", "20", "--format", format]).arg(&path),
+        );
+        let text = stdout(reel().args(["verify", "--quiet"]).arg(&path));
+        assert!(text.contains("20 good, 0 bad"), "{format}: {text}");
+        assert_eq!(!text.contains("stores no checksums"), stores, "{format}: {text}");
+        let json = stdout(reel().args(["verify", "--json"]).arg(&path));
+        let j: Json = serde_json::from_str(&json).unwrap();
+        assert_eq!(j["checksums"], Json::Bool(stores), "{format}: {j}");
+    }
+}
+
 /// Where a golden case's dataset opens from: the case directory when it is recognised as a
 /// dataset, its `parts/` subdirectory, or its data file.
 fn golden_dataset(dir: &Path) -> PathBuf {

@@ -249,7 +249,9 @@ pub(crate) fn report_dict<'py>(
 /// damaged image bytes pass) and returns a report: `format`, `records`, `good_records`, `bad_records` (the indices that failed),
 /// `problems` (dicts with `record`, `path`, `offset`, `kind`, `message`), `opened` (False
 /// when the dataset could not even be opened), `warnings` (the opened dataset's warnings,
-/// as text: not damage) and `clean`. Ctrl-C stops it at its next
+/// as text: not damage), `checksums` (whether the format stores checksums of record bytes:
+/// only FFRecord does; in the others damaged bytes that still decode cannot be found) and
+/// `clean`. Ctrl-C stops it at its next
 /// batch (`KeyboardInterrupt`).
 #[pyfunction]
 #[pyo3(signature = (path, *, backend="auto", storage_options=Vec::new()))]
@@ -293,6 +295,7 @@ pub(crate) fn verify<'py>(
     d.set_item("opened", report.opened)?;
     let warnings: Vec<&str> = report.warnings.iter().map(|w| w.message.as_str()).collect();
     d.set_item("warnings", warnings)?;
+    d.set_item("checksums", report.format.stores_checksums())?;
     d.set_item("clean", report.is_clean())?;
     Ok(d)
 }

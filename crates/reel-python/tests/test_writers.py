@@ -282,6 +282,8 @@ def test_verify_names_bad_records():
     broken = reel.verify(golden_root() / "ffrecord/corrupt/truncated_header")
     assert not broken["opened"] and not broken["clean"]
     assert good["warnings"] == []
+    # Syrah has no checksums to check; FFRecord has.
+    assert good["checksums"] is False and bad["checksums"] is True
     # Accepted with a warning, which the report gives beside its clean verdict.
     legacy = reel.verify(golden_root() / "ffrecord/corrupt/legacy_zero_meta_checksum/data.ffr")
     assert legacy["clean"] and any("checksum" in w for w in legacy["warnings"]), legacy

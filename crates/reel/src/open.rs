@@ -62,6 +62,14 @@ impl Format {
         matches!(self, Format::Parquet | Format::ArrowIpc)
     }
 
+    /// Whether the format stores checksums of record bytes, which reads (and
+    /// [`verify`](crate::verify)) check: only FFRecord does. In the others, damaged bytes
+    /// that still decode are read as they are, as the references read them (Parquet page
+    /// checksums, optional in the format, are not checked).
+    pub fn stores_checksums(self) -> bool {
+        self == Format::Ffrecord
+    }
+
     /// The format's name (as in [`SourceInfo::format`](reel_core::SourceInfo)).
     pub fn name(self) -> &'static str {
         match self {
