@@ -77,7 +77,7 @@ fn write_float_json(out: &mut impl Write, f: f64) -> io::Result<()> {
 fn json_element_width(dtype: DType) -> Option<usize> {
     Some(match dtype {
         DType::Bool | DType::I8 | DType::U8 => 1,
-        DType::I16 | DType::U16 => 2,
+        DType::I16 | DType::U16 | DType::F16 => 2,
         DType::I32 | DType::U32 | DType::F32 => 4,
         DType::I64 | DType::U64 | DType::F64 => 8,
         _ => return None,
@@ -99,6 +99,7 @@ fn write_element(out: &mut impl Write, dtype: DType, c: &[u8]) -> io::Result<()>
         DType::U32 => write_json(out, &u32::from_le_bytes(le(c))),
         DType::I64 => write_json(out, &i64::from_le_bytes(le(c))),
         DType::U64 => write_json(out, &u64::from_le_bytes(le(c))),
+        DType::F16 => write_float_json(out, half::f16::from_le_bytes(le(c)).to_f64()),
         DType::F32 => write_float_json(out, f32::from_le_bytes(le(c)) as f64),
         DType::F64 => write_float_json(out, f64::from_le_bytes(le(c))),
         _ => Ok(()),
@@ -212,9 +213,23 @@ fn array_preview(dtype: DType, data: &[u8], max: usize) -> Option<String> {
     let width = json_element_width(dtype)?;
     let mut shown = Vec::new();
     for c in data.chunks_exact(width).take(max) {
-        let mut text = Vec::new();
-        write_element(&mut text, dtype, c).ok()?;
-        shown.push(String::from_utf8_lossy(&text).into_owned());
+        // Floats in their own shortest form (0.1 for a float32 0.1, inf, NaN), not as the
+        // f64 that JSON carries.
+        let float = match dtype {
+            DType::F16 => c.try_into().ok().map(|b| format!("{:?}", half::f16::from_le_bytes(b))),
+            DType::F32 => c.try_into().ok().map(|b| format!("{:?}", f32::from_le_bytes(b))),
+            DType::F64 => c.try_into().ok().map(|b| format!("{:?}", f64::from_le_bytes(b))),
+            _ => None,
+        };
+        let text = match float {
+            Some(text) => text,
+            None => {
+                let mut text = Vec::new();
+                write_element(&mut text, dtype, c).ok()?;
+                String::from_utf8_lossy(&text).into_owned()
+            }
+        };
+        shown.push(text);
     }
     let more = if data.len() / width > max { ", …" } else { "" };
     Some(format!(" [{}{more}]", shown.join(", ")))
@@ -281,5 +296,21 @@ mod tests {
         for (i, o) in cases {
             assert_eq!(base64(i.as_bytes()), o);
         }
+    }
+
+    #[test]
+    fn float16_arrays_show_their_values() {
+        use reel::ArrayRef;
+        // 1.0, -2.5 and +inf as IEEE half floats, little-endian.
+        let data = [0x00, 0x3c, 0x00, 0xc1, 0x00, 0x7c];
+        let a = ArrayRef { dtype: DType::F16, shape: &[3], data: &data };
+        assert_eq!(value_text(ValueRef::Array(a)), "float16 array [3] [1.0, -2.5, inf]");
+        let tenth = 0.1f32.to_le_bytes();
+        let b = ArrayRef { dtype: DType::F32, shape: &[1], data: &tenth };
+        assert_eq!(value_text(ValueRef::Array(b)), "float32 array [1] [0.1]");
+        let mut json = Vec::new();
+        write_value_json(&mut json, ValueRef::Array(a), BytesAs::Base64).unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(json["values"], serde_json::json!([1.0, -2.5, {"float": "inf"}]), "{json}");
     }
 }
