@@ -63,7 +63,8 @@ pub fn payload(i: u64, max_len: usize) -> Vec<u8> {
 /// * OFRecord: `encoded` (bytes list), `label` (int32 list), `score` (float list).
 /// * Granular: `image` (bytes), `label` (int), `caption` (text), `vec` (float32 2×2
 ///   array), `meta` (map of mixed values).
-/// * Gulp: `id`, `meta` (label, name, fps) and 1–3 small JPEG `frames`.
+/// * Gulp: `id`, `meta` (label, name, fps) and 1–3 JPEG `frames` sharing the payload
+///   length as pixels (at least 10×8 each).
 pub fn record(format: Format, i: u64, max_len: usize) -> crate::Record {
     use crate::{DType, Record, Value};
     let bytes = payload(i, max_len);
@@ -114,9 +115,14 @@ pub fn record(format: Format, i: u64, max_len: usize) -> crate::Record {
                 (Value::Str(keys[2]), Value::Float(25.0)),
             ]);
             out.push("meta".into(), meta);
+            // The frames share the record's payload length as pixels, so that --max-record
+            // shapes Gulp videos as it does the other formats' records.
             #[cfg(feature = "gulp")]
-            let frames =
-                (0..1 + i % 3).map(|f| Value::Bytes(out.append(&jpeg_frame(i, f)))).collect();
+            let frames = {
+                let count = 1 + i % 3;
+                let pixels = bytes.len() as u64 / count;
+                (0..count).map(|f| Value::Bytes(out.append(&jpeg_frame(i, f, pixels)))).collect()
+            };
             #[cfg(not(feature = "gulp"))]
             let frames = Vec::new();
             out.push("frames".into(), Value::List(frames));
@@ -129,10 +135,13 @@ pub fn record(format: Format, i: u64, max_len: usize) -> crate::Record {
     r
 }
 
-/// A small RGB JPEG whose pixels depend on the video and frame number.
+/// An RGB JPEG of about `bytes` bytes of pixels (4:3, at least 8×8), whose pixels depend
+/// on the video and frame number.
 #[cfg(feature = "gulp")]
-pub fn jpeg_frame(video: u64, frame: u64) -> Vec<u8> {
-    let (w, h) = (16u32, 12u32);
+pub fn jpeg_frame(video: u64, frame: u64, bytes: u64) -> Vec<u8> {
+    // w × h × 3 ≈ bytes with w : h = 4 : 3, so h ≈ sqrt(bytes / 4).
+    let h = ((bytes / 4) as f64).sqrt().clamp(8.0, 4096.0) as u32;
+    let (w, h) = (h * 4 / 3, h);
     let pixels: Vec<u8> =
         (0..w * h * 3).map(|k| ((k as u64 * 7 + video * 13 + frame * 29) % 251) as u8).collect();
     reel_gulp::encode_jpeg(&pixels, w, h, 3, 90).unwrap_or_default()
@@ -255,7 +264,7 @@ fn free_bytes(_: &Path) -> Option<u128> {
 /// Bytes of the one JPEG frame a generated Gulp video has at least.
 fn gulp_frame_bytes() -> u128 {
     #[cfg(feature = "gulp")]
-    return jpeg_frame(0, 0).len() as u128;
+    return jpeg_frame(0, 0, 0).len() as u128;
     #[cfg(not(feature = "gulp"))]
     return 0;
 }
@@ -266,5 +275,38 @@ fn megabytes(bytes: u128) -> String {
         b if b >= 10 << 40 => format!("{} TiB", b >> 40),
         b if b >= 10 << 30 => format!("{} GiB", b >> 30),
         b => format!("{} MiB", b >> 20),
+    }
+}
+
+#[cfg(all(test, feature = "gulp"))]
+#[allow(clippy::panic)]
+mod tests {
+    use super::*;
+
+    /// The bytes of a generated Gulp video's frames.
+    fn frame_bytes(i: u64, max_record: usize) -> usize {
+        let r = record(Format::Gulp, i, max_record);
+        let Some(crate::ValueRef::List(frames)) = r.get("frames") else {
+            panic!("no frames list");
+        };
+        frames.iter().map(|f| if let crate::ValueRef::Bytes(b) = f { b.len() } else { 0 }).sum()
+    }
+
+    #[test]
+    fn max_record_shapes_gulp_videos_as_it_does_other_records() {
+        let (small, large): (usize, usize) = (0..20)
+            .map(|i| (frame_bytes(i, 64), frame_bytes(i, 256 << 10)))
+            .fold((0, 0), |(s, l), (a, b)| (s + a, l + b));
+        // 20 videos of up to 256 KiB of pixels hold far more than 20 of the smallest frames.
+        assert!(large > 20 * small, "{large} vs {small}");
+        // Frames stay whole JPEGs (start and end markers) at every size.
+        for max in [0, 64, 256 << 10] {
+            let r = record(Format::Gulp, 3, max);
+            let Some(crate::ValueRef::List(frames)) = r.get("frames") else { panic!() };
+            for f in frames.iter() {
+                let crate::ValueRef::Bytes(b) = f else { panic!("frame is not bytes") };
+                assert!(b.starts_with(&[0xff, 0xd8]) && b.ends_with(&[0xff, 0xd9]), "max {max}");
+            }
+        }
     }
 }
