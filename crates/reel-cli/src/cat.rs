@@ -160,7 +160,7 @@ fn write_text(
     writeln!(out, "record {}", r.index())?;
     for (name, v) in r.iter() {
         if only.is_none_or(|o| o.iter().any(|n| n == name)) {
-            writeln!(out, "  {name}: {}", value_text(v))?;
+            writeln!(out, "  {}: {}", crate::render::printable(name), value_text(v))?;
         }
     }
     Ok(())

@@ -6,6 +6,7 @@ use clap::Args;
 use serde_json::json;
 
 use crate::common::OpenArgs;
+use crate::render::printable;
 
 /// Options of `reel inspect`.
 #[derive(Args, Debug)]
@@ -62,7 +63,7 @@ pub fn run(args: &InspectArgs) -> reel::Result<()> {
     outln!("io_uring: {uring}");
     outln!("files:    {} ({} bytes)", files.len(), total);
     for (p, s) in files.iter().take(20) {
-        outln!("  {s:>12}  {p}");
+        outln!("  {s:>12}  {}", printable(p));
     }
     if files.len() > 20 {
         outln!("  … and {} more", files.len() - 20);
@@ -70,12 +71,12 @@ pub fn run(args: &InspectArgs) -> reel::Result<()> {
     if let Some(schema) = &info.schema {
         outln!("fields:");
         for f in schema {
-            outln!("  {}: {}", f.name, f.kind);
+            outln!("  {}: {}", printable(&f.name), f.kind);
         }
     } else if let Some(fields) = &sampled {
         outln!("fields (of record 0, decoded from the payload; others may differ):");
         for (name, kind) in fields {
-            outln!("  {name}: {kind}");
+            outln!("  {}: {kind}", printable(name));
         }
     }
     for (k, v) in &info.facts {

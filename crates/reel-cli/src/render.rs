@@ -243,6 +243,17 @@ fn preview(s: &str, max: usize) -> String {
     }
 }
 
+/// `name` (a field name, a file name: text from the dataset) as text output shows it: as it
+/// is, or quoted with escapes when it holds control characters, which a terminal would
+/// otherwise obey (`\x1b[2J` clears the screen) and a newline would fake further lines.
+pub fn printable(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.chars().any(char::is_control) {
+        std::borrow::Cow::Owned(format!("{name:?}"))
+    } else {
+        std::borrow::Cow::Borrowed(name)
+    }
+}
+
 /// A one-line human summary of a value.
 pub fn value_text(v: ValueRef<'_>) -> String {
     match v {
@@ -296,6 +307,14 @@ mod tests {
         for (i, o) in cases {
             assert_eq!(base64(i.as_bytes()), o);
         }
+    }
+
+    #[test]
+    fn names_with_control_characters_are_shown_escaped() {
+        assert_eq!(printable("label"), "label");
+        assert_eq!(printable("größe ✓"), "größe ✓");
+        assert_eq!(printable("a\x1b[2Jb"), "\"a\\u{1b}[2Jb\"");
+        assert_eq!(printable("two\nlines"), "\"two\\nlines\"");
     }
 
     #[test]

@@ -250,6 +250,26 @@ fn verify_says_when_the_format_has_no_checksums_to_check() {
     }
 }
 
+/// A field name holding control characters (a terminal escape, a newline) is shown escaped
+/// by `cat` and `inspect`, never sent to the terminal as it is.
+#[test]
+fn names_with_control_characters_are_printed_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("odd.syr");
+    let name = "a\x1b[2Jb\nrecord 7";
+    let mut sink =
+        reel::create(&path, reel::Format::Syrah, &reel::CreateOptions::default()).unwrap();
+    let mut r = reel::Record::new();
+    r.push_array(name, reel::DType::U8, &[2], &[1, 2]).unwrap();
+    sink.append_ref(r.view()).unwrap();
+    sink.finish().unwrap();
+    for command in ["cat", "inspect"] {
+        let text = stdout(reel().arg(command).arg(&path));
+        assert!(!text.contains('\x1b') && !text.contains("\nrecord 7"), "{command}: {text:?}");
+        assert!(text.contains(r#""a\u{1b}[2Jb\nrecord 7""#), "{command}: {text:?}");
+    }
+}
+
 /// Where a golden case's dataset opens from: the case directory when it is recognised as a
 /// dataset, its `parts/` subdirectory, or its data file.
 fn golden_dataset(dir: &Path) -> PathBuf {
