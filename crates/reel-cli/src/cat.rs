@@ -35,7 +35,7 @@ pub struct CatArgs {
 /// Runs `reel cat`.
 pub fn run(args: &CatArgs) -> reel::Result<()> {
     let (path, mut open) = reel::locate(&args.path, &args.open.options()?)?;
-    let format = reel::sniff_in(&*open.store, &path)?;
+    let format = open.format_of(&path)?;
     // A Parquet or IPC file reads only the columns shown, so a column of a type reel has no
     // value for (a decimal) does not stop showing the others; Granular reads only the keys
     // shown. With a payload decoded, the

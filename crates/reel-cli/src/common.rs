@@ -37,6 +37,11 @@ pub struct OpenArgs {
     /// or throttling answer), with exponential backoff; 0 fails at the first error.
     #[arg(long, value_name = "N", default_value_t = reel::store::RetrySettings::default().max_retries)]
     pub retries: usize,
+    /// Read the dataset as this format (ffrecord, syrah, ofrecord, granular, bags, gulp,
+    /// parquet, arrow) instead of telling it from its files: for files that say too
+    /// little, such as an empty GulpIO2 directory.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
 }
 
 impl OpenArgs {
@@ -61,6 +66,16 @@ impl OpenArgs {
             .payload(payload)
             .lenient_jpeg(self.lenient_jpeg);
         options.payload_field = self.payload_field.clone();
+        if let Some(name) = &self.format {
+            let format = reel::Format::from_name(name).ok_or_else(|| {
+                let known: Vec<&str> = reel::Format::enabled().map(reel::Format::name).collect();
+                reel::Error::invalid_input(format!(
+                    "--format {name:?}: not a format reel reads (choose from {})",
+                    known.join(", ")
+                ))
+            })?;
+            options.format = Some(format);
+        }
         options.storage_option("retries", &self.retries.to_string())?;
         let bound = self.cache_size.as_deref().map(crate::bench::parse_size).transpose()?;
         if let Some(cache) = reel::store::CacheSettings::from_options(self.cache.as_deref(), bound)?

@@ -250,6 +250,37 @@ fn verify_says_when_the_format_has_no_checksums_to_check() {
     }
 }
 
+/// `--format` reads a dataset whose files say too little to tell its format: an empty
+/// GulpIO2 directory (no chunks) is zero videos, not an unknown format.
+#[test]
+fn format_reads_a_dataset_its_files_cannot_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty-gulp");
+    let sink = reel::create(&path, reel::Format::Gulp, &reel::CreateOptions::default());
+    sink.unwrap().finish().unwrap();
+    let out = reel().args(["inspect"]).arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot tell the format"));
+    for command in ["inspect", "verify", "cat"] {
+        let out = reel().args([command, "--format", "gulp"]).arg(&path).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+        if command != "cat" {
+            assert!(text.contains("gulp") && text.contains('0'), "{command}: {text}");
+        }
+    }
+    let copy = dir.path().join("copy.ffr");
+    let mut convert = reel();
+    convert.args(["convert", "--quiet", "--format", "gulp", "--to", "ffrecord"]);
+    let out = convert.arg(&path).arg(&copy).output().unwrap();
+    assert!(out.status.success(), "convert: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(reel::open(&copy).unwrap().len(), 0);
+    let out = reel().args(["inspect", "--format", "tfrecord"]).arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--format \"tfrecord\"") && err.contains("ffrecord"), "{err}");
+}
+
 /// A field name holding control characters (a terminal escape, a newline) is shown escaped
 /// by `cat` and `inspect`, never sent to the terminal as it is.
 #[test]

@@ -171,6 +171,11 @@ pub struct OpenOptions {
     /// Leave these columns (or Granular keys) out (of [`columns`](Self::columns), or of
     /// all), as above.
     pub skip_columns: Vec<String>,
+    /// Read the dataset as this format instead of telling it from the files (default:
+    /// told, see [`sniff`]): for a dataset whose files say too little (an empty GulpIO2
+    /// directory, a Parquet file without its extension and footer magic read elsewhere).
+    /// [`open_with`], [`verify`](crate::verify) and [`convert`](crate::convert) take it.
+    pub format: Option<Format>,
 }
 
 impl Default for OpenOptions {
@@ -189,11 +194,28 @@ impl Default for OpenOptions {
             lenient_jpeg: false,
             columns: None,
             skip_columns: Vec::new(),
+            format: None,
         }
     }
 }
 
 impl OpenOptions {
+    /// Reads the dataset as `format` (see [`format`](Self::format)); `None` tells it from
+    /// the files.
+    pub fn format(mut self, format: Option<Format>) -> Self {
+        self.format = format;
+        self
+    }
+
+    /// The format the dataset at `path` (a location in [`store`](Self::store)) is read as:
+    /// [`format`](Self::format), or the one its files have ([`sniff_in`]).
+    pub fn format_of(&self, path: &Path) -> Result<Format> {
+        match self.format {
+            Some(format) => Ok(format),
+            None => sniff_in(&*self.store, path),
+        }
+    }
+
     /// Reads the dataset from `store`.
     pub fn store(mut self, store: StoreRef) -> Self {
         self.store = store;
@@ -306,7 +328,7 @@ pub fn open(path: impl AsRef<Path>) -> Result<Box<dyn RecordSource>> {
 /// [`open`] with options.
 pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Box<dyn RecordSource>> {
     let (path, options) = locate(path.as_ref(), options)?;
-    let format = sniff_in(&*options.store, &path)?;
+    let format = options.format_of(&path)?;
     open_as(&path, format, &options)
 }
 

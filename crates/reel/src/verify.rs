@@ -103,7 +103,7 @@ pub fn verify_with_progress(
 ) -> Result<VerifyReport> {
     let (path, options) = crate::open::locate(path.as_ref(), options)?;
     let path = path.as_path();
-    let format = crate::sniff_in(&*options.store, path)?;
+    let format = options.format_of(path)?;
     let options = streaming(&options).verify(true);
     let mut report = VerifyReport {
         format,

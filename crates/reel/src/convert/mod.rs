@@ -232,7 +232,7 @@ pub fn convert_with_progress(
         open.backend = reel_core::Backend::Pread;
     }
     let (src, open) = crate::locate(src, &open)?;
-    let format = crate::sniff_in(&*open.store, &src)?;
+    let format = open.format_of(&src)?;
     // Before the selection moves into the open, where a contradiction would read as
     // fields missing from the records.
     options.fields.check()?;
