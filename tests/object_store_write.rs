@@ -174,9 +174,17 @@ fn a_dropped_or_failed_writer_leaves_nothing() {
     assert_eq!(e.kind(), reel::ErrorKind::InvalidInput, "{e}");
     assert!(e.to_string().contains("s3://dropped/ds"), "{e}");
 
-    // With overwrite, the new dataset replaces the old objects (none is left behind).
-    let mut sink =
-        reel::create("s3://dropped/ds", Format::Gulp, &on_server.clone().overwrite(true)).unwrap();
+    // Nor with overwrite, since they are no dataset: replacing deletes all of them.
+    let overwrite = on_server.clone().overwrite(true);
+    let e = reel::create("s3://dropped/ds", Format::Gulp, &overwrite).err().unwrap();
+    assert!(e.to_string().contains("other than a dataset"), "{e}");
+    store.delete(&ObjectPath::from("ds/other")).unwrap();
+
+    // With overwrite, a new dataset replaces an old one (none of its objects is left).
+    let mut old = reel::create("s3://dropped/ds", Format::Ofrecord, &on_server).unwrap();
+    old.append(reel::Record::new().with_bytes("payload", b"old").view()).unwrap();
+    old.finish().unwrap();
+    let mut sink = reel::create("s3://dropped/ds", Format::Gulp, &overwrite).unwrap();
     for i in 0..src.len() {
         sink.append(src.read(i).unwrap().view()).unwrap();
     }
@@ -187,7 +195,7 @@ fn a_dropped_or_failed_writer_leaves_nothing() {
         .into_iter()
         .map(|(k, _)| k.to_string())
         .collect();
-    assert!(!keys.contains(&"ds/other".to_string()), "{keys:?}");
+    assert!(!keys.contains(&"ds/part-00000".to_string()), "{keys:?}");
     assert!(keys.contains(&"ds/meta_0.gmeta".to_string()), "{keys:?}");
 
     // A bucket that does not exist: the writer fails (when it is made or at finish) and
@@ -459,18 +467,47 @@ fn sealed_files_go_up_while_the_dataset_is_written() {
     }
     assert_eq!(keys_under(&store, "dropped"), Vec::<String>::new());
 
-    // An overwrite: the old parts go before the first new one, and none is left over.
+    // An overwrite: nothing goes up early, so the old dataset stays whole until finish (a
+    // writer that fails leaves it as it was), and none of its parts is left over.
     let mut per_three = per_two.clone().overwrite(true);
     per_three.ofrecord = reel::ofrecord::OfrecordWriterOptions::default().max_records_per_part(3);
+    let old = keys_under(&store, "ofr");
+    assert_eq!(old.len(), 5);
     let mut sink = reel::create("s3://stream/ofr", Format::Ofrecord, &per_three).unwrap();
     for i in 0..7 {
         sink.append(record(i + 100).view()).unwrap();
     }
-    // The second part was sealed and sent: the old parts are gone, the first one first.
-    let now = keys_under(&store, "ofr");
-    assert!(now.iter().all(|k| k == "ofr/part-00001"), "{now:?}");
+    assert_eq!(keys_under(&store, "ofr"), old, "the old dataset changed before finish");
     sink.finish().unwrap();
-    assert_eq!(keys_under(&store, "ofr"), ["ofr/part-00000", "ofr/part-00001", "ofr/part-00002"]);
+    let new = ["ofr/part-00000", "ofr/part-00001", "ofr/part-00002"];
+    assert_eq!(keys_under(&store, "ofr"), new);
     let back = reel::open_with("s3://stream/ofr", &from_s3).unwrap();
     assert_eq!(back.len(), 7);
+    // A replacing writer dropped unfinished leaves the dataset it would have replaced.
+    {
+        let mut sink = reel::create("s3://stream/ofr", Format::Ofrecord, &per_three).unwrap();
+        for i in 0..7 {
+            sink.append(record(i + 200).view()).unwrap();
+        }
+    }
+    assert_eq!(keys_under(&store, "ofr"), new);
+    let back = reel::open_with("s3://stream/ofr", &from_s3).unwrap();
+    assert_eq!(back.len(), 7);
+    let first = back.read(0).unwrap();
+    let kept = match first.get("payload") {
+        Some(reel::ValueRef::List(items)) => items.iter().next().and_then(|v| v.as_bytes()),
+        _ => None,
+    };
+    assert_eq!(kept, Some(&b"record 100"[..]), "the old records were not kept");
+
+    // A prefix that holds no dataset (a user's notes and models) is not replaced, as a
+    // local directory is not: replacing would delete every object under it.
+    let mine = ["proj/keep/model.pt", "proj/notes.txt"];
+    for key in mine {
+        store.put(&reel::store::ObjectPath::from(key), "keep me".into()).unwrap();
+    }
+    let refused = reel::create("s3://stream/proj", Format::Ofrecord, &per_three).err();
+    let e = refused.expect("a prefix holding no dataset was replaced");
+    assert!(e.to_string().contains("other than a dataset"), "{e}");
+    assert_eq!(keys_under(&store, "proj"), mine);
 }

@@ -181,8 +181,19 @@ pub(crate) fn refuse_replacing_a_non_dataset(path: &Path) -> Result<()> {
     if names.is_empty() || std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_dir()) {
         return Ok(());
     }
+    refuse_a_directory_not_a_dataset(&reel_core::LocalStore, path, &names)
+}
+
+/// Refuses to replace the directory `path` of `store`, whose entries are `names` (not
+/// none), unless it is a dataset reel recognises: the local check above, and the same for
+/// a prefix in a bucket, where replacing deletes every object under it.
+pub(crate) fn refuse_a_directory_not_a_dataset(
+    store: &dyn reel_core::Store,
+    path: &Path,
+    names: &[String],
+) -> Result<()> {
     let all_end_with = |ext: &str| names.iter().all(|n| n.ends_with(ext));
-    let recognised = match crate::sniff(path) {
+    let recognised = match crate::sniff_in(store, path) {
         Ok(Format::Ffrecord) => all_end_with(".ffr"),
         Ok(Format::Syrah) => all_end_with(".syr"),
         Ok(_) => true,

@@ -44,8 +44,11 @@ pub(crate) fn create_remote(
         shown: url.to_string(),
         local_url: url.to_string(),
         format,
+        // Replacing a dataset, nothing goes up early: the old one would have to be deleted
+        // first, and a writer that then fails (an exception in the `with` block) would
+        // leave no dataset at all. The new one is staged whole and goes up on finish.
+        early: old.is_empty().then(EarlyUploads::default),
         old,
-        early: Some(EarlyUploads::default()),
         job_marker: None,
         published: false,
         _staging: staging,
@@ -232,7 +235,37 @@ pub(crate) fn refuse_existing(
         ))
         .with_path(store.address_of(key)));
     }
+    refuse_a_prefix_not_a_dataset(store, key, &old)?;
     Ok(old)
+}
+
+/// Refuses to replace the prefix `key`, holding the objects `old`, unless they are a
+/// dataset reel recognises, as a local directory is refused (see
+/// `create::refuse_replacing_a_non_dataset`): replacing deletes every object under the
+/// prefix, a user's notes and models beside a dataset as well. A single object at `key` is
+/// replaced as a file is.
+fn refuse_a_prefix_not_a_dataset(
+    store: &Store,
+    key: &ObjectPath,
+    old: &[ObjectPath],
+) -> Result<()> {
+    let depth = key.parts().count();
+    let mut names: Vec<String> = old
+        .iter()
+        .filter(|k| *k != key)
+        .filter_map(|k| k.parts().nth(depth).map(|p| p.as_ref().to_string()))
+        .collect();
+    names.dedup();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let reader = reel_store::RemoteStore::open(
+        store.url(),
+        store.options(),
+        reel_store::ReadSettings::default(),
+    )?;
+    let location = PathBuf::from(store.address_of(key).trim_end_matches('/'));
+    crate::create::refuse_a_directory_not_a_dataset(&reader, &location, &names)
 }
 
 /// The objects at `key` (one object) or under it (a directory dataset).
