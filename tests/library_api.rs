@@ -534,3 +534,25 @@ fn long_operations_stop_when_their_cancel_flag_is_raised_and_leave_nothing() {
     let report = calm.scope(|| reel::convert(&src, &out, &ConvertOptions::new(Format::Syrah)));
     assert_eq!(report.unwrap().records, 2000);
 }
+
+/// A `file://` URL names the local path for writing as for reading: `create`, `convert`
+/// and `synth::generate` wrote to a directory named `file:` (which then failed).
+#[test]
+fn file_urls_are_local_paths_for_writers_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = |name: &str| format!("file://{}/{name}", dir.path().display());
+    let mut sink =
+        reel::create(url("a.ffr"), reel::Format::Ffrecord, &reel::CreateOptions::default())
+            .unwrap();
+    sink.append_ref(Record::new().with_bytes("data", b"x").view()).unwrap();
+    sink.finish().unwrap();
+    assert!(dir.path().join("a.ffr").is_file());
+    let options = reel::ConvertOptions::new(reel::Format::Syrah);
+    reel::convert(url("a.ffr"), url("b.syr"), &options).unwrap();
+    assert_eq!(reel::open(dir.path().join("b.syr")).unwrap().len(), 1);
+    let options = reel::CreateOptions::default();
+    reel::synth::generate(url("c.ofr"), reel::Format::Ofrecord, 3, 10, &options, &mut |_| {})
+        .unwrap();
+    assert_eq!(reel::open(url("c.ofr")).unwrap().len(), 3);
+    assert!(!Path::new("file:").exists());
+}

@@ -72,6 +72,16 @@ impl ObjectUrl {
     }
 
     fn from_url(url: Url, text: &str) -> Result<ObjectUrl> {
+        if !url.username().is_empty() || url.password().is_some() {
+            // Said without them: a message must not carry a secret into logs.
+            let mut shown = url.clone();
+            let _ = shown.set_password(None);
+            let _ = shown.set_username("");
+            return Err(Error::invalid_input(format!(
+                "{shown}: credentials in the address are not read (they would be ignored \
+                 and echoed in messages); give them in the environment or as storage options"
+            )));
+        }
         let (scheme, path) = ObjectStoreScheme::parse(&url).map_err(|e| {
             Error::invalid_input(format!("{text}: not an object-store address ({e})"))
         })?;
@@ -336,6 +346,21 @@ mod tests {
         assert!(!refused("s3://c/ds", "s3://b/ds"));
         assert!(!refused("gs://b/ds", "s3://b/ds"));
         assert!(!refused("s3://b/ds", "/local/ds"));
+    }
+
+    #[test]
+    fn credentials_in_an_address_are_refused_without_being_repeated() {
+        for text in
+            ["s3://AKID:TOPSECRET@b/k.ffr", "http://user:TOPSECRET@127.0.0.1:1/x", "gs://me@b/k"]
+        {
+            let e = Address::parse(text).unwrap_err();
+            let said = e.to_string();
+            assert!(said.contains("credentials in the address"), "{said}");
+            assert!(
+                !said.contains("TOPSECRET") && !said.contains("AKID") && !said.contains("me@"),
+                "{said}"
+            );
+        }
     }
 
     fn remote(text: &str) -> ObjectUrl {

@@ -68,14 +68,30 @@ where
 {
     let rt = runtime()?;
     if Handle::try_current().is_err() {
-        return Ok(rt.block_on(future));
+        // object_store panics on some settings it took at build time (an endpoint that is
+        // no URI fails its first request's assertion): an error, never a crash.
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.block_on(future)))
+            .map_err(|panic| panicked(&*panic));
     }
     std::thread::scope(|scope| {
-        scope
-            .spawn(|| rt.block_on(future))
-            .join()
-            .map_err(|_| Error::new(ErrorKind::Io, "an object-store request panicked"))
+        scope.spawn(|| rt.block_on(future)).join().map_err(|panic| panicked(&*panic))
     })
+}
+
+/// The error for an object-store request that panicked, with what the panic said.
+fn panicked(panic: &(dyn std::any::Any + Send)) -> Error {
+    let said = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    Error::new(
+        ErrorKind::Io,
+        format!(
+            "an object-store request failed inside the client ({said}); a setting it cannot \
+             use, such as an endpoint that is not a URL, is the usual cause"
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -88,6 +104,15 @@ mod tests {
         let a = runtime().unwrap();
         let b = runtime().unwrap();
         assert!(Arc::ptr_eq(&a, &b));
+    }
+
+    #[test]
+    #[allow(clippy::panic)]
+    fn a_request_that_panics_is_an_error_not_a_crash() {
+        let e = block_on(async { panic!("request valid: InvalidUri") }).unwrap_err();
+        assert!(e.to_string().contains("InvalidUri"), "{e}");
+        // The runtime is still there for the next request.
+        assert_eq!(block_on(async { 1 }).unwrap(), 1);
     }
 
     #[test]

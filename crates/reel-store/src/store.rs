@@ -171,8 +171,40 @@ fn install_crypto_provider() {
     });
 }
 
+/// The environment variables that name an S3 endpoint, as object_store reads them.
+const ENDPOINT_VARIABLES: [&str; 2] = ["AWS_ENDPOINT_URL", "AWS_ENDPOINT"];
+
+/// Refuses settings object_store takes at build time and panics on at the first request:
+/// an endpoint that is not an `http(s)` URL (no scheme, spaces around it), and values
+/// holding control characters (a region with a newline is an invalid header).
+fn check_settings(options: &StoreOptions) -> Result<()> {
+    let from_env = ENDPOINT_VARIABLES
+        .iter()
+        .filter(|_| options.use_env)
+        .filter_map(|name| std::env::var(name).ok().map(|value| (name.to_string(), value)));
+    let given = options.config.iter().map(|(k, v)| (k.clone(), v.clone()));
+    for (name, value) in given.chain(from_env) {
+        if value.chars().any(char::is_control) {
+            return Err(Error::invalid_input(format!(
+                "storage option {name}: {value:?} holds control characters"
+            )));
+        }
+        let endpoint = name.to_ascii_lowercase().contains("endpoint");
+        let parsed = url::Url::parse(&value);
+        let is_http = parsed.as_ref().is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+        if endpoint && (value.trim() != value || !is_http) {
+            return Err(Error::invalid_input(format!(
+                "storage option {name}: {value:?} is not an http:// or https:// URL \
+                 (an endpoint is written like http://127.0.0.1:9000)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn build_client(url: &ObjectUrl, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>> {
     install_crypto_provider();
+    check_settings(options)?;
     let root = url.store_url();
     let bad = |e: object_store::Error| {
         Error::invalid_input(format!("cannot set up the {} store: {e}", url.kind()))
@@ -246,6 +278,27 @@ fn build_client(url: &ObjectUrl, options: &StoreOptions) -> Result<Arc<dyn Objec
 mod tests {
     use super::*;
     use reel_core::ErrorKind;
+
+    #[test]
+    fn an_endpoint_that_is_no_url_is_refused_when_the_store_is_built() {
+        for (key, value) in [
+            ("aws_endpoint", "127.0.0.1:9000"),
+            ("aws_endpoint", " http://127.0.0.1:9000"),
+            ("aws_endpoint", "not a url"),
+            ("aws_endpoint", "http://[::1"),
+            ("aws_region", "us-east-1\n"),
+        ] {
+            let options = StoreOptions { use_env: false, ..StoreOptions::default() }
+                .with(key, value)
+                .with("allow_http", "true");
+            let Err(e) = Store::new(&url("s3://b/k"), &options) else { panic!("{value}") };
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+            assert!(e.to_string().contains(key), "{e}");
+        }
+        let fine = StoreOptions { use_env: false, ..StoreOptions::default() }
+            .with("aws_endpoint", "http://127.0.0.1:9000");
+        assert!(Store::new(&url("s3://b/k"), &fine).is_ok());
+    }
 
     fn url(text: &str) -> ObjectUrl {
         ObjectUrl::parse(text).unwrap()

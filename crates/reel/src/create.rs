@@ -153,6 +153,7 @@ pub(crate) fn create_checked(
     if let Some(reel_store::Address::Remote(url)) = remote_address(path)? {
         return crate::remote_sink::create_remote(&url, format, options);
     }
+    let path = &*local_form(path)?;
     let existing = if options.overwrite { Existing::Overwrite } else { Existing::Refuse };
     check_destination(path, inputs, existing)?;
     refuse_replacing_a_non_dataset(path)?;
@@ -210,6 +211,20 @@ pub(crate) fn refuse_a_directory_not_a_dataset(
         .with_path(path));
     }
     Ok(())
+}
+
+/// `path`, or the local path a `file://` URL in it names (`file:///data/x.ffr` is
+/// `/data/x.ffr`), as reading takes them: writing a `file://` URL used to write to a
+/// directory named `file:`.
+pub(crate) fn local_form(path: &Path) -> Result<std::borrow::Cow<'_, Path>> {
+    #[cfg(feature = "object-store")]
+    if let Some(text) = path.to_str()
+        && text.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("file://"))
+        && let reel_store::Address::Local(local) = reel_store::Address::parse(text)?
+    {
+        return Ok(std::borrow::Cow::Owned(local));
+    }
+    Ok(std::borrow::Cow::Borrowed(path))
 }
 
 /// The object-store address `path` spells, if it is one (`s3://…`, `gs://…` …).

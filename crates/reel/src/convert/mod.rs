@@ -206,6 +206,7 @@ pub fn convert_with_progress(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<ConvertReport> {
     let (src, dst) = (src.as_ref(), dst.as_ref());
+    let (src, dst) = (&*crate::create::local_form(src)?, &*crate::create::local_form(dst)?);
     // Before anything is read: the destination must not be the source (or inside it), and
     // must not exist unless replacing was asked for. With shards, `dst` is the directory
     // that receives the parts, which may exist; each part is checked when created.
