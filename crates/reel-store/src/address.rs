@@ -72,7 +72,9 @@ impl ObjectUrl {
     }
 
     fn from_url(url: Url, text: &str) -> Result<ObjectUrl> {
-        if !url.username().is_empty() || url.password().is_some() {
+        // Azure Data Lake addresses name the file system there (`abfs://fs@account…`).
+        let names_a_file_system = matches!(url.scheme(), "abfs" | "abfss");
+        if url.password().is_some() || (!url.username().is_empty() && !names_a_file_system) {
             // Said without them: a message must not carry a secret into logs.
             let mut shown = url.clone();
             let _ = shown.set_password(None);
