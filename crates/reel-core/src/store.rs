@@ -103,6 +103,17 @@ pub trait Store: Send + Sync + fmt::Debug {
         self.size(path).map(|size| size.to_string())
     }
 
+    /// The version of the file `path` this store read, as it learnt it while the dataset
+    /// was opened, with no further request: an object store's size and entity tag (or
+    /// last-modified time) of each object, which every later read of it is held to. A
+    /// process that opens the dataset again (a forked or unpickled copy) compares its own
+    /// with the first one's, so that it does not read a replaced object while the first
+    /// reads the old one. `None` where nothing is remembered (the local file system).
+    fn opened_version(&self, path: &Path) -> Option<String> {
+        let _ = path;
+        None
+    }
+
     /// Whether `path` is a regular file (an object).
     fn is_file(&self, path: &Path) -> bool {
         matches!(self.stat(path), Ok(InputKind::File(_)))

@@ -90,10 +90,27 @@ impl OpenArgs {
 
     /// Opens the source (no Python involved: call it with the GIL released).
     pub(crate) fn open(&self) -> reel::Result<Box<dyn RecordSource>> {
+        Ok(self.open_versioned()?.0)
+    }
+
+    /// [`open`](Self::open), and the versions of the objects it opened (see
+    /// [`opened_versions`]).
+    pub(crate) fn open_versioned(&self) -> reel::Result<(Box<dyn RecordSource>, Option<String>)> {
         // An object URL becomes the URL in a store made for it, for sniffing and for the
         // two readers opened directly below as well as for the facade.
         let (path, options) = reel::locate(&self.path, &self.options()?)?;
-        let path = path.as_path();
+        let store = options.store.clone();
+        let source = self.open_located(&path, options)?;
+        let versions = opened_versions(&*store, &source.info().paths);
+        Ok((source, versions))
+    }
+
+    /// Opens the source at `path` located with `options`.
+    fn open_located(
+        &self,
+        path: &Path,
+        options: OpenOptions,
+    ) -> reel::Result<Box<dyn RecordSource>> {
         let format = self.format_in(&*options.store, path)?;
         // Refused for formats without columns here, as the facade does, since the readers
         // opened directly below do not go through it.
@@ -213,6 +230,7 @@ pub(crate) fn open(
         skip_columns,
         None,
         storage_options,
+        None,
     )?;
     warn_of_missing_parts(py, &*dataset.source)?;
     Ok(dataset)
@@ -245,6 +263,35 @@ fn check_unchanged(source: &dyn RecordSource, records: u64, path: &Path) -> reel
     .with_path(path))
 }
 
+/// A digest of the version of every file of a dataset as `store` learnt it while opening
+/// ([`reel::Store::opened_version`]): the size and entity tag of each object of a dataset
+/// in object storage; `None` for local files (whose versions differ between machines that
+/// share them: inode numbers, devices).
+fn opened_versions(store: &dyn reel::Store, paths: &[PathBuf]) -> Option<String> {
+    // DefaultHasher::new() hashes alike in every process running this build.
+    let mut hasher = std::hash::DefaultHasher::new();
+    for p in paths {
+        std::hash::Hash::hash(p, &mut hasher);
+        std::hash::Hash::hash(&store.opened_version(p)?, &mut hasher);
+    }
+    Some(format!("{:016x}", std::hash::Hasher::finish(&hasher)))
+}
+
+/// Refuses a dataset opened again (after a fork, or unpickled) whose objects are not the
+/// versions the first process opened, `first`: it would read replaced objects while the
+/// first reads the old ones (its reads name their versions), silently, under indices and a
+/// schema taken from the old ones.
+fn check_same_versions(first: Option<&str>, now: Option<&str>, path: &Path) -> reel::Result<()> {
+    match (first, now) {
+        (Some(first), Some(now)) if first != now => Err(Error::corrupt(
+            "the dataset changed since it was opened: an object of it was replaced (another \
+             size or entity tag); open it again",
+        )
+        .with_path(path)),
+        _ => Ok(()),
+    }
+}
+
 /// Opens a dataset again after unpickling (what `Dataset.__reduce__` names, as
 /// `reel._reopen`): `reel.open`'s arguments in order, without its warnings, which the
 /// process that opened the dataset gave already, and the number of `records` it had then,
@@ -252,7 +299,7 @@ fn check_unchanged(source: &dyn RecordSource, records: u64, path: &Path) -> reel
 #[pyfunction]
 #[pyo3(name = "_reopen", signature = (path, format, backend, verify, decode_images, decode=true,
                     cache=None, cache_size=None, columns=None, skip_columns=None, records=None,
-                    storage_options=Vec::new()))]
+                    storage_options=Vec::new(), versions=None))]
 #[allow(clippy::too_many_arguments)] // the pickled arguments, one per option
 pub(crate) fn reopen(
     py: Python<'_>,
@@ -268,6 +315,7 @@ pub(crate) fn reopen(
     skip_columns: Option<Vec<String>>,
     records: Option<u64>,
     #[pyo3(from_py_with = storage_options)] storage_options: StorageOptions,
+    versions: Option<String>,
 ) -> PyResult<Dataset> {
     let cache_size = opt(cache_size);
     let args = OpenArgs {
@@ -287,6 +335,10 @@ pub(crate) fn reopen(
     if let Some(records) = records {
         check_unchanged(&*dataset.source, records, &dataset.args.path).py_err(py)?;
     }
+    check_same_versions(versions.as_deref(), dataset.versions.as_deref(), &dataset.args.path)
+        .py_err(py)?;
+    // The first process's versions are the ones every copy is held to.
+    let dataset = Dataset { versions: versions.or(dataset.versions), ..dataset };
     Ok(dataset)
 }
 
@@ -326,6 +378,9 @@ pub struct Dataset {
     /// Metadata of the source, the same in every process.
     pub(crate) source: Arc<dyn RecordSource>,
     pub(crate) args: OpenArgs,
+    /// The versions of the objects this dataset opened (see [`opened_versions`]): a copy
+    /// opened in another process must find the same.
+    versions: Option<String>,
 }
 
 /// What a dataset reads through in one process: the source (its files, mappings and
@@ -350,12 +405,14 @@ const TRACKED_FORK_DEPTHS: usize = 16;
 
 impl Dataset {
     pub(crate) fn open(py: Python<'_>, args: OpenArgs) -> PyResult<Dataset> {
-        let source: Arc<dyn RecordSource> =
-            Arc::from(crate::shutdown::detach(py, || args.open()).py_err(py)?);
+        let (source, versions) =
+            crate::shutdown::detach(py, || args.open_versioned()).py_err(py)?;
+        let source: Arc<dyn RecordSource> = Arc::from(source);
         let dataset = Dataset {
             opened: std::array::from_fn(|_| OnceLock::new()),
             source: Arc::clone(&source),
             args,
+            versions,
         };
         if let Some(slot) = dataset.opened.get(crate::fork::process_generation() as usize) {
             let _ = slot.set(Opened { source, pool: new_pool() });
@@ -372,8 +429,10 @@ impl Dataset {
         if let Some(opened) = slot.and_then(OnceLock::get) {
             return Ok(opened.clone());
         }
-        let source: Arc<dyn RecordSource> = Arc::from(self.args.open()?);
+        let (source, versions) = self.args.open_versioned()?;
+        let source: Arc<dyn RecordSource> = Arc::from(source);
         check_unchanged(&*source, self.source.len(), &self.args.path)?;
+        check_same_versions(self.versions.as_deref(), versions.as_deref(), &self.args.path)?;
         let fresh = Opened { source, pool: new_pool() };
         Ok(match slot {
             Some(slot) => slot.get_or_init(|| fresh).clone(),
@@ -1017,22 +1076,22 @@ impl Dataset {
         let reopen = py.import("reel")?.getattr("_reopen")?; // `reopen`, re-exported
         let a = &self.args;
         // The path as a str: a pathlib.Path would fold an URL's `//` (`s3:/bucket/key`).
-        let args = (
-            a.path.clone().into_os_string(),
-            a.format.clone(),
-            a.backend.clone(),
-            a.verify,
-            a.decode_images,
-            a.decode,
-            a.cache.clone(),
-            a.cache_size,
-            a.columns.clone(),
-            a.skip_columns.clone(),
-            self.source.len(),
-            storage_dict(py, &a.storage_options)?,
-        )
-            .into_pyobject(py)?;
-        Ok((reopen, args))
+        let args: [Bound<'py, PyAny>; 13] = [
+            a.path.clone().into_os_string().into_pyobject(py)?.into_any(),
+            a.format.clone().into_pyobject(py)?.into_any(),
+            a.backend.clone().into_pyobject(py)?.into_any(),
+            pyo3::types::PyBool::new(py, a.verify).to_owned().into_any(),
+            pyo3::types::PyBool::new(py, a.decode_images).to_owned().into_any(),
+            pyo3::types::PyBool::new(py, a.decode).to_owned().into_any(),
+            a.cache.clone().into_pyobject(py)?.into_any(),
+            a.cache_size.into_pyobject(py)?.into_any(),
+            a.columns.clone().into_pyobject(py)?.into_any(),
+            a.skip_columns.clone().into_pyobject(py)?.into_any(),
+            self.source.len().into_pyobject(py)?.into_any(),
+            storage_dict(py, &a.storage_options)?.into_any(),
+            self.versions.clone().into_pyobject(py)?.into_any(),
+        ];
+        Ok((reopen, PyTuple::new(py, args)?))
     }
 
     /// The batches rank `rank` of `world_size` reads, from reel-loader (see the README's

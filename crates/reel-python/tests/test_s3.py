@@ -197,6 +197,41 @@ def test_an_object_replaced_after_opening_is_refused_not_read_into_the_old_one(s
             assert same(ds[i], expected[i]), f"record {i} read from the new object"
 
 
+def _read_in_a_forked_child(ds, index: int, answer) -> None:
+    try:
+        ds[index]
+        answer.put("read")
+    except reel.ReelError as e:
+        answer.put(f"{type(e).__name__}: {e}")
+
+
+def test_copies_of_a_dataset_refuse_an_object_replaced_since_the_first_opened_it(s3, tmp_path):
+    """A pickled copy (a spawned DataLoader worker, a Ray task) and a forked one open the
+    dataset again: they must read the objects the first process opened, as its own reads
+    do (If-Match), not a new upload of the same size, silently."""
+    import multiprocessing
+
+    local = tmp_path / "v.ffr"
+    reel.generate(local, format="ffrecord", records=50, max_record=64)
+    s3.upload_file(str(local), BUCKET, "versions/ds.ffr")
+    url = f"s3://{BUCKET}/versions/ds.ffr"
+    ds = reel.open(url)
+    pickled = pickle.dumps(ds)
+    assert len(pickle.loads(pickled)) == 50  # unchanged: opens
+    changed = bytearray(local.read_bytes())
+    changed[-100] ^= 0xFF
+    s3.put_object(Bucket=BUCKET, Key="versions/ds.ffr", Body=bytes(changed))
+    with pytest.raises(reel.CorruptError, match="changed since it was opened"):
+        pickle.loads(pickled)
+    answer = multiprocessing.get_context("fork").Queue()
+    child = multiprocessing.get_context("fork").Process(target=_read_in_a_forked_child, args=(ds, 3, answer))
+    child.start()
+    child.join(60)
+    assert not child.is_alive()
+    said = answer.get(timeout=5)
+    assert said.startswith("CorruptError") and "changed since it was opened" in said, said
+
+
 def closed_port() -> int:
     """A loopback port nothing listens on (bound, then let go)."""
     with socket.socket() as s:

@@ -468,6 +468,15 @@ impl reel_core::Store for RemoteStore {
         self.memo().failed_question.take()
     }
 
+    fn opened_version(&self, path: &Path) -> Option<String> {
+        let key = self.key(path).ok()?;
+        let known = self.memo().object(&key)??;
+        Some(match &known.etag {
+            Some(tag) => format!("{} {tag}", known.size),
+            None => format!("{} modified {}", known.size, known.modified),
+        })
+    }
+
     /// One HEAD: the object's size, ETag and last-modified time (an object written again
     /// gets a new last-modified time even with the same bytes).
     fn version(&self, path: &Path) -> Result<String> {
