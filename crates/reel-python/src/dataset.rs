@@ -15,7 +15,7 @@ use crate::args::{Count, count, count_pair, name, opt};
 use crate::arrow::{ArrowStream, StreamArgs};
 use crate::buffer::{BatchBuffer, HeldBatch, new_pool};
 use crate::errors::IntoPyResult;
-use crate::fspath::{fs_path, opt_fs_path};
+use crate::fspath::{GivenPath, Location, fs_path, locations, opt_fs_path};
 use crate::loader::{BatchStream, IndexPlan, PlanArgs, ReadAhead};
 use crate::storage::{StorageOptions, storage_dict, storage_options};
 use crate::values::Converter;
@@ -1014,10 +1014,10 @@ impl Dataset {
         Info::from(self.source.info())
     }
 
-    /// The path the dataset was opened from.
+    /// The path the dataset was opened from (an object URL as a `str`).
     #[getter]
-    fn path(&self) -> PathBuf {
-        self.args.path.clone()
+    fn path(&self) -> GivenPath {
+        GivenPath(self.args.path.clone())
     }
 
     /// The format's name.
@@ -1429,10 +1429,10 @@ pub struct Info {
     version: Option<String>,
     /// (field name, the format's type name) for every field, when the format declares them.
     schema: Option<Vec<(String, String)>>,
-    /// The files the dataset reads.
-    files: Vec<PathBuf>,
+    /// The files the dataset reads (object URLs as `str`).
+    files: Vec<Location>,
     /// What the reader noticed while opening: (kind, file or None, message).
-    warnings: Vec<(String, Option<PathBuf>, String)>,
+    warnings: Vec<(String, Option<Location>, String)>,
     /// Format-specific facts as (name, value) pairs in display order.
     facts: Vec<(String, String)>,
 }
@@ -1446,11 +1446,11 @@ impl From<&reel::SourceInfo> for Info {
                 .schema
                 .as_ref()
                 .map(|s| s.iter().map(|f| (f.name.clone(), f.kind.clone())).collect()),
-            files: i.paths.clone(),
+            files: locations(&i.paths),
             warnings: i
                 .warnings
                 .iter()
-                .map(|w| (format!("{:?}", w.kind), w.path.clone(), w.message.clone()))
+                .map(|w| (format!("{:?}", w.kind), w.path.clone().map(Location), w.message.clone()))
                 .collect(),
             facts: i.facts.clone(),
         }

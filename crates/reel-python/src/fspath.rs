@@ -33,3 +33,48 @@ pub(crate) fn fs_path(obj: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
 pub(crate) fn opt_fs_path(obj: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
     if obj.is_none() { Ok(None) } else { fs_path(obj).map(Some) }
 }
+
+/// A path or object URL given back to Python: a local path as a `pathlib.Path` (what
+/// pyo3 makes of a `PathBuf`), an object URL as a `str` URL with its key percent-encoded
+/// (`s3://b/my%20data.ffr`), which `reel.open` takes back: a `pathlib.Path` folds a URL's
+/// `//` (`s3:/b/…`), and the store's own spelling of a key (`my data.ffr`) is no URL of it.
+#[derive(Clone, Debug)]
+pub(crate) struct Location(pub(crate) PathBuf);
+
+impl<'py> IntoPyObject<'py> for Location {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Self::Output> {
+        match self.0.to_str() {
+            Some(text) if reel::store::is_remote(text) => {
+                Ok(PyString::new(py, &reel::store::location_url(text)).into_any())
+            }
+            _ => Ok(self.0.into_pyobject(py)?.into_any()),
+        }
+    }
+}
+
+/// Each of `paths` as a [`Location`].
+pub(crate) fn locations(paths: &[PathBuf]) -> Vec<Location> {
+    paths.iter().cloned().map(Location).collect()
+}
+
+/// A path or address as the user gave it (or as a writer's summary names it: already a
+/// URL), given back to Python: a URL as the same `str`, a local path as a `pathlib.Path`.
+#[derive(Clone, Debug)]
+pub(crate) struct GivenPath(pub(crate) PathBuf);
+
+impl<'py> IntoPyObject<'py> for GivenPath {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Self::Output> {
+        match self.0.to_str() {
+            Some(text) if reel::store::is_remote(text) => Ok(PyString::new(py, text).into_any()),
+            _ => Ok(self.0.into_pyobject(py)?.into_any()),
+        }
+    }
+}

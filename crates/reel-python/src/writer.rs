@@ -10,7 +10,7 @@ use reel::{ConvertOptions, CreateOptions, Error, ErrorKind, FieldSpec, Format, R
 use crate::args::{Count, count, name, opt, opt_pair};
 use crate::dataset::OpenArgs;
 use crate::errors::IntoPyResult;
-use crate::fspath::fs_path;
+use crate::fspath::{GivenPath, Location, fs_path};
 use crate::interrupt::interruptible;
 use crate::records::record_from;
 use crate::storage::{StorageOptions, storage_options};
@@ -164,8 +164,8 @@ impl Sink {
 
     /// The path the dataset appears at.
     #[getter]
-    fn path(&self) -> PathBuf {
-        self.path.clone()
+    fn path(&self) -> GivenPath {
+        GivenPath(self.path.clone())
     }
 
     /// The format's name.
@@ -240,7 +240,7 @@ pub(crate) fn report_dict<'py>(
     let losses: Vec<(String, String)> =
         report.losses.iter().map(|l| (l.field.clone(), l.what.clone())).collect();
     d.set_item("losses", losses)?;
-    d.set_item("outputs", &report.outputs)?;
+    d.set_item("outputs", report.outputs.iter().cloned().map(GivenPath).collect::<Vec<_>>())?;
     Ok(d)
 }
 
@@ -285,7 +285,7 @@ pub(crate) fn verify<'py>(
     for p in &report.problems {
         let pd = PyDict::new(py);
         pd.set_item("record", p.record)?;
-        pd.set_item("path", p.path.clone())?;
+        pd.set_item("path", p.path.clone().map(Location))?;
         pd.set_item("offset", p.offset)?;
         pd.set_item("kind", p.kind.as_str())?;
         pd.set_item("message", &p.message)?;
@@ -332,7 +332,7 @@ fn summary_dict(py: Python<'_>, summary: reel::SinkSummary) -> PyResult<Bound<'_
     let d = PyDict::new(py);
     d.set_item("records", summary.records)?;
     d.set_item("bytes", summary.bytes)?;
-    d.set_item("paths", summary.paths)?;
+    d.set_item("paths", summary.paths.into_iter().map(GivenPath).collect::<Vec<_>>())?;
     Ok(d)
 }
 

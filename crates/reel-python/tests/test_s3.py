@@ -173,7 +173,19 @@ def test_a_key_is_what_its_url_decodes_to_for_writing_and_reading_alike(s3):
         assert [r["data"] for r in reel.open(url)] == [r["data"] for r in records], url
     body = s3.get_object(Bucket=BUCKET, Key="keys/vA.ffr")["Body"].read()
     s3.put_object(Bucket=BUCKET, Key="keys/lit%41.ffr", Body=body)
-    assert len(reel.open(f"s3://{BUCKET}/keys/lit%2541.ffr")) == len(records)
+    lit = reel.open(f"s3://{BUCKET}/keys/lit%2541.ffr")
+    assert len(lit) == len(records)
+    # Paths given back are str URLs that open the same objects again (a pathlib.Path
+    # would fold `//`), the keys percent-encoded.
+    assert lit.path == f"s3://{BUCKET}/keys/lit%2541.ffr"
+    assert lit.info.files == [f"s3://{BUCKET}/keys/lit%2541.ffr"]
+    spaced = reel.open(f"s3://{BUCKET}/keys/my data.ffr")
+    assert spaced.info.files == [f"s3://{BUCKET}/keys/my%20data.ffr"]
+    assert len(reel.open(spaced.info.files[0])) == len(records)
+    with reel.Writer(f"s3://{BUCKET}/keys/w.ffr", "ffrecord") as w:
+        w.write_many(records)
+    assert w.path == f"s3://{BUCKET}/keys/w.ffr"
+    assert all(isinstance(p, str) and p.startswith("s3://") for p in w.summary["paths"]), w.summary
     with pytest.raises(reel.NotFoundError):
         reel.open(f"s3://{BUCKET}/keys/lit%41.ffr", format="ffrecord")  # the key litA.ffr
 

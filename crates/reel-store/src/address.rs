@@ -196,6 +196,25 @@ impl fmt::Display for ObjectUrl {
     }
 }
 
+/// The URL of a location as a store names its files (`s3://bucket/my data/q%41.ffr`: the
+/// store's address, then the object key as it is), written back as a URL with the key
+/// percent-encoded (`s3://bucket/my%20data/q%2541.ffr`), so that opening it reaches the
+/// same object: [`ObjectUrl::location`] undone. Text that is no URL is given back as it is.
+pub fn location_url(location: &str) -> String {
+    let Some((scheme, rest)) = location.split_once("://") else { return location.to_string() };
+    let (host, key) = rest.split_once('/').unwrap_or((rest, ""));
+    let Ok(mut url) = Url::parse(&format!("{scheme}://{host}/")) else {
+        return location.to_string();
+    };
+    if let Ok(mut segments) = url.path_segments_mut() {
+        segments.pop_if_empty();
+        for part in key.split('/').filter(|p| !p.is_empty()) {
+            segments.push(part);
+        }
+    }
+    url.to_string()
+}
+
 /// A dataset address as users write it: a plain path or `file://` URL (local), or an
 /// object-store URL (`s3://`, `gs://`, `az://`, `abfs://`, `http(s)://` …).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -348,6 +367,21 @@ mod tests {
         assert!(!refused("s3://c/ds", "s3://b/ds"));
         assert!(!refused("gs://b/ds", "s3://b/ds"));
         assert!(!refused("s3://b/ds", "/local/ds"));
+    }
+
+    #[test]
+    fn a_location_becomes_the_url_that_opens_it_again() {
+        for (url, location) in [
+            ("s3://b/my%20data/q%2541.ffr", "s3://b/my data/q%41.ffr"),
+            ("s3://b/k=a%2520b/part-0.parquet", "s3://b/k=a%20b/part-0.parquet"),
+            ("http://127.0.0.1:8080/d/x.ffr", "http://127.0.0.1:8080/d/x.ffr"),
+            ("gs://b/caf%C3%A9", "gs://b/café"),
+        ] {
+            let parsed = ObjectUrl::parse(url).unwrap();
+            assert_eq!(parsed.location().to_str(), Some(location), "{url}");
+            assert_eq!(location_url(location), url, "{location}");
+        }
+        assert_eq!(location_url("/local/path"), "/local/path");
     }
 
     #[test]

@@ -28,7 +28,9 @@ mod store;
 pub mod testing;
 mod upload;
 
-pub use address::{Address, ObjectUrl, StoreKind, check_remote_destination, is_remote};
+pub use address::{
+    Address, ObjectUrl, StoreKind, check_remote_destination, is_remote, location_url,
+};
 /// The byte buffer [`Store::put`] and [`Store::read_all`] take and give.
 pub use bytes::Bytes;
 pub use cache::{CACHE_DIR_ENV, CACHE_SIZE_ENV, CacheSettings, parse_size};

@@ -176,10 +176,11 @@ class Info:
         """(field name, the format's type name) for every field, when the format declares
         them."""
     @property
-    def files(self) -> list[os.PathLike[str]]:
-        """The files the dataset reads."""
+    def files(self) -> list[os.PathLike[str] | str]:
+        """The files the dataset reads: local paths, or object URLs as ``str`` with their
+        keys percent-encoded (``s3://b/my%20data.ffr``), which ``reel.open`` takes back."""
     @property
-    def warnings(self) -> list[tuple[str, os.PathLike[str] | None, str]]:
+    def warnings(self) -> list[tuple[str, os.PathLike[str] | str | None, str]]:
         """What the reader noticed while opening: (kind, file or None, message)."""
     @property
     def facts(self) -> list[tuple[str, str]]:
@@ -283,8 +284,8 @@ class Dataset:
     def info(self) -> Info:
         """Format, version, schema, files, warnings and facts."""
     @property
-    def path(self) -> os.PathLike[str]:
-        """The path the dataset was opened from."""
+    def path(self) -> os.PathLike[str] | str:
+        """The path the dataset was opened from (an object URL as the ``str`` given)."""
     @property
     def format(self) -> str:
         """The format's name."""
@@ -425,8 +426,8 @@ class Sink:
     def closed(self) -> bool:
         """Whether ``finish`` or ``abort`` was called."""
     @property
-    def path(self) -> os.PathLike[str]:
-        """The path the dataset appears at."""
+    def path(self) -> os.PathLike[str] | str:
+        """The path the dataset appears at (an object URL as the ``str`` given)."""
     @property
     def format(self) -> str:
         """The format's name."""
