@@ -20,17 +20,14 @@ pub(crate) fn storage_options(obj: &Bound<'_, PyAny>) -> PyResult<StorageOptions
         return Ok(Vec::new());
     }
     let mapping = obj.cast::<PyMapping>().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "argument 'storage_options': a mapping of option names to values, not {}",
-            type_name(obj)
-        ))
+        PyTypeError::new_err(format!("a mapping of option names to values, not {}", type_name(obj)))
     })?;
     let mut pairs = Vec::new();
     for item in mapping.items()?.iter() {
         let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
         let Ok(name) = key.cast::<PyString>() else {
             return Err(PyTypeError::new_err(format!(
-                "argument 'storage_options': option names are str, not {}",
+                "option names are str, not {}",
                 type_name(&key)
             )));
         };
@@ -44,7 +41,7 @@ pub(crate) fn storage_options(obj: &Bound<'_, PyAny>) -> PyResult<StorageOptions
             value.str()?.to_str()?.to_owned()
         } else {
             return Err(PyTypeError::new_err(format!(
-                "argument 'storage_options': the option {name:?} takes a str, int, float or \
+                "the option {name:?} takes a str, int, float or \
                  bool, not {}",
                 type_name(&value)
             )));

@@ -152,8 +152,12 @@ def test_missing_objects_and_buckets_raise_reel_errors(s3):
     for url in ["s3://no-such-bucket/x.ffr", "s3://no-such-bucket/some/prefix"]:
         with pytest.raises(reel.NotFoundError, match="no such bucket: s3://no-such-bucket"):
             reel.open(url)
-    with pytest.raises(reel.ReelError, match="no-such-bucket"):
+    with pytest.raises(reel.NotFoundError, match="no-such-bucket.*no such bucket"):
         reel.convert(dataset_path("ffrecord", "normal"), "s3://no-such-bucket/x.ffr", to="ffrecord")
+    with pytest.raises(reel.NotFoundError, match="no such bucket"):
+        reel.Writer("s3://no-such-bucket/w.ffr", "ffrecord")
+    with pytest.raises(reel.NotFoundError, match="no such bucket"):
+        reel.open("s3://no-such-bucket")
 
 
 def test_a_key_is_what_its_url_decodes_to_for_writing_and_reading_alike(s3):

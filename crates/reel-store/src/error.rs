@@ -14,6 +14,15 @@ pub fn store_error(err: object_store::Error, address: &str, what: &str) -> Error
         _ => ErrorKind::Io,
     };
     let text = err.to_string();
+    // S3 answers a request to a bucket that does not exist with a 404 that object_store
+    // reports as a generic error carrying the XML body (request and host ids).
+    if text.contains("<Code>NoSuchBucket</Code>") {
+        return Error::new(
+            ErrorKind::NotFound,
+            format!("{what}: no such bucket (the store answered NoSuchBucket)"),
+        )
+        .with_path(address);
+    }
     let cause = root_cause(&err);
     // object_store's own text can end at "error sending request": the cause (a refused
     // connection, a name that does not resolve) is what tells the user what to fix. A cause

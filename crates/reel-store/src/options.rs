@@ -57,11 +57,20 @@ impl StoreOptions {
     /// checked when the store is built. A value that does not parse is an
     /// [`InvalidInput`](reel_core::ErrorKind::InvalidInput) error naming the option.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        // A duration with its unit ("30s", "500ms"), or a plain number of seconds (what
+        // a Python `timeout=30` means).
         let duration = || {
-            humantime::parse_duration(value.trim()).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
+            let text = value.trim();
+            let seconds = text.parse::<f64>().ok().filter(|s| s.is_finite() && *s > 0.0);
+            let parsed = match seconds {
+                Some(s) => Duration::try_from_secs_f64(s).ok(),
+                None => humantime::parse_duration(text).ok(),
+            };
+            let longest = Duration::from_secs(10 * 365 * 86_400);
+            parsed.filter(|d| !d.is_zero() && *d <= longest).ok_or_else(|| {
                 Error::invalid_input(format!(
-                    "storage option {key}={value:?}: not a duration above zero \
-                         (write it like \"30s\", \"500ms\" or \"2m\")"
+                    "storage option {key}={value:?}: not a duration above zero and below ten \
+                     years (write it like \"30s\", \"500ms\", \"2m\", or a number of seconds)"
                 ))
             })
         };
@@ -136,6 +145,8 @@ mod tests {
     #[test]
     fn storage_options_set_reels_own_settings_and_pass_the_rest_to_the_builder() {
         let mut options = StoreOptions::default();
+        options.set("timeout", "1.5").unwrap();
+        assert_eq!(options.timeout, Duration::from_millis(1500));
         options.set("timeout", "2s").unwrap();
         options.set("connect_timeout", "250ms").unwrap();
         options.set("retries", "0").unwrap();
@@ -147,9 +158,14 @@ mod tests {
         assert_eq!(options.retry.retry_timeout, Duration::from_secs(60));
         let endpoint = ("aws_endpoint".to_string(), "http://127.0.0.1:9000".to_string());
         assert_eq!(options.config, vec![endpoint]);
-        for (key, value) in
-            [("timeout", "soon"), ("timeout", "0s"), ("retries", "-1"), ("retries", "many")]
-        {
+        for (key, value) in [
+            ("timeout", "soon"),
+            ("timeout", "0s"),
+            ("timeout", "1e20s"),
+            ("timeout", "-3"),
+            ("retries", "-1"),
+            ("retries", "many"),
+        ] {
             let e = options.set(key, value).unwrap_err();
             assert_eq!(e.kind(), reel_core::ErrorKind::InvalidInput);
             assert!(e.to_string().contains(key), "{e}");

@@ -326,7 +326,7 @@ impl RemoteStore {
     fn missing_unlisted(&self, path: &Path, refused: Error) -> Error {
         let text = refused.message();
         let missing = |why: String| Error::new(ErrorKind::NotFound, why).with_path(path);
-        if text.contains("NoSuchBucket") {
+        if text.contains("NoSuchBucket") || text.contains("no such bucket") {
             missing(format!("no such bucket: {} does not exist", self.root))
         } else if text.contains("404 Not Found") {
             missing("no such object or prefix".into())
@@ -427,7 +427,13 @@ impl reel_core::Store for RemoteStore {
     fn stat(&self, path: &Path) -> Result<InputKind> {
         let key = self.key(path)?;
         if key.as_ref().is_empty() {
-            return Ok(InputKind::Dir);
+            // The root of a bucket is a directory if the bucket is there: one listing
+            // (which recognising the format makes anyway) tells.
+            return match self.listing(path, &key) {
+                Ok(_) => Ok(InputKind::Dir),
+                Err(e) if unanswered(&e) => Err(e),
+                Err(refused) => Err(self.missing_unlisted(path, refused)),
+            };
         }
         match self.object(path, &key) {
             Ok(known) => return Ok(InputKind::File(known.size)),

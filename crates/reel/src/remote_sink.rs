@@ -271,7 +271,8 @@ fn refuse_a_prefix_not_a_dataset(
 /// The objects at `key` (one object) or under it (a directory dataset).
 fn existing_objects(store: &Store, key: &ObjectPath) -> Result<Vec<ObjectPath>> {
     let mut found: Vec<ObjectPath> = store.list(key)?.into_iter().map(|(k, _)| k).collect();
-    if store.exists(key)? {
+    // The root of a bucket is no object (asking for the empty key answers about the bucket).
+    if !key.as_ref().is_empty() && store.exists(key)? {
         found.insert(0, key.clone());
     }
     Ok(found)
