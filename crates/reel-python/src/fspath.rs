@@ -47,12 +47,7 @@ impl<'py> IntoPyObject<'py> for Location {
     type Error = PyErr;
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Self::Output> {
-        match self.0.to_str() {
-            Some(text) if reel::store::is_remote(text) => {
-                Ok(PyString::new(py, &reel::store::location_url(text)).into_any())
-            }
-            _ => Ok(self.0.into_pyobject(py)?.into_any()),
-        }
+        path_object(py, self.0, reel::store::location_url)
     }
 }
 
@@ -72,9 +67,19 @@ impl<'py> IntoPyObject<'py> for GivenPath {
     type Error = PyErr;
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Self::Output> {
-        match self.0.to_str() {
-            Some(text) if reel::store::is_remote(text) => Ok(PyString::new(py, text).into_any()),
-            _ => Ok(self.0.into_pyobject(py)?.into_any()),
-        }
+        path_object(py, self.0, str::to_owned)
+    }
+}
+
+/// `path` as Python gets it: an object URL as the `str` `url` makes of its text, anything
+/// else as a `pathlib.Path`.
+fn path_object(
+    py: Python<'_>,
+    path: PathBuf,
+    url: fn(&str) -> String,
+) -> PyResult<Bound<'_, PyAny>> {
+    match path.to_str() {
+        Some(text) if reel::store::is_remote(text) => Ok(PyString::new(py, &url(text)).into_any()),
+        _ => Ok(path.into_pyobject(py)?.into_any()),
     }
 }
