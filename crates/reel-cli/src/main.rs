@@ -90,7 +90,9 @@ fn main() -> ExitCode {
                 ExitCode::from(u8::try_from(128 + signal).unwrap_or(u8::MAX))
             }
             None => {
-                eprintln!("reel: error: {e}");
+                // Errors quote names from the data (fields, keys, files): their control
+                // characters are shown escaped, not obeyed by the terminal.
+                eprintln!("reel: error: {}", render::without_controls(&e.to_string()));
                 ExitCode::from(2)
             }
         },

@@ -254,6 +254,19 @@ pub fn printable(name: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// `text` with each control character written as its escape (`\u{1b}`, `\n`), the rest
+/// as it is: for messages that quote names from a dataset.
+pub fn without_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars()
+            .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
+            .collect(),
+    )
+}
+
 /// A one-line human summary of a value.
 pub fn value_text(v: ValueRef<'_>) -> String {
     match v {
@@ -315,6 +328,8 @@ mod tests {
         assert_eq!(printable("größe ✓"), "größe ✓");
         assert_eq!(printable("a\x1b[2Jb"), "\"a\\u{1b}[2Jb\"");
         assert_eq!(printable("two\nlines"), "\"two\\nlines\"");
+        assert_eq!(without_controls("no field \"a\x1b[2J\""), "no field \"a\\u{1b}[2J\"");
+        assert_eq!(without_controls("plain ✓"), "plain ✓");
     }
 
     #[test]

@@ -299,6 +299,12 @@ fn names_with_control_characters_are_printed_escaped() {
         assert!(!text.contains('\x1b') && !text.contains("\nrecord 7"), "{command}: {text:?}");
         assert!(text.contains(r#""a\u{1b}[2Jb\nrecord 7""#), "{command}: {text:?}");
     }
+    // Errors too: a path with a terminal escape and a newline in it.
+    let odd = dir.path().join("x\x1b[2J\nreel: all good");
+    let out = reel().arg("inspect").arg(&odd).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains('\x1b') && err.lines().count() == 1, "{err:?}");
+    assert!(err.contains(r"x\u{1b}[2J\nreel: all good"), "{err:?}");
 }
 
 /// Where a golden case's dataset opens from: the case directory when it is recognised as a
