@@ -8,15 +8,30 @@ use reel::CreateOptions;
 use reel::parts::StagedPart;
 
 use crate::errors::IntoPyResult;
+use crate::storage::{StorageOptions, storage_options};
 use crate::writer::format_named;
+
+/// Options writing to `dst` with `overwrite` and the store settings `storage`.
+fn create_options(overwrite: bool, storage: &StorageOptions) -> reel::Result<CreateOptions> {
+    let mut options = CreateOptions::default().overwrite(overwrite);
+    for (name, value) in storage {
+        options.storage_option(name, value)?;
+    }
+    Ok(options)
+}
 
 /// Starts a job writing a dataset at `dst` (a path or an object URL) in parts: refuses
 /// something at `dst` unless `overwrite`, and returns a fresh hidden staging location beside
 /// it (a directory, or a key prefix in the same bucket).
 #[pyfunction]
-#[pyo3(signature = (dst, *, overwrite))]
-pub(crate) fn parts_staging(py: Python<'_>, dst: PathBuf, overwrite: bool) -> PyResult<String> {
-    let options = CreateOptions::default().overwrite(overwrite);
+#[pyo3(signature = (dst, *, overwrite, storage_options=Vec::new()))]
+pub(crate) fn parts_staging(
+    py: Python<'_>,
+    dst: PathBuf,
+    overwrite: bool,
+    #[pyo3(from_py_with = storage_options)] storage_options: StorageOptions,
+) -> PyResult<String> {
+    let options = create_options(overwrite, &storage_options).py_err(py)?;
     let staging =
         crate::shutdown::detach(py, || reel::parts::parts_staging(&dst, &options)).py_err(py)?;
     text(staging).py_err(py)
@@ -41,7 +56,7 @@ fn text(location: PathBuf) -> reel::Result<String> {
 /// the store (data first, what makes it openable last) in a bucket; the staging location is
 /// removed on success.
 #[pyfunction]
-#[pyo3(signature = (staging, format, parts, dst, *, overwrite))]
+#[pyo3(signature = (staging, format, parts, dst, *, overwrite, storage_options=Vec::new()))]
 pub(crate) fn publish_parts(
     py: Python<'_>,
     staging: PathBuf,
@@ -49,13 +64,14 @@ pub(crate) fn publish_parts(
     parts: Vec<(PathBuf, u64, u64)>,
     dst: PathBuf,
     overwrite: bool,
+    #[pyo3(from_py_with = storage_options)] storage_options: StorageOptions,
 ) -> PyResult<()> {
     let format = format_named(format).py_err(py)?;
     let parts: Vec<StagedPart> = parts
         .into_iter()
         .map(|(location, k, n)| StagedPart { location, written_as: (k, n) })
         .collect();
-    let options = CreateOptions::default().overwrite(overwrite);
+    let options = create_options(overwrite, &storage_options).py_err(py)?;
     crate::shutdown::detach(py, || {
         reel::parts::publish_parts(&staging, format, &parts, &dst, &options)
     })
@@ -65,7 +81,12 @@ pub(crate) fn publish_parts(
 /// Removes everything a job's workers wrote under `staging` (a location `parts_staging`
 /// gave; any other path is refused).
 #[pyfunction]
-pub(crate) fn discard_staging(py: Python<'_>, staging: PathBuf) -> PyResult<()> {
-    let options = CreateOptions::default();
+#[pyo3(signature = (staging, *, storage_options=Vec::new()))]
+pub(crate) fn discard_staging(
+    py: Python<'_>,
+    staging: PathBuf,
+    #[pyo3(from_py_with = storage_options)] storage_options: StorageOptions,
+) -> PyResult<()> {
+    let options = create_options(false, &storage_options).py_err(py)?;
     crate::shutdown::detach(py, || reel::parts::discard_staging(&staging, &options)).py_err(py)
 }

@@ -103,6 +103,31 @@ def test_storage_options_reach_the_driver_and_the_read_tasks():
     assert table.equals(want) or same(table.to_pylist(), want.to_pylist())
 
 
+def test_storage_options_reach_ray_writes_and_conversions():
+    """write_reel and convert take storage_options too: an endpoint that refuses fails the
+    job on the driver before any task runs, and options that work reach every task."""
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    refused = {"aws_endpoint": f"http://127.0.0.1:{port}", "retries": 0}
+    records = sample_records("ffrecord", 12)
+    items = ray.data.from_items(records, override_num_blocks=2)
+    url = f"s3://{BUCKET}/with-options/ds"
+    with pytest.raises(reel.IoError, match="Connection refused"):
+        reel.ray.write_reel(items, url, format="ffrecord", storage_options=refused)
+    options = {"timeout": "20s", "retries": 2}
+    summary = reel.ray.write_reel(items, url, format="ffrecord", storage_options=options)
+    assert summary["records"] == 12 and summary["parts"] == 2
+    copy = f"s3://{BUCKET}/with-options/copy"
+    report = reel.ray.convert(url, copy, to="ofrecord", parts=2, storage_options=options)
+    assert report["records"] == 12
+    assert same(reel.open(url)[:], records) and len(reel.open(copy)) == 12
+    with pytest.raises(reel.IoError, match="Connection refused"):
+        reel.ray.convert(url, f"s3://{BUCKET}/with-options/no", to="ofrecord", storage_options=refused)
+    assert_no_staging_left()
+
+
 def test_read_reel_of_a_missing_key_raises_on_the_driver():
     with pytest.raises(reel.NotFoundError):
         reel.ray.read_reel(f"s3://{BUCKET}/no/such/dataset")

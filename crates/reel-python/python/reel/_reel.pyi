@@ -110,7 +110,9 @@ def _atexit() -> None:
 def part_names(format: str, k: int, n: int) -> list[str]:
     """The names of the files (or shard directory) of part ``k`` of an ``n``-part dataset."""
 
-def parts_staging(dst: StrPath, *, overwrite: bool) -> str:
+def parts_staging(
+    dst: StrPath, *, overwrite: bool, storage_options: Mapping[str, str | int | float | bool] | None = None
+) -> str:
     """Starts a job writing ``dst`` (a path or object URL) in parts: refuses something there
     unless ``overwrite``; returns a fresh hidden staging location beside it."""
 
@@ -124,11 +126,14 @@ def publish_parts(
     dst: StrPath,
     *,
     overwrite: bool,
+    storage_options: Mapping[str, str | int | float | bool] | None = None,
 ) -> None:
     """Publishes at ``dst`` the dataset whose part ``i`` was written at ``parts[i] =
     (location, k, n)`` as part ``k`` of ``n``; removes the staging location."""
 
-def discard_staging(staging: StrPath) -> None:
+def discard_staging(
+    staging: StrPath, *, storage_options: Mapping[str, str | int | float | bool] | None = None
+) -> None:
     """Removes everything written under a staging location ``parts_staging`` gave."""
 
 def verify(

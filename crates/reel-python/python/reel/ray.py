@@ -160,6 +160,8 @@ class ReelDatasink(Datasink):
         schema: {field: the format's type name}, as for ``reel.Writer``.
         overwrite: replace an existing dataset at ``path`` once the new one is complete.
         min_rows_per_task: fewer, larger parts: Ray bundles at least this many rows per task.
+        storage_options: settings of the store ``path`` is in, as ``reel.open`` takes them;
+            they travel to the write tasks (credentials included).
     """
 
     def __init__(
@@ -170,6 +172,7 @@ class ReelDatasink(Datasink):
         schema: dict[str, str] | None = None,
         overwrite: bool = False,
         min_rows_per_task: int | None = None,
+        storage_options: Mapping[str, str | int | float | bool] | None = None,
     ) -> None:
         if format not in PART_LAYOUTS:
             known = ", ".join(sorted(PART_LAYOUTS))
@@ -181,6 +184,7 @@ class ReelDatasink(Datasink):
         self.format = format
         self.schema = schema
         self.overwrite = overwrite
+        self.storage_options = dict(storage_options) if storage_options else None
         self._min_rows = min_rows_per_task
         # Set by on_write_start, which Ray runs on the driver before it ships the sink to
         # the write tasks.
@@ -196,7 +200,9 @@ class ReelDatasink(Datasink):
 
     def on_write_start(self, schema: pa.Schema | None = None) -> None:
         """Refuses an existing ``path`` (unless overwriting) and picks the staging location."""
-        self.staging = os.fspath(parts_staging(self.path, overwrite=self.overwrite))
+        self.staging = os.fspath(
+            parts_staging(self.path, overwrite=self.overwrite, storage_options=self.storage_options)
+        )
 
     def write(self, blocks: Iterable[Block], ctx: Any) -> _Part | None:
         """One task: its blocks into one part under the staging location, with reel's writer,
@@ -213,7 +219,14 @@ class ReelDatasink(Datasink):
                     if writer is None:
                         # overwrite: the location is this task's own; a retried task
                         # replaces what an attempt that died after its upload left there.
-                        writer = reel.Writer(path, self.format, schema=self.schema, part=(0, 1), overwrite=True)
+                        writer = reel.Writer(
+                            path,
+                            self.format,
+                            schema=self.schema,
+                            part=(0, 1),
+                            overwrite=True,
+                            storage_options=self.storage_options,
+                        )
                     writer.write(record)
         except BaseException:
             if writer is not None:
@@ -231,13 +244,24 @@ class ReelDatasink(Datasink):
         parts = sorted((p for p in write_result.write_returns if p is not None), key=lambda p: p.task)
         if not parts:
             # No rows at all: an empty dataset of the format, written by its writer.
-            reel.Writer(self.path, self.format, schema=self.schema, overwrite=self.overwrite).finish()
+            reel.Writer(
+                self.path,
+                self.format,
+                schema=self.schema,
+                overwrite=self.overwrite,
+                storage_options=self.storage_options,
+            ).finish()
             if self.staging is not None:
-                discard_staging(self.staging)
+                discard_staging(self.staging, storage_options=self.storage_options)
         else:
             assert self.staging is not None
             publish_parts(
-                self.staging, self.format, [(p.path, 0, 1) for p in parts], self.path, overwrite=self.overwrite
+                self.staging,
+                self.format,
+                [(p.path, 0, 1) for p in parts],
+                self.path,
+                overwrite=self.overwrite,
+                storage_options=self.storage_options,
             )
         self.summary = {
             "records": sum(p.records for p in parts),
@@ -250,7 +274,7 @@ class ReelDatasink(Datasink):
     def on_write_failed(self, error: Exception) -> None:
         """Removes everything the tasks wrote: nothing appears at ``path``."""
         if self.staging is not None:
-            discard_staging(self.staging)
+            discard_staging(self.staging, storage_options=self.storage_options)
 
 
 def write_reel(
@@ -263,6 +287,7 @@ def write_reel(
     min_rows_per_task: int | None = None,
     ray_remote_args: dict[str, Any] | None = None,
     concurrency: int | None = None,
+    storage_options: Mapping[str, str | int | float | bool] | None = None,
 ) -> dict[str, Any]:
     """Writes a Ray dataset as a reel dataset at ``path`` (a path or an object URL; see
     ``ReelDatasink``); returns the summary (``records``, ``bytes``, ``parts``, ``nodes``: the
@@ -270,7 +295,12 @@ def write_reel(
     ``Dataset.write_datasink`` (the write tasks' ``ray.remote`` options, e.g.
     ``{"num_cpus": 2}``, and how many run at once)."""
     sink = ReelDatasink(
-        path, format=format, schema=schema, overwrite=overwrite, min_rows_per_task=min_rows_per_task
+        path,
+        format=format,
+        schema=schema,
+        overwrite=overwrite,
+        min_rows_per_task=min_rows_per_task,
+        storage_options=storage_options,
     )
     dataset.write_datasink(sink, ray_remote_args=ray_remote_args, concurrency=concurrency)
     assert sink.summary is not None  # set by on_write_complete, which ran on this driver
@@ -316,12 +346,16 @@ def _cluster_cpus() -> int:
 PART_BYTES = 256 << 20
 
 
-def _convert_part(row: dict[str, Any], src: str, to: str, parts: int, verify: bool) -> dict[str, Any]:
+def _convert_part(
+    row: dict[str, Any], src: str, to: str, parts: int, verify: bool, storage_options: dict[str, Any] | None
+) -> dict[str, Any]:
     """One Ray Data row = one part: reel's own convert of records [k·N/n, (k+1)·N/n) into
     the row's staging location."""
     k = int(row["part"])
     # overwrite: the location is this task's own (see ReelDatasink.write).
-    report = reel.convert(src, row["location"], to=to, verify=verify, overwrite=True, shard=(k, parts))
+    report = reel.convert(
+        src, row["location"], to=to, verify=verify, overwrite=True, shard=(k, parts), storage_options=storage_options
+    )
     return {
         "part": k,
         "node": ray.get_runtime_context().get_node_id(),
@@ -339,6 +373,7 @@ def convert(
     parts: int | None = None,
     verify: bool = True,
     overwrite: bool = False,
+    storage_options: Mapping[str, str | int | float | bool] | None = None,
     **remote_args: Any,
 ) -> dict[str, Any]:
     """Converts the dataset at ``src`` into a new ``to`` dataset at ``dst`` on Ray.
@@ -350,7 +385,8 @@ def convert(
     a multi-part dataset under a staging location beside ``dst``. The driver then publishes
     the dataset at ``dst`` (as ``ReelDatasink`` does); if any part fails, the staging
     location is removed and nothing appears at ``dst``. ``src`` and ``dst`` are paths every
-    node sees or object URLs. ``remote_args`` (``num_cpus``, ``memory``, ``runtime_env``,
+    node sees or object URLs; ``storage_options`` (as ``reel.open`` takes them) configure
+    whichever is in object storage, on the driver and in every task. ``remote_args`` (``num_cpus``, ``memory``, ``runtime_env``,
     ``resources`` …) go by name to the conversion tasks (``Dataset.map``).
 
     The result is a multi-part dataset (a directory: FFRecord ``PART_`` files, OFRecord
@@ -362,13 +398,14 @@ def convert(
     """
     src = os.fspath(src)
     dst_path = _task_path(dst)
-    source = reel.open(src, verify=verify)
+    storage = dict(storage_options) if storage_options else None
+    source = reel.open(src, verify=verify, storage_options=storage)
     records = len(source)
     if parts is None:
         stored = _stored_bytes(source) or 0
         parts = max(_cluster_cpus(), -(-stored // PART_BYTES))
     parts = max(1, min(parts, records)) if records else 1
-    staging = os.fspath(parts_staging(dst_path, overwrite=overwrite))
+    staging = os.fspath(parts_staging(dst_path, overwrite=overwrite, storage_options=storage))
     locations = [os.fspath(staged_part(staging, k)) for k in range(parts)]
     try:
         # Tasks raise reel's own error (not Ray Data's UserCodeException around it), so that
@@ -383,16 +420,23 @@ def convert(
             )
             reports = rows.map(
                 _convert_part,
-                fn_kwargs={"src": src, "to": to, "parts": parts, "verify": verify},
+                fn_kwargs={"src": src, "to": to, "parts": parts, "verify": verify, "storage_options": storage},
                 **remote_args,
             ).take_all()
         except Exception as e:
             raise _reel_error_in(e) from e
         finally:
             context.raise_original_map_exception = raise_original
-        publish_parts(staging, to, [(loc, k, parts) for k, loc in enumerate(locations)], dst_path, overwrite=overwrite)
+        publish_parts(
+            staging,
+            to,
+            [(loc, k, parts) for k, loc in enumerate(locations)],
+            dst_path,
+            overwrite=overwrite,
+            storage_options=storage,
+        )
     except BaseException:
-        discard_staging(staging)
+        discard_staging(staging, storage_options=storage)
         raise
     losses: list[tuple[str, str]] = []
     for r in sorted(reports, key=lambda r: r["part"]):
