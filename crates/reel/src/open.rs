@@ -174,7 +174,7 @@ pub struct OpenOptions {
     /// Read the dataset as this format instead of telling it from the files (default:
     /// told, see [`sniff`]): for a dataset whose files say too little (an empty GulpIO2
     /// directory, a Parquet file without its extension and footer magic read elsewhere).
-    /// [`open_with`], [`verify`](crate::verify) and [`convert`](crate::convert) take it.
+    /// [`open_with`], [`verify`](crate::verify) and [`convert`](crate::convert()) take it.
     pub format: Option<Format>,
 }
 
