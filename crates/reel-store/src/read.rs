@@ -162,7 +162,7 @@ impl Fetcher {
             // the old one, and mixed with what is cached or already read, without a word.
             let options = GetOptions {
                 range: Some(GetRange::Bounded(range.clone())),
-                if_match: object.strong_etag().map(str::to_owned),
+                if_match: object.strong_etag(),
                 ..GetOptions::default()
             };
             let request = async { client.get_opts(key, options).await?.bytes().await };
@@ -269,17 +269,21 @@ impl Object {
     /// chunks of the old one.
     fn cache_id(&self) -> ObjectId {
         let version = match &self.etag {
-            Some(tag) => format!("etag {tag}"),
+            // Without quotes, which a listing and a HEAD may spell differently.
+            Some(tag) => format!("etag {}", tag.trim_matches('"')),
             None => format!("modified {}", self.modified),
         };
         ObjectId::new(&self.url.to_string_lossy(), self.len, &version)
     }
 
-    /// The entity tag a range read is made conditional on: a strong tag only, since a
-    /// server compares `If-Match` strongly and refuses every read against a weak one
-    /// (`W/"…"`, which servers that compress on the fly send).
-    fn strong_etag(&self) -> Option<&str> {
-        self.etag.as_deref().filter(|tag| !tag.starts_with("W/"))
+    /// The entity tag a range read is made conditional on, quoted as `If-Match` wants it: a
+    /// strong tag only, since a server compares `If-Match` strongly and refuses every read
+    /// against a weak one (`W/"…"`, which servers that compress on the fly send). Listings
+    /// may spell a tag without its quotes (Azure's `<Etag>0x8D…</Etag>` against the header's
+    /// `"0x8D…"`): the quotes are put back.
+    fn strong_etag(&self) -> Option<String> {
+        let tag = self.etag.as_deref().filter(|tag| !tag.starts_with("W/") && !tag.is_empty())?;
+        Some(if tag.starts_with('"') { tag.to_owned() } else { format!("\"{tag}\"") })
     }
 }
 
@@ -635,7 +639,8 @@ mod tests {
         assert_ne!(object(Some("\"a\""), 100).cache_id(), object(Some("\"b\""), 100).cache_id());
         assert_eq!(object(Some("\"a\""), 100).cache_id(), object(Some("\"a\""), 101).cache_id());
         // Only a strong tag makes reads conditional: servers compare If-Match strongly.
-        assert_eq!(object(Some("\"a\""), 0).strong_etag(), Some("\"a\""));
+        assert_eq!(object(Some("\"a\""), 0).strong_etag().as_deref(), Some("\"a\""));
+        assert_eq!(object(Some("0x8D1"), 0).strong_etag().as_deref(), Some("\"0x8D1\""));
         assert_eq!(object(Some("W/\"a\""), 0).strong_etag(), None);
     }
 

@@ -477,8 +477,9 @@ impl reel_core::Store for RemoteStore {
     fn opened_version(&self, path: &Path) -> Option<String> {
         let key = self.key(path).ok()?;
         let known = self.memo().object(&key)??;
+        // The tag without its quotes: a listing and a HEAD may spell one tag either way.
         Some(match &known.etag {
-            Some(tag) => format!("{} {tag}", known.size),
+            Some(tag) => format!("{} {}", known.size, tag.trim_matches('"')),
             None => format!("{} modified {}", known.size, known.modified),
         })
     }
