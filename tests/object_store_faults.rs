@@ -114,8 +114,11 @@ fn http_through_the_fault_proxy() {
 }
 
 /// A server that never answers costs one request deadline, not one per try of reel's own
-/// loop on top of object_store's retries (with the defaults that was five deadlines of a
-/// minute each): the request is not sent again, and the error says it got no answer.
+/// loop on top of object_store's retries (with the defaults, a deadline of a minute and a
+/// client timeout of 30 s, that was five minutes): while object_store's timeout is well
+/// inside the deadline it retried within it, and reel sends the request no more. When the
+/// two are alike (a user's `timeout` sets both), object_store had no time to retry, and reel
+/// does.
 #[test]
 fn a_server_that_never_answers_costs_one_deadline() {
     let dir = tempfile::tempdir().unwrap();
@@ -123,24 +126,29 @@ fn a_server_that_never_answers_costs_one_deadline() {
     let server = HttpServer::start(dir.path());
     let proxy = FaultProxy::start(&server.url()).unwrap();
     let url = format!("{}/data", proxy.endpoint());
-    // object_store retries (its default), reel would try three times.
-    let mut store = http_options();
-    store.timeout = Duration::from_secs(30);
-    let settings = ReadSettings {
-        attempts: 3,
-        request_timeout: Duration::from_millis(300),
-        ..ReadSettings::default()
-    };
-    let options = OpenOptions::default().store_options(store).read_settings(settings);
-    let source = reel::open_with(&url, &options).unwrap();
-    proxy.set_faults(Faults { hang: true, ..Faults::default() });
-    let before = proxy.gets();
-    let e = read_batch(&*source, &[90]).unwrap_err();
-    assert_eq!(proxy.gets() - before, 1, "{e}");
-    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
-    let text = e.to_string();
-    assert!(text.contains("no complete answer within") && !text.contains("tries"), "{text}");
-    proxy.set_faults(Faults::default());
+    let deadline = Duration::from_millis(800);
+    for (client_timeout, reel_retries) in [(deadline / 4, false), (deadline, true)] {
+        let mut store = http_options();
+        store.timeout = client_timeout;
+        let settings =
+            ReadSettings { attempts: 3, request_timeout: deadline, ..Default::default() };
+        let options = OpenOptions::default().store_options(store).read_settings(settings);
+        let source = reel::open_with(&url, &options).unwrap();
+        proxy.set_faults(Faults { hang: true, ..Faults::default() });
+        let started = Instant::now();
+        let e = read_batch(&*source, &[90]).unwrap_err();
+        let took = started.elapsed();
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+        let text = e.to_string();
+        assert!(text.contains("record 90"), "{text}");
+        if reel_retries {
+            assert!(text.contains("gave up after 3 tries"), "{text}");
+        } else {
+            assert!(!text.contains("tries"), "{text}");
+            assert!(took < deadline * 2, "{took:?}: more than one deadline");
+        }
+        proxy.set_faults(Faults::default());
+    }
 }
 
 /// A port on 127.0.0.1 that nothing listens on (bound, then released).

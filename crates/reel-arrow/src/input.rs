@@ -144,7 +144,14 @@ impl Read for FileInput {
         let failed = Arc::clone(&self.failed);
         let keep = |error| std::io::Error::other(keep_failure(&failed, error));
         match &mut self.place {
-            Place::Local(file) => file.read(buf).map_err(|e| keep(Error::io(e, "cannot read"))),
+            // An interrupted read is the reader's to retry (BufReader and read_exact do).
+            Place::Local(file) => file.read(buf).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    e
+                } else {
+                    keep(Error::io(e, "cannot read"))
+                }
+            }),
             Place::Store { store, path, len, pos } => {
                 let n = (buf.len() as u64).min(len.saturating_sub(*pos));
                 if n == 0 {

@@ -204,7 +204,11 @@ impl Fetcher {
             // that never answers) for a store whose retries have been spent.
             let timed_out =
                 error.io_error().is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut);
-            let retried_inside = self.store.options().retry.max_retries > 0;
+            // (object_store had time to retry only when its own timeout is well inside the
+            // deadline: a user's `timeout` sets both alike, and reel retries then.)
+            let store = self.store.options();
+            let retried_inside = store.retry.max_retries > 0
+                && self.settings.request_timeout >= store.timeout.saturating_mul(2);
             let transient = error.kind() == ErrorKind::Io && !(timed_out && retried_inside);
             last = Some(error);
             if !transient {

@@ -330,7 +330,11 @@ impl RemoteStore {
             missing(format!("no such bucket: {} does not exist", self.root))
         } else if text.contains("404 Not Found") {
             missing("no such object or prefix".into())
-        } else if self.fetcher.store.url().kind() == crate::StoreKind::Http {
+        } else if self.fetcher.store.url().kind() == crate::StoreKind::Http
+            && ["405", "501", "Method Not Allowed", "Not Implemented"]
+                .iter()
+                .any(|s| text.contains(s))
+        {
             missing(
                 "no such object (and the server does not list directories, so no dataset \
                  that is a directory can be read from it either)"

@@ -174,22 +174,31 @@ fn install_crypto_provider() {
 /// The environment variables that name an S3 endpoint, as object_store reads them.
 const ENDPOINT_VARIABLES: [&str; 2] = ["AWS_ENDPOINT_URL", "AWS_ENDPOINT"];
 
+/// The settings (object_store's names) whose values are endpoint URLs.
+const ENDPOINT_KEYS: [&str; 4] = ["aws_endpoint", "aws_endpoint_url", "endpoint", "endpoint_url"];
+
+/// The settings whose values go into request headers (a region is part of the signature).
+const HEADER_KEYS: [&str; 4] = ["aws_region", "region", "aws_default_region", "default_region"];
+
 /// Refuses settings object_store takes at build time and panics on at the first request:
-/// an endpoint that is not an `http(s)` URL (no scheme, spaces around it), and values
-/// holding control characters (a region with a newline is an invalid header).
-fn check_settings(options: &StoreOptions) -> Result<()> {
-    let from_env = ENDPOINT_VARIABLES
-        .iter()
-        .filter(|_| options.use_env)
-        .filter_map(|name| std::env::var(name).ok().map(|value| (name.to_string(), value)));
-    let given = options.config.iter().map(|(k, v)| (k.clone(), v.clone()));
+/// an S3 endpoint that is not an `http(s)` URL (no scheme, spaces around it), and a region
+/// holding control characters (a newline makes an invalid header). Other values are left
+/// to the builder: a service account key is JSON over several lines.
+fn check_settings(kind: StoreKind, options: &StoreOptions) -> Result<()> {
+    let from_env =
+        ENDPOINT_VARIABLES.iter().filter(|_| options.use_env && kind == StoreKind::S3).filter_map(
+            |name| std::env::var(name).ok().map(|value| (name.to_ascii_lowercase(), value)),
+        );
+    let given = options.config.iter().map(|(k, v)| (k.to_ascii_lowercase(), v.clone()));
     for (name, value) in given.chain(from_env) {
-        if value.chars().any(char::is_control) {
+        let endpoint = ENDPOINT_KEYS.contains(&name.as_str())
+            || ENDPOINT_VARIABLES.iter().any(|v| v.eq_ignore_ascii_case(&name));
+        let header = HEADER_KEYS.contains(&name.as_str());
+        if (endpoint || header) && value.chars().any(char::is_control) {
             return Err(Error::invalid_input(format!(
                 "storage option {name}: {value:?} holds control characters"
             )));
         }
-        let endpoint = name.to_ascii_lowercase().contains("endpoint");
         let parsed = url::Url::parse(&value);
         let is_http = parsed.as_ref().is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
         if endpoint && (value.trim() != value || !is_http) {
@@ -204,7 +213,7 @@ fn check_settings(options: &StoreOptions) -> Result<()> {
 
 fn build_client(url: &ObjectUrl, options: &StoreOptions) -> Result<Arc<dyn ObjectStore>> {
     install_crypto_provider();
-    check_settings(options)?;
+    check_settings(url.kind(), options)?;
     let root = url.store_url();
     let bad = |e: object_store::Error| {
         Error::invalid_input(format!("cannot set up the {} store: {e}", url.kind()))
@@ -298,6 +307,13 @@ mod tests {
         let fine = StoreOptions { use_env: false, ..StoreOptions::default() }
             .with("aws_endpoint", "http://127.0.0.1:9000");
         assert!(Store::new(&url("s3://b/k"), &fine).is_ok());
+        // Values that are not endpoints or headers are the builder's to judge: a key file's
+        // JSON spans lines, and `azure_use_fabric_endpoint` takes "true".
+        let azure = StoreOptions { use_env: false, ..StoreOptions::default() }
+            .with("azure_storage_account_name", "acct")
+            .with("azure_storage_account_key", "a2V5")
+            .with("azure_use_fabric_endpoint", "false");
+        assert!(Store::new(&url("az://container/k"), &azure).is_ok());
     }
 
     fn url(text: &str) -> ObjectUrl {

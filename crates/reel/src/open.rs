@@ -240,8 +240,10 @@ impl OpenOptions {
         self.store_options.set(key, value)?;
         match key {
             "timeout" => self.read_settings.request_timeout = self.store_options.timeout,
-            "retries" if self.store_options.retry.max_retries == 0 => {
-                self.read_settings.attempts = 1;
+            "retries" => {
+                let retries = self.store_options.retry.max_retries;
+                self.read_settings.attempts =
+                    if retries == 0 { 1 } else { reel_store::ReadSettings::default().attempts };
             }
             _ => {}
         }
