@@ -128,13 +128,7 @@ impl FileInput {
 /// Keeps `error` in `slot` and returns a copy of what it says for arrow-rs or parquet to
 /// carry (which only turn it into text).
 fn keep_failure(slot: &Mutex<Option<Error>>, error: Error) -> Error {
-    let mut copy = Error::new(error.kind(), error.message());
-    if let Some(path) = error.path() {
-        copy = copy.with_path(path);
-    }
-    if let Some(offset) = error.offset() {
-        copy = copy.with_offset(offset);
-    }
+    let copy = error.copy_of_text();
     *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
     copy
 }

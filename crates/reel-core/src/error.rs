@@ -214,6 +214,23 @@ impl Error {
         self
     }
 
+    /// A copy of what this error says (kind, message, format, path, record, offset),
+    /// without its underlying errors (which cannot be copied): for an error that is kept
+    /// and returned as well.
+    pub fn copy_of_text(&self) -> Self {
+        let i = &self.0;
+        Error(Box::new(Inner {
+            kind: i.kind,
+            message: i.message.clone(),
+            format: i.format,
+            path: i.path.clone(),
+            record: i.record,
+            offset: i.offset,
+            source: None,
+            io: None,
+        }))
+    }
+
     /// Renames the file the error names with `f` (kept where `f` gives `None`): a writer
     /// that stages its output somewhere else (a dataset bound for a bucket is written to a
     /// local directory first) names files by where they will be, not where they are staged.

@@ -510,11 +510,7 @@ impl reel_core::Store for RemoteStore {
         let listing = self.listing(dir, &key).inspect_err(|e| {
             if unanswered(e) {
                 // The error goes back to the caller too: what is kept is its text and path.
-                let mut copy = Error::new(e.kind(), e.message());
-                if let Some(path) = e.path() {
-                    copy = copy.with_path(path);
-                }
-                self.memo().failed_question.get_or_insert(copy);
+                self.memo().failed_question.get_or_insert(e.copy_of_text());
             }
         })?;
         let mut out = Vec::with_capacity(listing.objects.len() + listing.prefixes.len());
