@@ -4,21 +4,11 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use reel::CreateOptions;
 use reel::parts::StagedPart;
 
 use crate::errors::IntoPyResult;
-use crate::storage::{StorageOptions, storage_options};
+use crate::storage::{StorageOptions, create_options, storage_options};
 use crate::writer::format_named;
-
-/// Options writing to `dst` with `overwrite` and the store settings `storage`.
-fn create_options(overwrite: bool, storage: &StorageOptions) -> reel::Result<CreateOptions> {
-    let mut options = CreateOptions::default().overwrite(overwrite);
-    for (name, value) in storage {
-        options.storage_option(name, value)?;
-    }
-    Ok(options)
-}
 
 /// Starts a job writing a dataset at `dst` (a path or an object URL) in parts: refuses
 /// something at `dst` unless `overwrite`, and returns a fresh hidden staging location beside

@@ -51,6 +51,18 @@ pub(crate) fn storage_options(obj: &Bound<'_, PyAny>) -> PyResult<StorageOptions
     Ok(pairs)
 }
 
+/// Writer options with `overwrite` and the store settings `storage`.
+pub(crate) fn create_options(
+    overwrite: bool,
+    storage: &StorageOptions,
+) -> reel::Result<reel::CreateOptions> {
+    let mut options = reel::CreateOptions::default().overwrite(overwrite);
+    for (name, value) in storage {
+        options.storage_option(name, value)?;
+    }
+    Ok(options)
+}
+
 /// The options as a dict again, for pickling.
 pub(crate) fn storage_dict<'py>(
     py: Python<'py>,

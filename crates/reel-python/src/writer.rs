@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use reel::{ConvertOptions, CreateOptions, Error, ErrorKind, FieldSpec, Format, RecordSink};
+use reel::{ConvertOptions, Error, ErrorKind, FieldSpec, Format, RecordSink};
 
 use crate::args::{Count, count, name, opt, opt_pair};
 use crate::dataset::OpenArgs;
@@ -13,7 +13,7 @@ use crate::errors::IntoPyResult;
 use crate::fspath::{GivenPath, Location, fs_path};
 use crate::interrupt::interruptible;
 use crate::records::record_from;
-use crate::storage::{StorageOptions, storage_options};
+use crate::storage::{StorageOptions, create_options, storage_options};
 
 pub(crate) fn format_named(name: &str) -> reel::Result<Format> {
     Format::from_name(name).ok_or_else(|| {
@@ -98,13 +98,10 @@ impl Sink {
         if let Some(schema) = &schema {
             check_schema(format, schema).py_err(py)?;
         }
-        let mut options = CreateOptions::default().overwrite(overwrite).schema(
+        let mut options = create_options(overwrite, &storage_options).py_err(py)?.schema(
             schema.map(|s| s.into_iter().map(|(name, kind)| FieldSpec { name, kind }).collect()),
         );
         options.records = records;
-        for (name, value) in &storage_options {
-            options.storage_option(name, value).py_err(py)?;
-        }
         if let Some(bytes) = part_size {
             options = options.part_size(format, bytes).py_err(py)?;
         }
@@ -317,10 +314,7 @@ pub(crate) fn generate<'py>(
     #[pyo3(from_py_with = storage_options)] storage_options: StorageOptions,
 ) -> PyResult<Bound<'py, PyDict>> {
     let format = format_named(format).py_err(py)?;
-    let mut options = CreateOptions::default().overwrite(overwrite);
-    for (name, value) in &storage_options {
-        options.storage_option(name, value).py_err(py)?;
-    }
+    let options = create_options(overwrite, &storage_options).py_err(py)?;
     let summary = interruptible(py, || {
         reel::synth::generate(&path, format, records, max_record, &options, &mut |_| {})
     })?;
