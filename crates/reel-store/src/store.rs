@@ -191,8 +191,8 @@ fn check_settings(kind: StoreKind, options: &StoreOptions) -> Result<()> {
         );
     let given = options.config.iter().map(|(k, v)| (k.to_ascii_lowercase(), v.clone()));
     for (name, value) in given.chain(from_env) {
-        let endpoint = ENDPOINT_KEYS.contains(&name.as_str())
-            || ENDPOINT_VARIABLES.iter().any(|v| v.eq_ignore_ascii_case(&name));
+        // The variables, lowercased, are among the keys (object_store reads them so).
+        let endpoint = ENDPOINT_KEYS.contains(&name.as_str());
         let header = HEADER_KEYS.contains(&name.as_str());
         if (endpoint || header) && value.chars().any(char::is_control) {
             return Err(Error::invalid_input(format!(
