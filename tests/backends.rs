@@ -387,3 +387,126 @@ fn every_backend_stops_a_cancelled_batch() {
         }
     }
 }
+
+/// `O_DIRECT` io_uring reads a hinted batch ahead into the ring's own memory and serves
+/// the read of the same requests from it: in the order a one-helper stream hints and reads
+/// (the next batch hinted before this one is read), for a hint never read, for hints that
+/// outrun the reads, for a batch larger than one read-ahead area, with the bytes handed
+/// over to an observer, and for files dropped while reads ahead are in flight. Every read
+/// returns the file's bytes whatever became of the hints.
+#[cfg(target_os = "linux")]
+#[test]
+fn uring_direct_reads_a_hinted_batch_ahead() {
+    use reel::ReadReq;
+    use reel::uring::{UringFiles, UringMode, UringOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("flat.bin");
+    let data: Vec<u8> = (0..24_000_000u32).map(|i| (i * 29 + i / 4093) as u8).collect();
+    std::fs::write(&p, &data).unwrap();
+    // Batch `seed`: `n` requests of `len` bytes at scattered, unaligned offsets.
+    let batch = |seed: u64, n: usize, len: usize| -> Vec<ReadReq> {
+        let span = (data.len() - len) as u64;
+        (0..n)
+            .map(|k| {
+                let offset = (seed * 7_919 + k as u64 * 1_000_003) * 4_111 % span;
+                ReadReq { file: 0, offset, len, dest: k * len }
+            })
+            .collect()
+    };
+    let check = |files: &UringFiles, reqs: &[ReadReq], what: &str| {
+        let mut dest = vec![0u8; reqs.iter().map(|r| r.len).sum()];
+        reel::ReadAt::read_many(files, reqs, &mut dest).unwrap();
+        for (k, r) in reqs.iter().enumerate() {
+            let want = &data[r.offset as usize..][..r.len];
+            assert!(&dest[r.dest..][..r.len] == want, "{what}: request {k}");
+        }
+    };
+    let files =
+        UringFiles::open_with(std::slice::from_ref(&p), &UringOptions::default().direct(true))
+            .unwrap();
+    if files.mode() != UringMode::Direct {
+        // No io_uring or no O_DIRECT here: a hint is then ignored, and says nothing.
+        assert!(files.fallback_reason().is_some());
+        reel::ReadAt::will_read(&files, &batch(1, 64, 1000));
+        check(&files, &batch(1, 64, 1000), "without O_DIRECT");
+        assert_eq!(files.read_ahead_counts(), (0, 0));
+        return;
+    }
+    // As a one-helper stream reads: hint batch k+1, then read batch k.
+    let batches: Vec<Vec<ReadReq>> = (0..6).map(|s| batch(s, 256, 1024)).collect();
+    for k in 0..batches.len() {
+        if let Some(next) = batches.get(k + 1) {
+            reel::ReadAt::will_read(&files, next);
+        }
+        check(&files, &batches[k], &format!("streamed batch {k}"));
+    }
+    let (hinted, served) = files.read_ahead_counts();
+    assert!(hinted > 0, "nothing was read ahead");
+    assert_eq!(served, hinted, "every hinted piece of a batch read next is served");
+    // A hint never read, and the read of another batch: served from nothing stale.
+    reel::ReadAt::will_read(&files, &batch(100, 256, 4000));
+    check(&files, &batch(101, 256, 4000), "another batch than the hint");
+    assert_eq!(files.read_ahead_counts().1, served);
+    // Hints outrunning the reads: each new hint reuses an area only once its reads ended.
+    for s in 200..205 {
+        reel::ReadAt::will_read(&files, &batch(s, 256, 3000));
+    }
+    check(&files, &batch(204, 256, 3000), "the last of five hints");
+    check(&files, &batch(203, 256, 3000), "the one before");
+    // A batch larger than a read-ahead area (8 MiB): its first pieces come from the
+    // read-ahead, the rest are read with the batch.
+    let big = batch(300, 48, 250_000);
+    let before = files.read_ahead_counts();
+    reel::ReadAt::will_read(&files, &big);
+    check(&files, &big, "a batch larger than the read-ahead");
+    let after = files.read_ahead_counts();
+    assert!(after.1 > before.1, "part of the large batch is served from the read-ahead");
+    // The bytes handed to an observer, each request once.
+    let observed = batch(400, 200, 5000);
+    reel::ReadAt::will_read(&files, &observed);
+    let mut dest = vec![0u8; 200 * 5000];
+    let mut seen = vec![0usize; observed.len()];
+    reel::ReadAt::read_many_observed(&files, &observed, &mut dest, &mut |k: usize, b: &[u8]| {
+        let r = &observed[k];
+        assert!(b == &data[r.offset as usize..][..r.len], "observed request {k}");
+        seen[k] += 1;
+        Ok(())
+    })
+    .unwrap();
+    assert!(seen.iter().all(|&n| n == 1), "{seen:?}");
+    // Hints outside the file are left out; the read proper reports the range.
+    let outside = [ReadReq { file: 0, offset: data.len() as u64 - 10, len: 100, dest: 0 }];
+    let before = files.read_ahead_counts();
+    reel::ReadAt::will_read(&files, &outside);
+    assert_eq!(files.read_ahead_counts(), before);
+    // Dropped with reads ahead in flight: the ring waits for them before its memory goes.
+    reel::ReadAt::will_read(&files, &batch(500, 256, 20_000));
+    drop(files);
+}
+
+/// A one-helper stream over FFRecord on `O_DIRECT` io_uring hints each next batch, and
+/// every batch has the records asked for, checksums checked.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_stream_over_direct_io_uring_reads_every_batch_right() {
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.ffr");
+    let records = sample(600);
+    dump(records.clone(), &p, 1).unwrap();
+    let backend = reel::uring::uring_backend(reel::uring::UringOptions::default().direct(true));
+    let source: Arc<dyn RecordSource> = Arc::from(open(&p, backend).unwrap());
+    let order: Vec<u64> = (0..600u64).map(|i| i * 397 % 600).collect();
+    let plan = reel::BatchPlan::chunks(order.clone(), 64);
+    let stream = reel::BatchStream::new(source, plan, &reel::StreamOptions::default()).unwrap();
+    let mut next = 0;
+    for batch in stream {
+        for record in batch.unwrap().iter() {
+            let i = order[next];
+            assert_eq!(record.index(), i);
+            assert_eq!(record.bytes("data").unwrap(), &records[i as usize][..], "record {i}");
+            next += 1;
+        }
+    }
+    assert_eq!(next, order.len());
+}

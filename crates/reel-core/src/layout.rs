@@ -877,6 +877,13 @@ pub const BORROW_MIN_RECORD: u64 = 32 << 10;
 /// Bytes of borrowed records brought into the cache at once before they are checked.
 const WARM_CHUNK: usize = 16 << 10;
 
+thread_local! {
+    /// The planned ranges and requests of [`RecordSource::will_read`] hints, reused so that a
+    /// stream's steady state allocates nothing for them.
+    static HINT_SCRATCH: std::cell::RefCell<(Vec<ReadRange>, Vec<ReadReq>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
 /// The record whose planned ranges contain the failing file offset, for error context.
 fn locate(indices: &[u64], scratch: &Scratch, offset: Option<u64>) -> Option<u64> {
     let offset = offset?;
@@ -940,6 +947,45 @@ impl<L: Layout, F: ReadAt> RecordSource for LayoutSource<L, F> {
         }
     }
 
+    /// Plans `indices` as [`read_batch_into`](RecordSource::read_batch_into) will, and hands
+    /// the reads to [`ReadAt::will_read`] in the same order and merged the same way, so the
+    /// backend can match them to the read that follows. Backends that read in the calling
+    /// thread are not asked (planning would cost time for nothing); a record that fails to
+    /// plan leaves the hint out.
+    fn will_read(&self, indices: &[u64]) {
+        if self.files.is_synchronous() {
+            return;
+        }
+        HINT_SCRATCH.with(|scratch| {
+            let Ok(mut scratch) = scratch.try_borrow_mut() else { return };
+            let (ranges, reqs) = &mut *scratch;
+            ranges.clear();
+            reqs.clear();
+            let layout = &self.layout;
+            let info = (layout.info().format, layout.len());
+            let mut plan = |i: u64, p: &mut Plan<'_>| layout.plan(i, p);
+            let mut total: u64 = 0;
+            for &index in indices {
+                match plan_checked(&self.files, &self.limits, info, index, &mut plan, ranges) {
+                    Ok(bytes) => total = total.saturating_add(bytes),
+                    Err(_) => return,
+                }
+            }
+            if indices.len() > 1 && total > self.limits.max_batch_bytes {
+                return;
+            }
+            // The same destinations `fill` gives (back to back from 0), so that the same
+            // requests merge the same way.
+            let mut dest = 0usize;
+            for r in ranges.iter() {
+                let len = r.len as usize;
+                reqs.push(ReadReq { file: r.file, offset: r.offset, len, dest });
+                dest = dest.saturating_add(len);
+            }
+            self.files.will_read(reqs);
+        });
+    }
+
     fn backend_name(&self) -> &'static str {
         self.files.backend_name()
     }
@@ -983,6 +1029,9 @@ macro_rules! delegate_record_source {
                 out: &mut $crate::RecordBatch,
             ) -> $crate::Result<()> {
                 $crate::RecordSource::read_batch_borrowed(&self.$field, indices, out)
+            }
+            fn will_read(&self, indices: &[u64]) {
+                $crate::RecordSource::will_read(&self.$field, indices)
             }
             fn backend_name(&self) -> &'static str {
                 $crate::RecordSource::backend_name(&self.$field)

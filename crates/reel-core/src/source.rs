@@ -112,6 +112,19 @@ pub trait RecordSource: Send + Sync {
         self.read_batch_into(indices, out)
     }
 
+    /// Tells the source which batch will be read next (with
+    /// [`read_batch_into`](Self::read_batch_into), by the thread that calls this), while it
+    /// reads this one: a source over a backend that reads asynchronously plans those
+    /// records and hands their reads to [`ReadAt::will_read`](crate::ReadAt::will_read), so
+    /// the device works on the next batch while this one's last reads complete.
+    /// [`BatchStream`](crate::stream::BatchStream) calls it with the batch after the one it
+    /// is about to read, when one helper thread reads them all in turn. Only a hint: it
+    /// reads nothing the caller sees, fails never (a bad index is reported by the read
+    /// proper), and by default does nothing.
+    fn will_read(&self, indices: &[u64]) {
+        let _ = indices;
+    }
+
     /// The I/O backend the source reads through.
     fn backend_name(&self) -> &'static str {
         "none"
@@ -361,6 +374,9 @@ macro_rules! forward_source {
             }
             fn read_batch_borrowed(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()> {
                 (**self).read_batch_borrowed(indices, out)
+            }
+            fn will_read(&self, indices: &[u64]) {
+                (**self).will_read(indices)
             }
             fn backend_name(&self) -> &'static str {
                 (**self).backend_name()

@@ -359,3 +359,83 @@ fn a_panicking_plan_is_reported_not_waited_for() {
         assert!(e.to_string().contains("plan broke"), "{e}");
     }
 }
+
+/// Files in memory that read like an asynchronous backend and record the hints they get.
+struct HintRecorder {
+    files: reel_core::MemFiles,
+    hints: Mutex<Vec<Vec<u64>>>,
+}
+
+impl reel_core::ReadAt for HintRecorder {
+    fn backend_name(&self) -> &'static str {
+        "hint recorder"
+    }
+    fn file_count(&self) -> usize {
+        self.files.file_count()
+    }
+    fn file_len(&self, file: u32) -> u64 {
+        self.files.file_len(file)
+    }
+    fn file_path(&self, file: u32) -> &std::path::Path {
+        self.files.file_path(file)
+    }
+    fn read_exact_at(&self, file: u32, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.files.read_exact_at(file, offset, buf)
+    }
+    fn will_read(&self, reqs: &[reel_core::ReadReq]) {
+        // Each request is one record of `fixed`, named here by its record number.
+        let records = reqs.iter().map(|r| r.offset / fixed::RECORD as u64).collect();
+        self.hints.lock().unwrap().push(records);
+    }
+}
+
+#[test]
+fn one_helper_tells_the_source_the_batch_after_the_one_it_reads() {
+    let files = HintRecorder {
+        files: reel_core::MemFiles::single("fixed.bin", fixed::bytes(100)),
+        hints: Mutex::new(Vec::new()),
+    };
+    let source = fixed::source_over(files, 100);
+    let order: Vec<u64> = (0..100).rev().collect();
+    let batches: Vec<Vec<u64>> = order.chunks(16).map(<[u64]>::to_vec).collect();
+    let hints = |options: &StreamOptions| {
+        source.files().hints.lock().unwrap().clear();
+        let dyn_source: Arc<dyn RecordSource> = source.clone();
+        let stream =
+            BatchStream::new(dyn_source, BatchPlan::chunks(order.clone(), 16), options).unwrap();
+        let read: Vec<Vec<u64>> =
+            stream.map(|b| b.unwrap().iter().map(|r| r.index()).collect()).collect();
+        assert_eq!(read, batches, "{options:?}");
+        source.files().hints.lock().unwrap().clone()
+    };
+    // One helper reads every batch in turn: before each it names the next, the last
+    // excepted, whichever thread (helper or consumer) reads a batch (the two may name
+    // theirs in either order).
+    let mut hinted = hints(&StreamOptions::default());
+    hinted.sort();
+    let mut want = batches[1..].to_vec();
+    want.sort();
+    assert_eq!(hinted, want);
+    // Several helpers read batches out of turn (a hint would go to the wrong thread's
+    // ring), and an inline stream has no next batch in flight to overlap: no hints.
+    assert!(hints(&StreamOptions::default().threads(2)).is_empty());
+    assert!(hints(&StreamOptions::inline()).is_empty());
+    assert!(hints(&StreamOptions::default().hint_next(false)).is_empty());
+}
+
+#[test]
+fn a_plan_that_panics_fails_the_batch_it_was_making_when_looked_ahead() {
+    // The one-helper stream asks the plan for a batch early (to hint it): the panic of the
+    // third call still fails the third batch, not the second.
+    let source: Arc<dyn RecordSource> = Arc::new(Probe::new(Duration::ZERO));
+    let calls = Arc::new(Mutex::new(0));
+    let stream =
+        BatchStream::new(source, plan_that_breaks(calls.clone()), &StreamOptions::default());
+    let items: Vec<_> = stream.unwrap().collect();
+    assert_eq!(items.len(), 3);
+    assert_eq!(items[1].as_ref().unwrap().iter().next().unwrap().index(), 2);
+    assert!(items[2].as_ref().unwrap_err().to_string().contains("plan broke"));
+    // (The plan panicked holding its lock.)
+    let calls = *calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    assert_eq!(calls, 3, "the plan is not asked again after it broke");
+}

@@ -170,6 +170,14 @@ impl ReadAt for AutoFiles {
         }
     }
 
+    /// A hint goes to the ring while the data looks cold (the last decision); warm batches
+    /// are copied out of the mapping and need none.
+    fn will_read(&self, reqs: &[ReadReq]) {
+        if !self.last_warm.load(Ordering::Relaxed) {
+            self.uring.will_read(reqs);
+        }
+    }
+
     /// Warm data is copied out of the mapping (chunking the batch costs nothing); cold data
     /// wants the whole batch in flight on the ring. The last batch's temperature decides.
     fn is_synchronous(&self) -> bool {

@@ -117,6 +117,14 @@ pub struct BenchArgs {
     /// Batches a stream reads ahead (with `--stream`, which it needs).
     #[arg(long, default_value_t = 2, requires = "stream")]
     read_ahead: usize,
+    /// Helper threads each stream reads with (with `--stream`) [default: 1].
+    #[arg(long, requires = "stream")]
+    stream_threads: Option<usize>,
+    /// Also measure the streams without telling the backend the next batch (rows
+    /// "<backend>, stream, no hint"), to see what the read-ahead of `O_DIRECT` io_uring
+    /// brings (with `--stream`).
+    #[arg(long, requires = "stream")]
+    no_hint_rows: bool,
     /// Measure only the CRC-32 implementations (GB/s at 1 KiB, 100 KiB and 1 MiB: crc32fast,
     /// crc-fast and the one reel uses) and exit.
     #[arg(long)]
@@ -441,9 +449,16 @@ fn reel_round(
         rows.push(subject.row(&label, measured.run, notes.join("; ")));
         if args.stream {
             subject.prepare()?;
-            let (run, warmth) = reel_stream_run(subject, backend, args, budget)?;
-            let warmth = warmth.filter(|_| !measured.backend.contains("+direct"));
-            rows.push(subject.row(format!("{label}, stream"), run, warmth.unwrap_or_default()));
+            let hints: &[bool] = if args.no_hint_rows { &[true, false] } else { &[true] };
+            for &hint in hints {
+                if !hint {
+                    subject.prepare()?;
+                }
+                let (run, warmth) = reel_stream_run(subject, backend.clone(), args, budget, hint)?;
+                let warmth = warmth.filter(|_| !measured.backend.contains("+direct"));
+                let name = if hint { "stream" } else { "stream, no hint" };
+                rows.push(subject.row(format!("{label}, {name}"), run, warmth.unwrap_or_default()));
+            }
         }
     }
     Ok(rows)
@@ -699,13 +714,18 @@ fn reel_stream_run(
     backend: Backend,
     args: &BenchArgs,
     budget: Duration,
+    hint_next: bool,
 ) -> reel::Result<(Run, Option<String>)> {
     let options = reel::OpenOptions::default().backend(backend).verify(false);
     let reader: std::sync::Arc<dyn RecordSource> =
         std::sync::Arc::from(reel::open_as(subject.path, subject.format, &options)?);
     let warmup = if subject.cold { 2 } else { 0 };
     let eviction = ColdEviction::new(subject.cold, subject.path);
-    let stream_options = reel::StreamOptions::default().read_ahead(args.read_ahead);
+    let mut stream_options =
+        reel::StreamOptions::default().read_ahead(args.read_ahead).hint_next(hint_next);
+    if let Some(threads) = args.stream_threads {
+        stream_options = stream_options.threads(threads);
+    }
     let run = run_parallel(args.threads, budget, warmup, |t| {
         let eviction = &eviction;
         let mut batches = Batches::new(subject.records, args.batch, SEED + t as u64);

@@ -123,6 +123,19 @@ pub trait ReadAt: Send + Sync {
         Ok(())
     }
 
+    /// Tells the backend which reads come next (the next batch's, while this one is being
+    /// read), so that one that reads asynchronously can start them now into memory of its
+    /// own and keep the device busy across the caller's batch boundaries: io_uring with
+    /// `O_DIRECT` submits them on the ring the calling thread reads with, and hands their
+    /// bytes to the `read_many` of the same requests that follows. Only a hint: nothing is
+    /// returned, nothing is required of a later read, the requests' `dest` is ignored, and
+    /// a request outside its file is simply not read ahead (the read proper reports it).
+    /// The default does nothing, which is right for backends whose reads complete in the
+    /// calling thread.
+    fn will_read(&self, reqs: &[ReadReq]) {
+        let _ = reqs;
+    }
+
     /// The whole content of file `file`, when the backend holds it in memory (mmap, memory).
     fn bytes(&self, _file: u32) -> Option<&[u8]> {
         None
@@ -372,6 +385,9 @@ macro_rules! forward_read_at {
                 arrived: &mut Arrived<'_>,
             ) -> Result<()> {
                 (**self).read_many_observed(reqs, dest, arrived)
+            }
+            fn will_read(&self, reqs: &[ReadReq]) {
+                (**self).will_read(reqs)
             }
             fn bytes(&self, file: u32) -> Option<&[u8]> {
                 (**self).bytes(file)

@@ -89,6 +89,12 @@ impl ReadAt for PartlyOpen {
         self.opened.read_many_observed(reqs, dest, arrived)
     }
 
+    fn will_read(&self, reqs: &[ReadReq]) {
+        if reqs.iter().all(|r| self.is_open(r.file)) {
+            self.opened.will_read(reqs);
+        }
+    }
+
     fn bytes(&self, file: u32) -> Option<&[u8]> {
         if self.is_open(file) { self.opened.bytes(file) } else { None }
     }

@@ -157,12 +157,19 @@ pub struct StreamOptions {
     /// Helper threads that read ahead. 0 reads on the consumer's thread only (then
     /// `read_ahead` has no effect).
     pub threads: usize,
+    /// With one helper thread, tell the source the batch after the one being read
+    /// ([`RecordSource::will_read`]), so that an asynchronous backend (io_uring with
+    /// `O_DIRECT`) has its reads in flight while this batch's last reads complete and the
+    /// device's queue does not drain between batches. On by default; off only to measure
+    /// what it brings.
+    pub hint_next: bool,
 }
 
 impl Default for StreamOptions {
-    /// Two batches ahead on one helper thread, at most 256 MiB waiting.
+    /// Two batches ahead on one helper thread, at most 256 MiB waiting, the next batch
+    /// hinted.
     fn default() -> Self {
-        StreamOptions { read_ahead: 2, max_ahead_bytes: 256 << 20, threads: 1 }
+        StreamOptions { read_ahead: 2, max_ahead_bytes: 256 << 20, threads: 1, hint_next: true }
     }
 }
 
@@ -187,6 +194,12 @@ impl StreamOptions {
     /// Sets [`threads`](Self::threads).
     pub fn threads(mut self, threads: usize) -> Self {
         self.threads = threads;
+        self
+    }
+
+    /// Sets [`hint_next`](Self::hint_next).
+    pub fn hint_next(mut self, on: bool) -> Self {
+        self.hint_next = on;
         self
     }
 }
@@ -244,25 +257,92 @@ impl Deref for StreamBatch {
 struct IndexWork {
     source: Arc<dyn RecordSource>,
     batch_size_hint: usize,
+    /// Whether each read first tells the source the batch after it
+    /// ([`RecordSource::will_read`]): when one helper thread reads every batch in turn, the
+    /// next batch it reads is the one after, so an asynchronous backend can have that
+    /// batch's reads in flight while this one's last reads complete.
+    hint_next: bool,
+}
+
+/// The plan of a [`BatchStream`], looked one batch ahead when the stream hints.
+struct LookaheadPlan {
+    plan: BatchPlan,
+    /// The next batch's indices, taken from the plan early (when `has_next`).
+    next: Vec<u64>,
+    has_next: bool,
+    /// The plan said it has no more batches: it is not asked again (a function plan need
+    /// not keep saying so).
+    ended: bool,
+    /// The plan panicked making the batch looked ahead at: the panic is raised again when
+    /// that batch is planned, so it fails that batch as it would have without the look.
+    broken: Option<Box<dyn std::any::Any + Send>>,
+}
+
+impl LookaheadPlan {
+    fn fill(&mut self, out: &mut Vec<u64>) -> bool {
+        if self.ended {
+            out.clear();
+            return false;
+        }
+        self.ended = !self.plan.fill(out);
+        !self.ended
+    }
+}
+
+/// One reader's job: the batch it reads, and the one after it to hint (empty for none).
+struct IndexJob {
+    indices: Vec<u64>,
+    after: Vec<u64>,
 }
 
 impl StreamWork for IndexWork {
-    type Plan = BatchPlan;
-    /// The indices of the batch being read.
-    type Reader = Vec<u64>;
+    type Plan = LookaheadPlan;
+    type Reader = IndexJob;
     type Tag = ();
 
-    fn reader(&self, _number: usize) -> Vec<u64> {
-        Vec::with_capacity(self.batch_size_hint)
+    fn reader(&self, _number: usize) -> IndexJob {
+        let after = if self.hint_next { self.batch_size_hint } else { 0 };
+        IndexJob {
+            indices: Vec::with_capacity(self.batch_size_hint),
+            after: Vec::with_capacity(after),
+        }
     }
 
-    fn plan(&self, plan: &mut BatchPlan, indices: &mut Vec<u64>) -> Option<()> {
-        plan.fill(indices).then_some(())
+    fn plan(&self, plan: &mut LookaheadPlan, job: &mut IndexJob) -> Option<()> {
+        if let Some(panic) = plan.broken.take() {
+            std::panic::resume_unwind(panic);
+        }
+        if plan.has_next {
+            // The batch looked ahead at is this job's; the job's old buffer takes its place.
+            std::mem::swap(&mut job.indices, &mut plan.next);
+        } else if !plan.fill(&mut job.indices) {
+            return None;
+        }
+        job.after.clear();
+        plan.has_next = self.hint_next && {
+            let mut next = std::mem::take(&mut plan.next);
+            let more = catch_unwind(AssertUnwindSafe(|| plan.fill(&mut next)));
+            plan.next = next;
+            more.unwrap_or_else(|panic| {
+                plan.broken = Some(panic);
+                false
+            })
+        };
+        if plan.has_next {
+            job.after.extend_from_slice(&plan.next);
+        }
+        Some(())
     }
 
-    fn read(&self, indices: &mut Vec<u64>, out: &mut RecordBatch) -> Result<()> {
+    fn read(&self, job: &mut IndexJob, out: &mut RecordBatch) -> Result<()> {
         let source = &self.source;
-        match catch_unwind(AssertUnwindSafe(|| source.read_batch_into(indices, out))) {
+        let read = || {
+            if !job.after.is_empty() {
+                source.will_read(&job.after);
+            }
+            source.read_batch_into(&job.indices, out)
+        };
+        match catch_unwind(AssertUnwindSafe(read)) {
             Ok(result) => result,
             Err(panic) => {
                 out.clear();
@@ -289,7 +369,13 @@ impl BatchStream {
             consumer_reads: ConsumerReads::OwnBatch,
             thread_name: "reel-stream",
         };
-        let work = IndexWork { source, batch_size_hint: plan.batch_size_hint };
+        let work = IndexWork {
+            source,
+            batch_size_hint: plan.batch_size_hint,
+            hint_next: threads == 1 && options.hint_next,
+        };
+        let plan =
+            LookaheadPlan { plan, next: Vec::new(), has_next: false, ended: false, broken: None };
         Ok(BatchStream { engine: ReadAhead::new(work, plan, &engine)? })
     }
 

@@ -23,6 +23,7 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use reel_core::io::{Arrived, OpenFiles, PreadFiles};
@@ -91,6 +92,9 @@ pub struct UringFiles {
     options: UringOptions,
     rings: Mutex<Vec<Ring>>,
     fallback: Option<String>,
+    /// Read-ahead pieces hinted and served (see [`UringFiles::read_ahead_counts`]).
+    ahead_hinted: AtomicU64,
+    ahead_served: AtomicU64,
 }
 
 impl UringFiles {
@@ -145,6 +149,8 @@ impl UringFiles {
             options: options.clone(),
             rings: Mutex::new(rings),
             fallback: (!reasons.is_empty()).then(|| reasons.join("; ")),
+            ahead_hinted: AtomicU64::new(0),
+            ahead_served: AtomicU64::new(0),
         })
     }
 
@@ -164,10 +170,22 @@ impl UringFiles {
         pooled.or_else(|| Ring::new(&self.fds, self.options.register_files).ok())
     }
 
-    fn return_ring(&self, ring: Ring) {
+    fn return_ring(&self, mut ring: Ring) {
+        let (hinted, served) = ring.take_ahead_counts();
+        if hinted + served > 0 {
+            self.ahead_hinted.fetch_add(hinted, Ordering::Relaxed);
+            self.ahead_served.fetch_add(served, Ordering::Relaxed);
+        }
         if let Ok(mut r) = self.rings.lock() {
             r.push(ring);
         }
+    }
+
+    /// Aligned reads started ahead on a hint ([`ReadAt::will_read`]) and those a batch then
+    /// took instead of reading them itself, since the files were opened. Only `O_DIRECT`
+    /// reads ahead; a hint whose batch is never read, or read differently, is not served.
+    pub fn read_ahead_counts(&self) -> (u64, u64) {
+        (self.ahead_hinted.load(Ordering::Relaxed), self.ahead_served.load(Ordering::Relaxed))
     }
 
     fn describe(&self) -> impl Fn(u32, u64, std::io::Error) -> Error + '_ {
@@ -261,6 +279,25 @@ impl ReadAt for UringFiles {
 
     fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
         self.read_ring(reqs, dest, None)
+    }
+
+    /// With `O_DIRECT`, starts the reads of `reqs` on the ring this thread reads with next,
+    /// into the ring's own read-ahead memory; the `read_many` of the same requests takes
+    /// their bytes from there (see `ring::Ahead`). Buffered and `pread` modes ignore it.
+    fn will_read(&self, reqs: &[ReadReq]) {
+        if self.mode != UringMode::Direct || reqs.is_empty() {
+            return;
+        }
+        let outside = |r: &ReadReq| {
+            reel_core::check_within(r.offset, r.len as u64, self.file_len(r.file), "read").is_err()
+        };
+        if reqs.iter().any(outside) {
+            return;
+        }
+        let Some(mut ring) = self.take_ring() else { return };
+        // A hint that fails to start is only a hint: the read proper reads it all.
+        let _ = ring.read_ahead(&self.fds, &self.lens, self.align, self.options.bounce_bytes, reqs);
+        self.return_ring(ring);
     }
 
     /// Each request is handed over as its read completes (buffered) or as its bytes are

@@ -28,6 +28,102 @@ pub(crate) const RING_ENTRIES: u32 = 256;
 /// in, so the queue still fills to [`RING_ENTRIES`].
 const OBSERVED_SUBMIT_BYTES: usize = 512 << 10;
 
+/// Bytes of each of a ring's two read-ahead areas (see [`Ahead`]): a batch's aligned reads
+/// up to this size are read ahead when hinted (256 records of 1 KiB take about 1.3 MiB,
+/// of 16 KiB about 5 MiB); what does not fit is read when the batch is.
+const AHEAD_AREA: usize = 8 << 20;
+
+/// Marks a completion as a read-ahead's: this bit, the area in [`AHEAD_AREA_BIT`], the
+/// piece's number below. A batch's own reads are numbered from 0 and never reach them.
+const AHEAD_TAG: u64 = 1 << 63;
+const AHEAD_AREA_BIT: u64 = 1 << 62;
+
+/// Where one read-ahead piece stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AheadState {
+    /// Planned, not yet handed to the kernel (the ring was full).
+    Waiting,
+    InFlight,
+    /// Read up to what its requests need.
+    Done,
+    /// Short, interrupted or failed: the batch's read reads it again itself, which reports
+    /// any error with its context.
+    Failed,
+}
+
+/// The aligned reads of one hinted batch, landing in one area of [`Ahead::buf`].
+#[derive(Default)]
+struct AheadSet {
+    /// The sorted requests the pieces were planned from, as (file, offset, length): a read
+    /// of the same requests plans the same pieces, and only such a read uses them.
+    key: Vec<(u32, u64, usize)>,
+    /// The leading pieces of that plan that fit in the area; `bounce` is their place in
+    /// [`Ahead::buf`].
+    pieces: Vec<Piece>,
+    state: Vec<AheadState>,
+    /// `pieces[..pushed]` have been handed to the kernel.
+    pushed: usize,
+    in_flight: usize,
+    /// Holds a hint nobody has read yet.
+    live: bool,
+}
+
+/// Reads of the next batch started before that batch is asked for
+/// ([`ReadAt::will_read`](reel_core::ReadAt::will_read)), so that the device has work
+/// while the current batch's last reads complete: the queue no longer drains at every
+/// batch boundary. They land in memory the ring owns (two areas, used in turn: one filling
+/// for the next batch while the other is copied out for this one), never in a caller's
+/// buffer, so a hint that is never read costs only its reads, and the ring waits for them
+/// before it lets that memory go.
+#[derive(Default)]
+pub(crate) struct Ahead {
+    buf: Option<AlignedBuf>,
+    sets: [AheadSet; 2],
+    /// The area the next hint fills.
+    next: usize,
+    /// Read-ahead reads in flight, both areas.
+    in_flight: usize,
+    /// Pieces hinted and pieces a batch took from the read-ahead, since last asked.
+    pub(crate) hinted: u64,
+    pub(crate) served: u64,
+}
+
+impl Ahead {
+    /// Records the completion of read-ahead piece `data` (its tagged user data).
+    fn completed(&mut self, data: u64, res: i32) {
+        let area = usize::from(data & AHEAD_AREA_BIT != 0);
+        let k = (data & !(AHEAD_TAG | AHEAD_AREA_BIT)) as usize;
+        self.in_flight = self.in_flight.saturating_sub(1);
+        let set = &mut self.sets[area];
+        set.in_flight = set.in_flight.saturating_sub(1);
+        if let (Some(p), Some(state)) = (set.pieces.get(k), set.state.get_mut(k)) {
+            let ok = usize::try_from(res).is_ok_and(|n| n >= p.needed);
+            *state = if ok { AheadState::Done } else { AheadState::Failed };
+        }
+    }
+
+    /// The area whose hint was planned from exactly these sorted requests into exactly
+    /// these leading pieces, if one was.
+    fn matching(&self, ops: &[ReadReq], pieces: &[Piece]) -> Option<usize> {
+        (0..2).find(|&a| {
+            let set = &self.sets[a];
+            set.live
+                && set.key.len() == ops.len()
+                && set.key.iter().zip(ops).all(|(k, r)| *k == (r.file, r.offset, r.len))
+                && set.pieces.len() <= pieces.len()
+                && set.pieces.iter().zip(pieces).all(|(a, b)| {
+                    (a.file, a.offset, a.len, a.needed) == (b.file, b.offset, b.len, b.needed)
+                })
+        })
+    }
+}
+
+/// The largest aligned read the `O_DIRECT` path makes, for a bounce buffer of `bounce_len`
+/// bytes: a hint and the read it announces must cut a batch into the same pieces.
+fn piece_max(bounce_len: usize, align: usize) -> usize {
+    (bounce_len / 4) / align * align
+}
+
 /// Creates an io_uring instance of [`RING_ENTRIES`] entries with
 /// `IORING_SETUP_COOP_TASKRUN` (Linux 5.19+): completions are handed to the submitting
 /// thread when it next enters the kernel, which it does to wait for them anyway, instead of
@@ -75,6 +171,10 @@ pub(crate) struct Ring {
     left: Vec<usize>,
     /// Scratch for the destination-overlap check.
     dests: Vec<(usize, usize)>,
+    /// The pieces a batch reads itself, in order (O_DIRECT).
+    todo: Vec<usize>,
+    /// Reads of hinted batches (O_DIRECT).
+    ahead: Ahead,
 }
 
 /// One aligned read of the O_DIRECT path and where its bytes go.
@@ -118,7 +218,80 @@ impl Ring {
             queue: Vec::new(),
             left: Vec::new(),
             dests: Vec::new(),
+            todo: Vec::new(),
+            ahead: Ahead::default(),
         })
+    }
+
+    /// Pieces hinted and pieces served from read-ahead since the last call (then zeroed).
+    pub(crate) fn take_ahead_counts(&mut self) -> (u64, u64) {
+        let counts = (self.ahead.hinted, self.ahead.served);
+        (self.ahead.hinted, self.ahead.served) = (0, 0);
+        counts
+    }
+
+    /// Starts the `O_DIRECT` reads of `reqs` (the batch a later
+    /// [`read_direct`](Self::read_direct) of the same requests will ask for) into the next
+    /// read-ahead area, as many as the ring has room for; the rest are handed to the kernel
+    /// as room frees up during later reads. Returns without waiting for them. Any failure
+    /// leaves the hint out: the read proper then reads everything itself.
+    pub(crate) fn read_ahead(
+        &mut self,
+        fds: &[RawFd],
+        file_lens: &[u64],
+        align: usize,
+        bounce_len: usize,
+        reqs: &[ReadReq],
+    ) -> Result<()> {
+        let align = align.max(1);
+        if self.ahead.buf.is_none() {
+            self.ahead.buf = AlignedBuf::new(2 * AHEAD_AREA, align.max(4096));
+        }
+        if self.ahead.buf.is_none() {
+            return Ok(());
+        }
+        let area = self.ahead.next;
+        self.ahead.next ^= 1;
+        let slots = self.files;
+        {
+            // The area may still be filling for a hint nobody read: its memory is reused only
+            // once the kernel is done with it.
+            let mut drain = Drain::new(&mut self.ring, &mut self.ahead);
+            while drain.ahead.sets[area].in_flight > 0 {
+                drain.submit_and_wait(1)?;
+                while drain.next_completion().is_some() {}
+            }
+        }
+        self.ops.clear();
+        self.ops.extend(reqs.iter().filter(|r| r.len > 0).copied());
+        self.ops.sort_unstable_by_key(|r| (r.file, r.offset));
+        let set = &mut self.ahead.sets[area];
+        set.live = false;
+        let bounce_len = bounce_len.max(align.max(4096));
+        plan_pieces(&self.ops, file_lens, align, piece_max(bounce_len, align), &mut set.pieces);
+        let mut used = 0;
+        let fits = set.pieces.iter().take_while(|p| {
+            used += p.len;
+            used <= AHEAD_AREA
+        });
+        let keep = fits.count();
+        set.pieces.truncate(keep);
+        let mut at = area * AHEAD_AREA;
+        for p in &mut set.pieces {
+            p.bounce = at;
+            at += p.len;
+        }
+        set.key.clear();
+        set.key.extend(self.ops.iter().map(|r| (r.file, r.offset, r.len)));
+        set.state.clear();
+        set.state.resize(keep, AheadState::Waiting);
+        (set.pushed, set.in_flight, set.live) = (0, 0, keep > 0);
+        self.ahead.hinted += keep as u64;
+        let mut drain = Drain::new(&mut self.ring, &mut self.ahead);
+        // The other area's waiting reads are for an earlier batch: they go first.
+        while drain.push_ahead(area ^ 1, slots, fds)? {}
+        while drain.push_ahead(area, slots, fds)? {}
+        drain.submit_and_wait(0)
     }
 
     /// Sorts the non-empty requests by position into `ops` (and their batch positions into
@@ -177,7 +350,7 @@ impl Ring {
             FileSlots::Raw => Target::Fd(types::Fd(fds[file as usize])),
         };
         let cancel = CancelCheck::current();
-        let mut drain = Drain::new(&mut self.ring);
+        let mut drain = Drain::new(&mut self.ring, &mut self.ahead);
         let mut next = 0;
         let mut first_error: Option<Error> = None;
         while next < merged.len() || !retry.is_empty() || drain.in_flight > 0 {
@@ -188,7 +361,7 @@ impl Ring {
                 first_error = Some(e);
             }
             let mut pushed_bytes = 0;
-            while first_error.is_none() && drain.in_flight < RING_ENTRIES as usize {
+            while first_error.is_none() && drain.room() {
                 if hand_over_early && pushed_bytes >= OBSERVED_SUBMIT_BYTES {
                     break;
                 }
@@ -215,11 +388,15 @@ impl Ring {
                 break;
             }
             if drain.in_flight == 0 {
+                if !drain.room() {
+                    // The ring is full of read-ahead: room comes as those complete.
+                    drain.submit_and_wait(1)?;
+                    while drain.next_completion().is_some() {}
+                }
                 continue;
             }
-            let more_to_push = first_error.is_none()
-                && drain.in_flight < RING_ENTRIES as usize
-                && (next < merged.len() || !retry.is_empty());
+            let more_to_push =
+                first_error.is_none() && drain.room() && (next < merged.len() || !retry.is_empty());
             // See OBSERVED_SUBMIT_BYTES: submitted without waiting, then what completed
             // inside the submission is handed over while it is in the cache.
             drain.submit_and_wait(if hand_over_early && more_to_push { 0 } else { 1 })?;
@@ -321,37 +498,98 @@ impl Ring {
         };
         let registered = *registered;
         let bounce_len = bounce.len();
-        let piece_max = (bounce_len / 4) / align * align;
-        plan_pieces(&self.ops, file_lens, align, piece_max, &mut self.pieces);
+        plan_pieces(&self.ops, file_lens, align, piece_max(bounce_len, align), &mut self.pieces);
         // Bytes of each request still to be copied; a request is handed over at 0. The
         // kernel writes only into the bounce buffer, so overlapping destinations are fine.
         self.left.clear();
         self.left.extend(self.ops.iter().map(|r| r.len));
+        // A hint for exactly this batch has its leading pieces read (or in flight) already.
+        let hinted = self.ahead.matching(&self.ops, &self.pieces);
 
         let bounce_ptr = bounce.as_mut_ptr();
         let slots = self.files;
-        let target = |file: u32| match slots {
-            FileSlots::Registered => Target::Fixed(types::Fixed(file)),
-            FileSlots::Raw => Target::Fd(types::Fd(fds[file as usize])),
-        };
+        let target = |file: u32| target_of(slots, fds, file);
         let (ops, order, left) = (&self.ops, &self.order, &mut self.left);
         let pieces = &mut self.pieces;
-        let queue = &mut self.queue;
+        let (queue, todo) = (&mut self.queue, &mut self.todo);
         let cancel = CancelCheck::current();
-        let mut drain = Drain::new(&mut self.ring);
+        let mut drain = Drain::new(&mut self.ring, &mut self.ahead);
         let mut first_error: Option<Error> = None;
+        todo.clear();
+        if let Some(area) = hinted {
+            let taken = drain.ahead.sets[area].pieces.len();
+            // Those still waiting are this batch's now, ahead of any other; while they
+            // complete, the other area's (the next batch's) fill the ring's free room.
+            loop {
+                while drain.push_ahead(area, slots, fds)? {}
+                while drain.push_ahead(area ^ 1, slots, fds)? {}
+                let set = &drain.ahead.sets[area];
+                if set.in_flight == 0 && set.pushed == set.pieces.len() {
+                    break;
+                }
+                if let Err(e) = cancel.check() {
+                    // Reads in flight land in the ring's own memory: nothing to wait for.
+                    drain.ahead.sets[area].live = false;
+                    return Err(e);
+                }
+                drain.submit_and_wait(1)?;
+                while drain.next_completion().is_some() {}
+            }
+            let Ahead { buf, sets, served, .. } = &mut *drain.ahead;
+            let set = &mut sets[area];
+            set.live = false;
+            let area_bytes = buf.as_mut().map(|b| b.as_mut_ptr());
+            for (k, (ahead_piece, &state)) in set.pieces.iter().zip(&set.state).enumerate() {
+                let (Some(base), AheadState::Done) = (area_bytes, state) else {
+                    todo.push(k);
+                    continue;
+                };
+                *served += 1;
+                // SAFETY: this piece's read has completed and nothing reads into its part of
+                // the read-ahead buffer again before the area is hinted anew, which happens
+                // only after this call (the ring is this thread's until it returns).
+                let piece_bytes = unsafe {
+                    std::slice::from_raw_parts(base.add(ahead_piece.bounce), ahead_piece.len)
+                };
+                let p = &pieces[k];
+                for j in p.first..p.end {
+                    let copied = copy_out(p, &ops[j], piece_bytes, dest);
+                    if copied == 0 {
+                        continue;
+                    }
+                    left[j] -= copied;
+                    if left[j] > 0 {
+                        continue;
+                    }
+                    if let Some(arrived) = arrived.as_deref_mut()
+                        && let Err(e) =
+                            arrived.arrived(order[j], &dest[ops[j].dest..][..ops[j].len])
+                    {
+                        first_error = Some(e);
+                        break;
+                    }
+                }
+                if first_error.is_some() {
+                    break;
+                }
+            }
+            todo.extend(taken..pieces.len());
+        } else {
+            todo.extend(0..pieces.len());
+        }
         let mut next = 0;
-        while next < pieces.len() && first_error.is_none() {
+        while next < todo.len() && first_error.is_none() {
             // One wave: as many pieces as fit in the bounce buffer.
             let mut used = 0;
             let wave_start = next;
-            while next < pieces.len() && used + pieces[next].len <= bounce_len {
-                pieces[next].bounce = used;
-                used += pieces[next].len;
+            while next < todo.len() && used + pieces[todo[next]].len <= bounce_len {
+                let p = &mut pieces[todo[next]];
+                (p.bounce, p.done) = (used, 0);
+                used += p.len;
                 next += 1;
             }
             queue.clear();
-            queue.extend((wave_start..next).rev());
+            queue.extend(todo[wave_start..next].iter().rev());
             while !queue.is_empty() || drain.in_flight > 0 {
                 // A cancelled batch submits nothing more and ends with the reads in flight.
                 if first_error.is_none()
@@ -359,8 +597,15 @@ impl Ring {
                 {
                     first_error = Some(e);
                 }
-                while first_error.is_none() && drain.in_flight < RING_ENTRIES as usize {
-                    let Some(k) = queue.pop() else { break };
+                while first_error.is_none() && drain.room() {
+                    let Some(k) = queue.pop() else {
+                        // This wave is all in flight: the next batch's read-ahead may use
+                        // the room left.
+                        if drain.push_ahead_any(slots, fds)? {
+                            continue;
+                        }
+                        break;
+                    };
                     let p = &pieces[k];
                     // SAFETY: `bounce[p.bounce + p.done .. p.bounce + p.len]` lies in the
                     // bounce buffer, which outlives this call; Drain waits for the read.
@@ -374,8 +619,13 @@ impl Ring {
                     drain.push(&entry)?;
                 }
                 if drain.in_flight == 0 {
-                    if first_error.is_some() {
+                    if first_error.is_some() || queue.is_empty() {
                         break;
+                    }
+                    if !drain.room() {
+                        // The ring is full of read-ahead: room comes as those complete.
+                        drain.submit_and_wait(1)?;
+                        while drain.next_completion().is_some() {}
                     }
                     continue;
                 }
@@ -558,30 +808,89 @@ impl Target {
     }
 }
 
+/// How a read names file `file`: its registered slot, or its descriptor.
+fn target_of(slots: FileSlots, fds: &[RawFd], file: u32) -> Target {
+    match slots {
+        FileSlots::Registered => Target::Fixed(types::Fixed(file)),
+        FileSlots::Raw => Target::Fd(types::Fd(fds.get(file as usize).copied().unwrap_or(-1))),
+    }
+}
+
 /// Tracks reads in flight and refuses to let the ring go (return or unwind) until the
-/// kernel has completed every one of them.
+/// kernel has completed every one of them. Read-ahead reads ([`Ahead`]) are not waited
+/// for here (they land in the ring's own memory, and [`Ring`]'s drop waits for them); their
+/// completions are recorded as they come, and they count against the ring's room.
 struct Drain<'r> {
     ring: &'r mut IoUring,
+    ahead: &'r mut Ahead,
     in_flight: usize,
 }
 
 impl<'r> Drain<'r> {
-    fn new(ring: &'r mut IoUring) -> Self {
-        Drain { ring, in_flight: 0 }
+    fn new(ring: &'r mut IoUring, ahead: &'r mut Ahead) -> Self {
+        Drain { ring, ahead, in_flight: 0 }
+    }
+
+    /// Whether another read fits: the completion queue never holds more than the ring's
+    /// reads in flight, the batch's and the read-ahead's together.
+    fn room(&self) -> bool {
+        self.in_flight + self.ahead.in_flight < RING_ENTRIES as usize
     }
 
     fn push(&mut self, entry: &squeue::Entry) -> Result<()> {
+        self.push_entry(entry)?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    fn push_entry(&mut self, entry: &squeue::Entry) -> Result<()> {
         loop {
             // SAFETY: the entry's buffer stays valid until its completion is reaped (the
-            // callers' contract above); the entry itself is copied into the queue.
+            // callers' contract above, and for read-ahead the ring's own buffer, which
+            // `Ring`'s drop keeps until then); the entry itself is copied into the queue.
             let pushed = unsafe { self.ring.submission().push(entry) };
             if pushed.is_ok() {
-                self.in_flight += 1;
                 return Ok(());
             }
             // The submission queue is full: hand it to the kernel and try again.
             self.submit_and_wait(0)?;
         }
+    }
+
+    /// Hands the next waiting read-ahead piece of `area` to the kernel if there is one and
+    /// the ring has room; returns whether it did.
+    fn push_ahead(&mut self, area: usize, slots: FileSlots, fds: &[RawFd]) -> Result<bool> {
+        if !self.room() {
+            return Ok(false);
+        }
+        let Ahead { buf, sets, .. } = &mut *self.ahead;
+        let (Some(buf), set) = (buf.as_mut(), &mut sets[area]) else { return Ok(false) };
+        let k = set.pushed;
+        let Some(p) = set.pieces.get(k).copied() else { return Ok(false) };
+        // SAFETY: the piece's place was planned inside the read-ahead buffer (areas of
+        // AHEAD_AREA bytes, pieces that fit), which lives as long as the ring.
+        let ptr = unsafe { buf.as_mut_ptr().add(p.bounce) };
+        let area_bit = if area == 1 { AHEAD_AREA_BIT } else { 0 };
+        let entry = target_of(slots, fds, p.file)
+            .read(ptr, p.len, p.offset)
+            .user_data(AHEAD_TAG | area_bit | k as u64);
+        self.push_entry(&entry)?;
+        let set = &mut self.ahead.sets[area];
+        set.state[k] = AheadState::InFlight;
+        set.pushed += 1;
+        set.in_flight += 1;
+        self.ahead.in_flight += 1;
+        Ok(true)
+    }
+
+    /// [`push_ahead`](Self::push_ahead) from whichever area has a live hint waiting.
+    fn push_ahead_any(&mut self, slots: FileSlots, fds: &[RawFd]) -> Result<bool> {
+        for area in 0..2 {
+            if self.ahead.sets[area].live && self.push_ahead(area, slots, fds)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     fn submit_and_wait(&mut self, want: usize) -> Result<()> {
@@ -601,10 +910,19 @@ impl<'r> Drain<'r> {
         }
     }
 
+    /// The next completion of the batch's own reads; read-ahead completions met on the way
+    /// are recorded.
     fn next_completion(&mut self) -> Option<(usize, i32)> {
-        let cqe = self.ring.completion().next()?;
-        self.in_flight -= 1;
-        Some((cqe.user_data() as usize, cqe.result()))
+        loop {
+            let cqe = self.ring.completion().next()?;
+            let data = cqe.user_data();
+            if data & AHEAD_TAG != 0 {
+                self.ahead.completed(data, cqe.result());
+                continue;
+            }
+            self.in_flight -= 1;
+            return Some((data as usize, cqe.result()));
+        }
     }
 
     /// Waits for every read still in flight (after an error), discarding results.
@@ -628,6 +946,20 @@ impl<'r> Drain<'r> {
 impl Drop for Drain<'_> {
     fn drop(&mut self) {
         self.wait_all();
+    }
+}
+
+impl Drop for Ring {
+    /// Waits for the read-ahead still in flight: the kernel writes into the ring's
+    /// read-ahead buffer until then, and the buffer goes with the ring.
+    fn drop(&mut self) {
+        let mut drain = Drain::new(&mut self.ring, &mut self.ahead);
+        while drain.ahead.in_flight > 0 {
+            if drain.ring.submit_and_wait(1).is_err() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            while drain.next_completion().is_some() {}
+        }
     }
 }
 
