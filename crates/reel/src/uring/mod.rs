@@ -25,6 +25,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
 
 use reel_core::io::{Arrived, OpenFiles, PreadFiles};
 use reel_core::{Backend, Error, ReadAt, ReadReq, Result};
@@ -90,7 +91,8 @@ pub struct UringFiles {
     lens: Vec<u64>,
     fds: Vec<RawFd>,
     options: UringOptions,
-    rings: Mutex<Vec<Ring>>,
+    /// Idle rings, each with the thread that last used it (`None`: not used yet).
+    rings: Mutex<Vec<(Option<ThreadId>, Ring)>>,
     fallback: Option<String>,
     /// Read-ahead pieces hinted and served (see [`UringFiles::read_ahead_counts`]).
     ahead_hinted: AtomicU64,
@@ -130,7 +132,7 @@ impl UringFiles {
         } else {
             match Ring::new(&fds, options.register_files) {
                 Ok(r) => {
-                    rings.push(r);
+                    rings.push((None, r));
                     if use_direct { UringMode::Direct } else { UringMode::Buffered }
                 }
                 Err(e) => {
@@ -165,8 +167,16 @@ impl UringFiles {
         self.mode
     }
 
+    /// An idle ring for this thread: the one it used last if it is idle, so that a
+    /// thread's hint ([`ReadAt::will_read`]) and its next read meet on the same ring, the
+    /// one holding the read-ahead, whatever other threads read meanwhile; else any.
     fn take_ring(&self) -> Option<Ring> {
-        let pooled = self.rings.lock().ok().and_then(|mut r| r.pop());
+        let me = std::thread::current().id();
+        let pooled = self.rings.lock().ok().and_then(|mut rings| {
+            let mine = rings.iter().rposition(|(user, _)| *user == Some(me));
+            let at = mine.or_else(|| rings.len().checked_sub(1))?;
+            Some(rings.swap_remove(at).1)
+        });
         pooled.or_else(|| Ring::new(&self.fds, self.options.register_files).ok())
     }
 
@@ -176,8 +186,8 @@ impl UringFiles {
             self.ahead_hinted.fetch_add(hinted, Ordering::Relaxed);
             self.ahead_served.fetch_add(served, Ordering::Relaxed);
         }
-        if let Ok(mut r) = self.rings.lock() {
-            r.push(ring);
+        if let Ok(mut rings) = self.rings.lock() {
+            rings.push((Some(std::thread::current().id()), ring));
         }
     }
 
@@ -296,7 +306,8 @@ impl ReadAt for UringFiles {
         }
         let Some(mut ring) = self.take_ring() else { return };
         // A hint that fails to start is only a hint: the read proper reads it all.
-        let _ = ring.read_ahead(&self.fds, &self.lens, self.align, self.options.bounce_bytes, reqs);
+        let (bounce, register) = (self.options.bounce_bytes, self.options.register_buffers);
+        let _ = ring.read_ahead(&self.fds, &self.lens, self.align, bounce, register, reqs);
         self.return_ring(ring);
     }
 

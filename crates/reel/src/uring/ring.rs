@@ -71,13 +71,14 @@ struct AheadSet {
 /// Reads of the next batch started before that batch is asked for
 /// ([`ReadAt::will_read`](reel_core::ReadAt::will_read)), so that the device has work
 /// while the current batch's last reads complete: the queue no longer drains at every
-/// batch boundary. They land in memory the ring owns (two areas, used in turn: one filling
-/// for the next batch while the other is copied out for this one), never in a caller's
-/// buffer, so a hint that is never read costs only its reads, and the ring waits for them
-/// before it lets that memory go.
+/// batch boundary. They land in memory the ring owns (two areas after the batch's own part
+/// of the bounce buffer, used in turn: one filling for the next batch while the other is
+/// copied out for this one), never in a caller's buffer, so a hint that is never read costs
+/// only its reads, and the ring waits for them before it lets that memory go. Being part
+/// of the registered bounce buffer, they are read with `READ_FIXED` like the batch's own
+/// reads: unregistered, every read pinned its pages and cost a third more CPU.
 #[derive(Default)]
 pub(crate) struct Ahead {
-    buf: Option<AlignedBuf>,
     sets: [AheadSet; 2],
     /// The area the next hint fills.
     next: usize,
@@ -154,9 +155,10 @@ pub(crate) enum FileSlots {
 pub(crate) struct Ring {
     ring: IoUring,
     files: FileSlots,
-    /// The bounce buffer for O_DIRECT reads, created on first use, and whether it is
+    /// The bounce buffer for O_DIRECT reads, created on first use: the batch's own part
+    /// (the first `.1` bytes) and the two read-ahead areas after it; and whether it is
     /// registered with the ring (as buffer 0; then reads of it are `READ_FIXED`).
-    bounce: Option<(AlignedBuf, bool)>,
+    bounce: Option<(AlignedBuf, usize, bool)>,
     /// The batch's requests sorted by position (empty ones left out) ...
     ops: Vec<ReadReq>,
     /// ... and the position of each in the caller's batch.
@@ -241,15 +243,11 @@ impl Ring {
         file_lens: &[u64],
         align: usize,
         bounce_len: usize,
+        register: bool,
         reqs: &[ReadReq],
     ) -> Result<()> {
         let align = align.max(1);
-        if self.ahead.buf.is_none() {
-            self.ahead.buf = AlignedBuf::new(2 * AHEAD_AREA, align.max(4096));
-        }
-        if self.ahead.buf.is_none() {
-            return Ok(());
-        }
+        let (bounce_ptr, own_len, registered) = self.bounce_buffer(bounce_len, align, register)?;
         let area = self.ahead.next;
         self.ahead.next ^= 1;
         let slots = self.files;
@@ -267,8 +265,7 @@ impl Ring {
         self.ops.sort_unstable_by_key(|r| (r.file, r.offset));
         let set = &mut self.ahead.sets[area];
         set.live = false;
-        let bounce_len = bounce_len.max(align.max(4096));
-        plan_pieces(&self.ops, file_lens, align, piece_max(bounce_len, align), &mut set.pieces);
+        plan_pieces(&self.ops, file_lens, align, piece_max(own_len, align), &mut set.pieces);
         let mut used = 0;
         let fits = set.pieces.iter().take_while(|p| {
             used += p.len;
@@ -276,7 +273,7 @@ impl Ring {
         });
         let keep = fits.count();
         set.pieces.truncate(keep);
-        let mut at = area * AHEAD_AREA;
+        let mut at = own_len + area * AHEAD_AREA;
         for p in &mut set.pieces {
             p.bounce = at;
             at += p.len;
@@ -289,9 +286,41 @@ impl Ring {
         self.ahead.hinted += keep as u64;
         let mut drain = Drain::new(&mut self.ring, &mut self.ahead);
         // The other area's waiting reads are for an earlier batch: they go first.
-        while drain.push_ahead(area ^ 1, slots, fds)? {}
-        while drain.push_ahead(area, slots, fds)? {}
+        let bounce = (bounce_ptr, registered);
+        while drain.push_ahead(area ^ 1, slots, fds, bounce)? {}
+        while drain.push_ahead(area, slots, fds, bounce)? {}
         drain.submit_and_wait(0)
+    }
+
+    /// The ring's `O_DIRECT` bounce buffer, made on first use: its address, the length of
+    /// the batch's own part (`bounce_len`, at least one alignment unit; the two read-ahead
+    /// areas follow it), and whether the kernel registered it.
+    fn bounce_buffer(
+        &mut self,
+        bounce_len: usize,
+        align: usize,
+        register: bool,
+    ) -> Result<(*mut u8, usize, bool)> {
+        if self.bounce.is_none() {
+            let own = bounce_len.max(align.max(4096)).div_ceil(align) * align;
+            let total = own.checked_add(2 * AHEAD_AREA).unwrap_or(own);
+            let mut buf = AlignedBuf::new(total, align.max(4096)).ok_or_else(|| {
+                Error::new(reel_core::ErrorKind::Io, "cannot allocate the O_DIRECT buffer")
+            })?;
+            let iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+            // SAFETY: the buffer lives as long as the ring (both owned by self; `Ring`'s drop
+            // waits for every read into it, and the ring is dropped before it because it is
+            // declared first) and is only used by this ring. A refusal (ENOMEM past
+            // RLIMIT_MEMLOCK, for users without CAP_IPC_LOCK) leaves the buffer unregistered:
+            // reads then name it by address, as buffered reads do.
+            let registered =
+                register && unsafe { self.ring.submitter().register_buffers(&[iov]) }.is_ok();
+            self.bounce = Some((buf, own, registered));
+        }
+        let Some((buf, own, registered)) = self.bounce.as_mut() else {
+            return Err(Error::invalid_input("no bounce buffer"));
+        };
+        Ok((buf.as_mut_ptr(), *own, *registered))
     }
 
     /// Sorts the non-empty requests by position into `ops` (and their batch positions into
@@ -480,24 +509,8 @@ impl Ring {
         mut arrived: Option<&mut Arrived<'_>>,
     ) -> Result<()> {
         self.sort_requests(reqs, dest)?;
-        if self.bounce.is_none() {
-            let mut buf = AlignedBuf::new(bounce_len, align.max(4096)).ok_or_else(|| {
-                Error::new(reel_core::ErrorKind::Io, "cannot allocate the O_DIRECT buffer")
-            })?;
-            let iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-            // SAFETY: the buffer lives as long as the ring (both owned by self; the ring is
-            // dropped first because it is declared first) and is only used by this ring.
-            // A refusal (ENOMEM past RLIMIT_MEMLOCK, for users without CAP_IPC_LOCK) leaves
-            // the buffer unregistered: reads then name it by address, as buffered reads do.
-            let registered =
-                register && unsafe { self.ring.submitter().register_buffers(&[iov]) }.is_ok();
-            self.bounce = Some((buf, registered));
-        }
-        let Some((bounce, registered)) = self.bounce.as_mut() else {
-            return Err(Error::invalid_input("no bounce buffer"));
-        };
-        let registered = *registered;
-        let bounce_len = bounce.len();
+        let (bounce_ptr, bounce_len, registered) =
+            self.bounce_buffer(bounce_len, align, register)?;
         plan_pieces(&self.ops, file_lens, align, piece_max(bounce_len, align), &mut self.pieces);
         // Bytes of each request still to be copied; a request is handed over at 0. The
         // kernel writes only into the bounce buffer, so overlapping destinations are fine.
@@ -506,7 +519,6 @@ impl Ring {
         // A hint for exactly this batch has its leading pieces read (or in flight) already.
         let hinted = self.ahead.matching(&self.ops, &self.pieces);
 
-        let bounce_ptr = bounce.as_mut_ptr();
         let slots = self.files;
         let target = |file: u32| target_of(slots, fds, file);
         let (ops, order, left) = (&self.ops, &self.order, &mut self.left);
@@ -521,8 +533,8 @@ impl Ring {
             // Those still waiting are this batch's now, ahead of any other; while they
             // complete, the other area's (the next batch's) fill the ring's free room.
             loop {
-                while drain.push_ahead(area, slots, fds)? {}
-                while drain.push_ahead(area ^ 1, slots, fds)? {}
+                while drain.push_ahead(area, slots, fds, (bounce_ptr, registered))? {}
+                while drain.push_ahead(area ^ 1, slots, fds, (bounce_ptr, registered))? {}
                 let set = &drain.ahead.sets[area];
                 if set.in_flight == 0 && set.pushed == set.pieces.len() {
                     break;
@@ -535,21 +547,20 @@ impl Ring {
                 drain.submit_and_wait(1)?;
                 while drain.next_completion().is_some() {}
             }
-            let Ahead { buf, sets, served, .. } = &mut *drain.ahead;
+            let Ahead { sets, served, .. } = &mut *drain.ahead;
             let set = &mut sets[area];
             set.live = false;
-            let area_bytes = buf.as_mut().map(|b| b.as_mut_ptr());
             for (k, (ahead_piece, &state)) in set.pieces.iter().zip(&set.state).enumerate() {
-                let (Some(base), AheadState::Done) = (area_bytes, state) else {
+                if state != AheadState::Done {
                     todo.push(k);
                     continue;
-                };
+                }
                 *served += 1;
                 // SAFETY: this piece's read has completed and nothing reads into its part of
                 // the read-ahead buffer again before the area is hinted anew, which happens
                 // only after this call (the ring is this thread's until it returns).
                 let piece_bytes = unsafe {
-                    std::slice::from_raw_parts(base.add(ahead_piece.bounce), ahead_piece.len)
+                    std::slice::from_raw_parts(bounce_ptr.add(ahead_piece.bounce), ahead_piece.len)
                 };
                 let p = &pieces[k];
                 for j in p.first..p.end {
@@ -601,7 +612,7 @@ impl Ring {
                     let Some(k) = queue.pop() else {
                         // This wave is all in flight: the next batch's read-ahead may use
                         // the room left.
-                        if drain.push_ahead_any(slots, fds)? {
+                        if drain.push_ahead_any(slots, fds, (bounce_ptr, registered))? {
                             continue;
                         }
                         break;
@@ -859,21 +870,31 @@ impl<'r> Drain<'r> {
 
     /// Hands the next waiting read-ahead piece of `area` to the kernel if there is one and
     /// the ring has room; returns whether it did.
-    fn push_ahead(&mut self, area: usize, slots: FileSlots, fds: &[RawFd]) -> Result<bool> {
+    /// `bounce` is the ring's bounce buffer (its address, and whether it is registered).
+    fn push_ahead(
+        &mut self,
+        area: usize,
+        slots: FileSlots,
+        fds: &[RawFd],
+        bounce: (*mut u8, bool),
+    ) -> Result<bool> {
         if !self.room() {
             return Ok(false);
         }
-        let Ahead { buf, sets, .. } = &mut *self.ahead;
-        let (Some(buf), set) = (buf.as_mut(), &mut sets[area]) else { return Ok(false) };
+        let set = &mut self.ahead.sets[area];
         let k = set.pushed;
         let Some(p) = set.pieces.get(k).copied() else { return Ok(false) };
-        // SAFETY: the piece's place was planned inside the read-ahead buffer (areas of
-        // AHEAD_AREA bytes, pieces that fit), which lives as long as the ring.
-        let ptr = unsafe { buf.as_mut_ptr().add(p.bounce) };
+        // SAFETY: the piece's place was planned inside a read-ahead area of the bounce
+        // buffer (areas of AHEAD_AREA bytes after the batch's own part, pieces that fit),
+        // which lives as long as the ring.
+        let ptr = unsafe { bounce.0.add(p.bounce) };
         let area_bit = if area == 1 { AHEAD_AREA_BIT } else { 0 };
-        let entry = target_of(slots, fds, p.file)
-            .read(ptr, p.len, p.offset)
-            .user_data(AHEAD_TAG | area_bit | k as u64);
+        let target = target_of(slots, fds, p.file);
+        let entry = match bounce.1 {
+            true => target.read_fixed(ptr, p.len, p.offset),
+            false => target.read(ptr, p.len, p.offset),
+        };
+        let entry = entry.user_data(AHEAD_TAG | area_bit | k as u64);
         self.push_entry(&entry)?;
         let set = &mut self.ahead.sets[area];
         set.state[k] = AheadState::InFlight;
@@ -884,9 +905,14 @@ impl<'r> Drain<'r> {
     }
 
     /// [`push_ahead`](Self::push_ahead) from whichever area has a live hint waiting.
-    fn push_ahead_any(&mut self, slots: FileSlots, fds: &[RawFd]) -> Result<bool> {
+    fn push_ahead_any(
+        &mut self,
+        slots: FileSlots,
+        fds: &[RawFd],
+        bounce: (*mut u8, bool),
+    ) -> Result<bool> {
         for area in 0..2 {
-            if self.ahead.sets[area].live && self.push_ahead(area, slots, fds)? {
+            if self.ahead.sets[area].live && self.push_ahead(area, slots, fds, bounce)? {
                 return Ok(true);
             }
         }
@@ -951,7 +977,7 @@ impl Drop for Drain<'_> {
 
 impl Drop for Ring {
     /// Waits for the read-ahead still in flight: the kernel writes into the ring's
-    /// read-ahead buffer until then, and the buffer goes with the ring.
+    /// read-ahead areas until then, and the bounce buffer goes with the ring.
     fn drop(&mut self) {
         let mut drain = Drain::new(&mut self.ring, &mut self.ahead);
         while drain.ahead.in_flight > 0 {
