@@ -8,6 +8,7 @@ on every golden case in test_compat_golden.py.
 
 from __future__ import annotations
 
+import pickle
 import shutil
 
 import numpy as np
@@ -94,6 +95,15 @@ def test_ffrecord_writer(tmp_path):
     arr.write_one(np.arange(3, dtype=np.uint8))
     arr.close()
     assert cffrecord.FileReader(tmp_path / "arr.ffr").read_one(0).tolist() == [0, 1, 2]
+    # As the reference: a copy reopens the files; a closed reader refuses to read.
+    copy = pickle.loads(pickle.dumps(r))
+    assert (copy.fnames, copy.check_data, copy.n) == (r.fnames, r.check_data, 3)
+    assert copy.read_one(1).tobytes() == b"\x01\x01"
+    r.close()
+    for read in (lambda: r.read([0]), lambda: r.read_one(0)):
+        with pytest.raises(RuntimeError, match="FileReader has been closed."):
+            read()
+    assert copy.read([2])[0].tobytes() == b"\x02\x02\x02"
     short = cffrecord.FileWriter(tmp_path / "short.ffr", 2)
     short.write_one(b"x")
     with pytest.raises(ValueError):

@@ -1,7 +1,9 @@
 """``ffrecord`` (HFAiLab) reader and writer classes, backed by reel.
 
-Covered: ``FileReader(fnames, check_data=True)`` with ``n``, ``read(indices)``,
-``read_one(index)``, ``validate()``, ``close()``, context-manager use; ``FileWriter(fname,
+Covered: ``FileReader(fnames, check_data=True)`` with ``n``, ``fnames``, ``check_data``,
+``read(indices)``, ``read_one(index)``, ``validate()``, ``close()`` (after which reads raise
+``RuntimeError("FileReader has been closed.")``, as the reference's do), context-manager
+use, pickling (reopened from ``fnames`` and ``check_data``); ``FileWriter(fname,
 n)`` with ``write_one(data)``, ``n``, ``count``, ``close()``. As in ffrecord 1.4, samples come
 back as 1-D ``uint8`` NumPy arrays. Errors are ``reel.ReelError`` subclasses (a checksum
 mismatch is ``reel.ChecksumError``) where the reference raises ``RuntimeError``.
@@ -39,9 +41,15 @@ class FileReader:
     def __init__(self, fnames, check_data: bool = True) -> None:
         self.fnames = _files(fnames)
         self.check_data = check_data
+        self._closed = False
         self._parts = [reel.open(f, format="ffrecord", verify=check_data) for f in self.fnames]
         self._starts = np.cumsum([0] + [len(p) for p in self._parts])
         self.n = int(self._starts[-1])
+
+    def _check_open(self) -> None:
+        if self._closed:
+            # The reference's message and type (a C++ runtime_error through pybind11).
+            raise RuntimeError("FileReader has been closed.")
 
     def _locate(self, index: int) -> tuple[int, int]:
         if not 0 <= index < self.n:
@@ -51,6 +59,7 @@ class FileReader:
 
     def read(self, indices: Sequence[int]) -> list[np.ndarray]:
         """The samples at ``indices`` (one batched read per file)."""
+        self._check_open()
         # Integers only (NumPy ones too), as the reference's binding takes them: int()
         # would have read record 0 for 0.9.
         indices = [operator.index(i) for i in indices]
@@ -73,6 +82,7 @@ class FileReader:
 
     def read_one(self, index: int) -> np.ndarray:
         """The sample at ``index``."""
+        self._check_open()
         part, local = self._locate(operator.index(index))
         return np.frombuffer(self._parts[part][local]["data"], np.uint8).copy()
 
@@ -85,7 +95,13 @@ class FileReader:
                 raise reel.ChecksumError(f"{f}: {problem['message']}")
 
     def close(self) -> None:
-        """Nothing to release early: reel closes files when the reader is collected."""
+        """Closes the files; later reads raise ``RuntimeError``, as the reference's do."""
+        self._closed = True
+        self._parts = []
+
+    def __reduce__(self):
+        # As the reference: a copy (a DataLoader worker's) opens the files again.
+        return (FileReader, (self.fnames, self.check_data))
 
     def __enter__(self) -> FileReader:
         return self
