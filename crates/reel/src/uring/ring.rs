@@ -562,25 +562,16 @@ impl Ring {
                 let piece_bytes = unsafe {
                     std::slice::from_raw_parts(bounce_ptr.add(ahead_piece.bounce), ahead_piece.len)
                 };
-                let p = &pieces[k];
-                for j in p.first..p.end {
-                    let copied = copy_out(p, &ops[j], piece_bytes, dest);
-                    if copied == 0 {
-                        continue;
-                    }
-                    left[j] -= copied;
-                    if left[j] > 0 {
-                        continue;
-                    }
-                    if let Some(arrived) = arrived.as_deref_mut()
-                        && let Err(e) =
-                            arrived.arrived(order[j], &dest[ops[j].dest..][..ops[j].len])
-                    {
-                        first_error = Some(e);
-                        break;
-                    }
-                }
-                if first_error.is_some() {
+                let delivered = deliver_piece(
+                    &pieces[k],
+                    piece_bytes,
+                    (&ops[..], &order[..]),
+                    left,
+                    dest,
+                    arrived.as_deref_mut(),
+                );
+                if let Err(e) = delivered {
+                    first_error = Some(e);
                     break;
                 }
             }
@@ -694,22 +685,10 @@ impl Ring {
                     // write only their own, disjoint parts.
                     let piece_bytes =
                         unsafe { std::slice::from_raw_parts(bounce_ptr.add(p.bounce), p.len) };
-                    for j in p.first..p.end {
-                        let copied = copy_out(p, &ops[j], piece_bytes, dest);
-                        if copied == 0 {
-                            continue;
-                        }
-                        left[j] -= copied;
-                        if left[j] > 0 {
-                            continue;
-                        }
-                        if let Some(arrived) = arrived.as_deref_mut()
-                            && let Err(e) =
-                                arrived.arrived(order[j], &dest[ops[j].dest..][..ops[j].len])
-                        {
-                            first_error = Some(e);
-                            break;
-                        }
+                    let sorted = (&ops[..], &order[..]);
+                    let arrived = arrived.as_deref_mut();
+                    if let Err(e) = deliver_piece(p, piece_bytes, sorted, left, dest, arrived) {
+                        first_error = Some(e);
                     }
                 }
                 if first_error.is_some() {
@@ -720,6 +699,33 @@ impl Ring {
         drain.finish()?;
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// Copies what the completed piece `p` (its bytes `piece_bytes`) holds of the sorted
+/// requests it serves (`sorted`: the requests and their places in the batch) into `dest`,
+/// and hands each request whose bytes are now all copied (`left` reaches 0) to `arrived`.
+fn deliver_piece(
+    p: &Piece,
+    piece_bytes: &[u8],
+    (ops, order): (&[ReadReq], &[usize]),
+    left: &mut [usize],
+    dest: &mut [u8],
+    mut arrived: Option<&mut Arrived<'_>>,
+) -> Result<()> {
+    for j in p.first..p.end {
+        let copied = copy_out(p, &ops[j], piece_bytes, dest);
+        if copied == 0 {
+            continue;
+        }
+        left[j] -= copied;
+        if left[j] > 0 {
+            continue;
+        }
+        if let Some(arrived) = arrived.as_deref_mut() {
+            arrived.arrived(order[j], &dest[ops[j].dest..][..ops[j].len])?;
+        }
+    }
+    Ok(())
 }
 
 /// Hands every request's bytes over once all reads are done, in batch order.
