@@ -60,6 +60,8 @@ impl FieldMap {
     }
 
     /// The name field `name` is written under, or `None` when the mapping leaves it out.
+    // Only the Arrow targets ask (a build without them has no caller).
+    #[cfg_attr(not(feature = "arrow"), allow(dead_code))]
     pub(crate) fn written_name<'a>(&'a self, name: &'a str) -> Option<&'a str> {
         let kept = self.keep.as_ref().is_none_or(|keep| keep.iter().any(|n| n == name))
             && !self.drop.iter().any(|n| n == name);
