@@ -30,7 +30,7 @@ use std::thread::ThreadId;
 use reel_core::io::{Arrived, OpenFiles, PreadFiles};
 use reel_core::{Backend, Error, ReadAt, ReadReq, Result};
 
-use ring::Ring;
+use ring::{DirectFiles, Ring};
 
 /// How [`UringFiles`] reads.
 #[derive(Clone, Debug)]
@@ -293,21 +293,17 @@ impl ReadAt for UringFiles {
 
     /// With `O_DIRECT`, starts the reads of `reqs` on the ring this thread reads with next,
     /// into the ring's own read-ahead memory; the `read_many` of the same requests takes
-    /// their bytes from there (see `ring::Ahead`). Buffered and `pread` modes ignore it.
+    /// their bytes from there (see the ring's read-ahead). Buffered and `pread` modes ignore it.
     fn will_read(&self, reqs: &[ReadReq]) {
         if self.mode != UringMode::Direct || reqs.is_empty() {
             return;
         }
-        let outside = |r: &ReadReq| {
-            reel_core::check_within(r.offset, r.len as u64, self.file_len(r.file), "read").is_err()
-        };
-        if reqs.iter().any(outside) {
+        if self.check_within_files(reqs).is_err() {
             return;
         }
         let Some(mut ring) = self.take_ring() else { return };
         // A hint that fails to start is only a hint: the read proper reads it all.
-        let (bounce, register) = (self.options.bounce_bytes, self.options.register_buffers);
-        let _ = ring.read_ahead(&self.fds, &self.lens, self.align, bounce, register, reqs);
+        let _ = ring.read_ahead(self.direct_files(), reqs);
         self.return_ring(ring);
     }
 
@@ -325,6 +321,26 @@ impl ReadAt for UringFiles {
 }
 
 impl UringFiles {
+    /// The files as the `O_DIRECT` path reads them.
+    fn direct_files(&self) -> DirectFiles<'_> {
+        DirectFiles {
+            fds: &self.fds,
+            lens: &self.lens,
+            align: self.align,
+            bounce_len: self.options.bounce_bytes,
+            register: self.options.register_buffers,
+        }
+    }
+
+    /// Checks that every request lies within its file.
+    fn check_within_files(&self, reqs: &[ReadReq]) -> Result<()> {
+        for r in reqs {
+            reel_core::check_within(r.offset, r.len as u64, self.file_len(r.file), "read")
+                .map_err(|e| e.with_path(self.file_path(r.file)))?;
+        }
+        Ok(())
+    }
+
     /// Reads a batch on a pooled ring (or through `pread` when there is none), handing
     /// requests to `arrived` as they complete when it is given.
     fn read_ring(
@@ -333,10 +349,7 @@ impl UringFiles {
         dest: &mut [u8],
         arrived: Option<&mut Arrived<'_>>,
     ) -> Result<()> {
-        for r in reqs {
-            reel_core::check_within(r.offset, r.len as u64, self.file_len(r.file), "read")
-                .map_err(|e| e.with_path(self.file_path(r.file)))?;
-        }
+        self.check_within_files(reqs)?;
         let ring = if self.mode == UringMode::Pread { None } else { self.take_ring() };
         let Some(mut ring) = ring else {
             return match arrived {
@@ -346,17 +359,7 @@ impl UringFiles {
         };
         let describe = self.describe();
         let result = if self.mode == UringMode::Direct {
-            ring.read_direct(
-                &self.fds,
-                &self.lens,
-                self.align,
-                self.options.bounce_bytes,
-                self.options.register_buffers,
-                reqs,
-                dest,
-                &describe,
-                arrived,
-            )
+            ring.read_direct(self.direct_files(), reqs, dest, &describe, arrived)
         } else {
             ring.read_buffered(&self.fds, reqs, dest, &describe, arrived)
         };

@@ -51,14 +51,12 @@ enum AheadState {
     Failed,
 }
 
-/// The aligned reads of one hinted batch, landing in one area of [`Ahead::buf`].
+/// The aligned reads of one hinted batch, landing in one read-ahead area.
 #[derive(Default)]
 struct AheadSet {
-    /// The sorted requests the pieces were planned from, as (file, offset, length): a read
-    /// of the same requests plans the same pieces, and only such a read uses them.
-    key: Vec<(u32, u64, usize)>,
-    /// The leading pieces of that plan that fit in the area; `bounce` is their place in
-    /// [`Ahead::buf`].
+    /// The leading aligned reads of the hinted batch's plan that fit in the area; `bounce`
+    /// is their place in the bounce buffer. A read whose plan starts with the same reads
+    /// (the same file ranges) takes their bytes, whichever requests they serve there.
     pieces: Vec<Piece>,
     state: Vec<AheadState>,
     /// `pieces[..pushed]` have been handed to the kernel.
@@ -78,23 +76,25 @@ struct AheadSet {
 /// of the registered bounce buffer, they are read with `READ_FIXED` like the batch's own
 /// reads: unregistered, every read pinned its pages and cost a third more CPU.
 #[derive(Default)]
-pub(crate) struct Ahead {
+struct Ahead {
     sets: [AheadSet; 2],
     /// The area the next hint fills.
     next: usize,
-    /// Read-ahead reads in flight, both areas.
-    in_flight: usize,
     /// Pieces hinted and pieces a batch took from the read-ahead, since last asked.
-    pub(crate) hinted: u64,
-    pub(crate) served: u64,
+    hinted: u64,
+    served: u64,
 }
 
 impl Ahead {
+    /// Read-ahead reads in flight, both areas.
+    fn in_flight(&self) -> usize {
+        self.sets[0].in_flight + self.sets[1].in_flight
+    }
+
     /// Records the completion of read-ahead piece `data` (its tagged user data).
     fn completed(&mut self, data: u64, res: i32) {
         let area = usize::from(data & AHEAD_AREA_BIT != 0);
         let k = (data & !(AHEAD_TAG | AHEAD_AREA_BIT)) as usize;
-        self.in_flight = self.in_flight.saturating_sub(1);
         let set = &mut self.sets[area];
         set.in_flight = set.in_flight.saturating_sub(1);
         if let (Some(p), Some(state)) = (set.pieces.get(k), set.state.get_mut(k)) {
@@ -103,14 +103,12 @@ impl Ahead {
         }
     }
 
-    /// The area whose hint was planned from exactly these sorted requests into exactly
-    /// these leading pieces, if one was.
-    fn matching(&self, ops: &[ReadReq], pieces: &[Piece]) -> Option<usize> {
+    /// The area whose hint was planned into exactly the leading reads of `pieces`, if one
+    /// was.
+    fn matching(&self, pieces: &[Piece]) -> Option<usize> {
         (0..2).find(|&a| {
             let set = &self.sets[a];
             set.live
-                && set.key.len() == ops.len()
-                && set.key.iter().zip(ops).all(|(k, r)| *k == (r.file, r.offset, r.len))
                 && set.pieces.len() <= pieces.len()
                 && set.pieces.iter().zip(pieces).all(|(a, b)| {
                     (a.file, a.offset, a.len, a.needed) == (b.file, b.offset, b.len, b.needed)
@@ -149,6 +147,17 @@ fn build_ring() -> io::Result<IoUring> {
 pub(crate) enum FileSlots {
     Registered,
     Raw,
+}
+
+/// What the `O_DIRECT` path needs of the files it reads: their descriptors and lengths, the
+/// offset alignment, and the size of the bounce buffer and whether to register it.
+#[derive(Clone, Copy)]
+pub(crate) struct DirectFiles<'a> {
+    pub(crate) fds: &'a [RawFd],
+    pub(crate) lens: &'a [u64],
+    pub(crate) align: usize,
+    pub(crate) bounce_len: usize,
+    pub(crate) register: bool,
 }
 
 /// An io_uring instance with its scratch space, owned by one thread at a time.
@@ -237,32 +246,18 @@ impl Ring {
     /// read-ahead area, as many as the ring has room for; the rest are handed to the kernel
     /// as room frees up during later reads. Returns without waiting for them. Any failure
     /// leaves the hint out: the read proper then reads everything itself.
-    pub(crate) fn read_ahead(
-        &mut self,
-        fds: &[RawFd],
-        file_lens: &[u64],
-        align: usize,
-        bounce_len: usize,
-        register: bool,
-        reqs: &[ReadReq],
-    ) -> Result<()> {
+    pub(crate) fn read_ahead(&mut self, files: DirectFiles<'_>, reqs: &[ReadReq]) -> Result<()> {
+        let DirectFiles { fds, lens: file_lens, align, bounce_len, register } = files;
         let align = align.max(1);
         let (bounce_ptr, own_len, registered) = self.bounce_buffer(bounce_len, align, register)?;
         let area = self.ahead.next;
         self.ahead.next ^= 1;
         let slots = self.files;
-        {
-            // The area may still be filling for a hint nobody read: its memory is reused only
-            // once the kernel is done with it.
-            let mut drain = Drain::new(&mut self.ring, &mut self.ahead);
-            while drain.ahead.sets[area].in_flight > 0 {
-                drain.submit_and_wait(1)?;
-                while drain.next_completion().is_some() {}
-            }
-        }
-        self.ops.clear();
-        self.ops.extend(reqs.iter().filter(|r| r.len > 0).copied());
-        self.ops.sort_unstable_by_key(|r| (r.file, r.offset));
+        // The area may still be filling for a hint nobody read: its memory is reused only
+        // once the kernel is done with it.
+        Drain::new(&mut self.ring, &mut self.ahead)
+            .wait_while(|d| d.ahead.sets[area].in_flight > 0);
+        self.sort_ops(reqs);
         let set = &mut self.ahead.sets[area];
         set.live = false;
         plan_pieces(&self.ops, file_lens, align, piece_max(own_len, align), &mut set.pieces);
@@ -278,8 +273,6 @@ impl Ring {
             p.bounce = at;
             at += p.len;
         }
-        set.key.clear();
-        set.key.extend(self.ops.iter().map(|r| (r.file, r.offset, r.len)));
         set.state.clear();
         set.state.resize(keep, AheadState::Waiting);
         (set.pushed, set.in_flight, set.live) = (0, 0, keep > 0);
@@ -326,15 +319,21 @@ impl Ring {
     /// Sorts the non-empty requests by position into `ops` (and their batch positions into
     /// `order`) and checks each against `dest`.
     fn sort_requests(&mut self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
+        self.sort_ops(reqs);
+        for r in &self.ops {
+            dest_slice(dest, r)?;
+        }
+        Ok(())
+    }
+
+    /// Sorts the non-empty requests by position into `ops` (and their batch positions into
+    /// `order`).
+    fn sort_ops(&mut self, reqs: &[ReadReq]) {
         self.order.clear();
         self.order.extend((0..reqs.len()).filter(|&k| reqs[k].len > 0));
         self.order.sort_unstable_by_key(|&k| (reqs[k].file, reqs[k].offset));
         self.ops.clear();
         self.ops.extend(self.order.iter().map(|&k| reqs[k]));
-        for r in &self.ops {
-            dest_slice(dest, r)?;
-        }
-        Ok(())
     }
 
     /// Whether two requests' destinations overlap: then a finished request's bytes may
@@ -374,10 +373,7 @@ impl Ring {
         let (slots, merged, done, retry) =
             (self.files, &self.merged, &mut self.done, &mut self.queue);
         let (ops, order, runs) = (&self.ops, &self.order, &self.runs);
-        let target = |file: u32| match slots {
-            FileSlots::Registered => Target::Fixed(types::Fixed(file)),
-            FileSlots::Raw => Target::Fd(types::Fd(fds[file as usize])),
-        };
+        let target = |file: u32| target_of(slots, fds, file);
         let cancel = CancelCheck::current();
         let mut drain = Drain::new(&mut self.ring, &mut self.ahead);
         let mut next = 0;
@@ -419,8 +415,7 @@ impl Ring {
             if drain.in_flight == 0 {
                 if !drain.room() {
                     // The ring is full of read-ahead: room comes as those complete.
-                    drain.submit_and_wait(1)?;
-                    while drain.next_completion().is_some() {}
+                    drain.wait_for_ahead()?;
                 }
                 continue;
             }
@@ -495,19 +490,15 @@ impl Ring {
     /// copy of the wanted bytes into `dest`, made as soon as each aligned read completes.
     /// Requests whose aligned blocks touch share one read. With `arrived`, a request is
     /// handed over once all its bytes are copied, while other reads are in flight.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn read_direct(
         &mut self,
-        fds: &[RawFd],
-        file_lens: &[u64],
-        align: usize,
-        bounce_len: usize,
-        register: bool,
+        files: DirectFiles<'_>,
         reqs: &[ReadReq],
         dest: &mut [u8],
         describe: &dyn Fn(u32, u64, io::Error) -> Error,
         mut arrived: Option<&mut Arrived<'_>>,
     ) -> Result<()> {
+        let DirectFiles { fds, lens: file_lens, align, bounce_len, register } = files;
         self.sort_requests(reqs, dest)?;
         let (bounce_ptr, bounce_len, registered) =
             self.bounce_buffer(bounce_len, align, register)?;
@@ -517,7 +508,7 @@ impl Ring {
         self.left.clear();
         self.left.extend(self.ops.iter().map(|r| r.len));
         // A hint for exactly this batch has its leading pieces read (or in flight) already.
-        let hinted = self.ahead.matching(&self.ops, &self.pieces);
+        let hinted = self.ahead.matching(&self.pieces);
 
         let slots = self.files;
         let target = |file: u32| target_of(slots, fds, file);
@@ -544,8 +535,7 @@ impl Ring {
                     drain.ahead.sets[area].live = false;
                     return Err(e);
                 }
-                drain.submit_and_wait(1)?;
-                while drain.next_completion().is_some() {}
+                drain.wait_for_ahead()?;
             }
             let Ahead { sets, served, .. } = &mut *drain.ahead;
             let set = &mut sets[area];
@@ -626,8 +616,7 @@ impl Ring {
                     }
                     if !drain.room() {
                         // The ring is full of read-ahead: room comes as those complete.
-                        drain.submit_and_wait(1)?;
-                        while drain.next_completion().is_some() {}
+                        drain.wait_for_ahead()?;
                     }
                     continue;
                 }
@@ -851,7 +840,7 @@ impl<'r> Drain<'r> {
     /// Whether another read fits: the completion queue never holds more than the ring's
     /// reads in flight, the batch's and the read-ahead's together.
     fn room(&self) -> bool {
-        self.in_flight + self.ahead.in_flight < RING_ENTRIES as usize
+        self.in_flight + self.ahead.in_flight() < RING_ENTRIES as usize
     }
 
     fn push(&mut self, entry: &squeue::Entry) -> Result<()> {
@@ -906,7 +895,6 @@ impl<'r> Drain<'r> {
         set.state[k] = AheadState::InFlight;
         set.pushed += 1;
         set.in_flight += 1;
-        self.ahead.in_flight += 1;
         Ok(true)
     }
 
@@ -964,14 +952,28 @@ impl<'r> Drain<'r> {
     }
 
     fn wait_all(&mut self) {
-        while self.in_flight > 0 {
-            // A failing io_uring_enter with reads in flight cannot be recovered from: the
-            // kernel may still write into the buffers. Keep waiting rather than return.
+        self.wait_while(|drain| drain.in_flight > 0);
+    }
+
+    /// Waits for completions while `pending` says so. A failing io_uring_enter with reads in
+    /// flight cannot be recovered from: the kernel may still write into the buffers, so it
+    /// keeps waiting rather than return.
+    fn wait_while(&mut self, pending: impl Fn(&Self) -> bool) {
+        while pending(self) {
             if self.ring.submit_and_wait(1).is_err() {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
             while self.next_completion().is_some() {}
         }
+    }
+
+    /// Waits for at least one read-ahead completion and records what completed; only while
+    /// none of the batch's own reads is in flight (their completions would be dropped).
+    fn wait_for_ahead(&mut self) -> Result<()> {
+        debug_assert_eq!(self.in_flight, 0);
+        self.submit_and_wait(1)?;
+        while self.next_completion().is_some() {}
+        Ok(())
     }
 }
 
@@ -985,13 +987,7 @@ impl Drop for Ring {
     /// Waits for the read-ahead still in flight: the kernel writes into the ring's
     /// read-ahead areas until then, and the bounce buffer goes with the ring.
     fn drop(&mut self) {
-        let mut drain = Drain::new(&mut self.ring, &mut self.ahead);
-        while drain.ahead.in_flight > 0 {
-            if drain.ring.submit_and_wait(1).is_err() {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            while drain.next_completion().is_some() {}
-        }
+        Drain::new(&mut self.ring, &mut self.ahead).wait_while(|d| d.ahead.in_flight() > 0);
     }
 }
 
