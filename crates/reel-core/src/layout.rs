@@ -948,8 +948,8 @@ impl<L: Layout, F: ReadAt> RecordSource for LayoutSource<L, F> {
     }
 
     /// Plans `indices` as [`read_batch_into`](RecordSource::read_batch_into) will, and hands
-    /// the reads to [`ReadAt::will_read`] in the same order and merged the same way, so the
-    /// backend can match them to the read that follows. Backends that read in the calling
+    /// the reads to [`ReadAt::will_read`], so the backend can match them to the read that
+    /// follows. Backends that read in the calling
     /// thread are not asked (planning would cost time for nothing); a record that fails to
     /// plan leaves the hint out.
     fn will_read(&self, indices: &[u64]) {
@@ -974,14 +974,14 @@ impl<L: Layout, F: ReadAt> RecordSource for LayoutSource<L, F> {
             if indices.len() > 1 && total > self.limits.max_batch_bytes {
                 return;
             }
-            // The same destinations `fill` gives (back to back from 0), so that the same
-            // requests merge the same way.
-            let mut dest = 0usize;
-            for r in ranges.iter() {
-                let len = r.len as usize;
-                reqs.push(ReadReq { file: r.file, offset: r.offset, len, dest });
-                dest = dest.saturating_add(len);
-            }
+            // A hint's destinations are ignored (`ReadAt::will_read`).
+            let as_req = |r: &ReadRange| ReadReq {
+                file: r.file,
+                offset: r.offset,
+                len: r.len as usize,
+                dest: 0,
+            };
+            reqs.extend(ranges.iter().map(as_req));
             self.files.will_read(reqs);
         });
     }

@@ -448,12 +448,9 @@ fn reel_round(
         notes.extend(measured.warmth);
         rows.push(subject.row(&label, measured.run, notes.join("; ")));
         if args.stream {
-            subject.prepare()?;
             let hints: &[bool] = if args.no_hint_rows { &[true, false] } else { &[true] };
             for &hint in hints {
-                if !hint {
-                    subject.prepare()?;
-                }
+                subject.prepare()?;
                 let (run, warmth) = reel_stream_run(subject, backend.clone(), args, budget, hint)?;
                 let warmth = warmth.filter(|_| !measured.backend.contains("+direct"));
                 let name = if hint { "stream" } else { "stream, no hint" };

@@ -279,14 +279,30 @@ struct LookaheadPlan {
 }
 
 impl LookaheadPlan {
+    /// Fills `out` with the plan's next batch; `false` once the plan has ended.
     fn fill(&mut self, out: &mut Vec<u64>) -> bool {
-        if self.ended {
-            out.clear();
-            return false;
-        }
-        self.ended = !self.plan.fill(out);
-        !self.ended
+        fill_unless_ended(&mut self.plan, &mut self.ended, out)
     }
+
+    /// Takes the batch after the one just planned into `next`. A panic of the plan is kept
+    /// for the batch it was making (see `broken`).
+    fn look_ahead(&mut self) {
+        let LookaheadPlan { plan, next, has_next, ended, broken } = self;
+        match catch_unwind(AssertUnwindSafe(|| fill_unless_ended(plan, ended, next))) {
+            Ok(more) => *has_next = more,
+            Err(panic) => (*has_next, *broken) = (false, Some(panic)),
+        }
+    }
+}
+
+/// [`BatchPlan::fill`], unless the plan has already said it ended (`ended`, set here).
+fn fill_unless_ended(plan: &mut BatchPlan, ended: &mut bool, out: &mut Vec<u64>) -> bool {
+    if *ended {
+        out.clear();
+        return false;
+    }
+    *ended = !plan.fill(out);
+    !*ended
 }
 
 /// One reader's job: the batch it reads, and the one after it to hint (empty for none).
@@ -319,15 +335,10 @@ impl StreamWork for IndexWork {
             return None;
         }
         job.after.clear();
-        plan.has_next = self.hint_next && {
-            let mut next = std::mem::take(&mut plan.next);
-            let more = catch_unwind(AssertUnwindSafe(|| plan.fill(&mut next)));
-            plan.next = next;
-            more.unwrap_or_else(|panic| {
-                plan.broken = Some(panic);
-                false
-            })
-        };
+        plan.has_next = false;
+        if self.hint_next {
+            plan.look_ahead();
+        }
         if plan.has_next {
             job.after.extend_from_slice(&plan.next);
         }
