@@ -134,17 +134,7 @@ mod x86 {
         let k = keys(K_2048_LOW, K_2048_HIGH);
         let mut at = STEP;
         while at < body {
-            if at + PREFETCH_AHEAD + STEP <= body {
-                for line in (0..STEP).step_by(64) {
-                    // SAFETY: the address is inside `from` (checked just above); a prefetch
-                    // never faults and reads nothing into the program.
-                    unsafe {
-                        arch::_mm_prefetch::<{ arch::_MM_HINT_T0 }>(
-                            src.add(at + PREFETCH_AHEAD + line).cast(),
-                        )
-                    };
-                }
-            }
+            prefetch_block(&from[..body], at);
             for (i, acc) in v.iter_mut().enumerate() {
                 let x = load(at + i * 64);
                 store(at + i * 64, x);
@@ -173,14 +163,37 @@ mod x86 {
         x = arch::_mm_xor_si128(x, arch::_mm512_extracti32x4_epi32::<2>(moved));
         // `x` now stands for the whole body with the incoming CRC already folded in: its CRC
         // from a zero register (crc32fast's initial value !0) is the body's CRC.
+        finish(x, from, to, body)
+    }
+
+    /// The CRC of the whole of `from` once its first `body` bytes are folded into `x` (the
+    /// incoming CRC with them) and copied: `x`'s CRC from crc32fast's initial register,
+    /// continued over the tail after `body`, which is copied here too.
+    #[inline]
+    pub(super) fn finish(x: arch::__m128i, from: &[u8], to: &mut [u8], body: usize) -> u32 {
         let mut remainder = [0u8; 16];
-        // SAFETY: `remainder` is 16 writable bytes; the store needs no alignment.
+        // SAFETY: `remainder` is 16 writable bytes; the store needs no alignment, and SSE2
+        // is part of every x86-64 CPU.
         unsafe { arch::_mm_storeu_si128(remainder.as_mut_ptr().cast(), x) };
         to[body..].copy_from_slice(&from[body..]);
         let mut hasher = crc32fast::Hasher::new_with_initial(!0);
         hasher.update(&remainder);
         hasher.update(&to[body..]);
         hasher.finalize()
+    }
+
+    /// Asks for the source lines of the block `PREFETCH_AHEAD` bytes past `at` in `body`,
+    /// if it lies within it (the hardware prefetcher alone fell behind the fused loop).
+    #[inline]
+    pub(super) fn prefetch_block(body: &[u8], at: usize) {
+        let Some(block) = body.get(at + PREFETCH_AHEAD..at + PREFETCH_AHEAD + STEP) else {
+            return;
+        };
+        for line in block.iter().step_by(64) {
+            // SAFETY: a prefetch never faults and reads nothing into the program (the address
+            // is a live reference's anyway); SSE is part of every x86-64 CPU.
+            unsafe { arch::_mm_prefetch::<{ arch::_MM_HINT_T0 }>(std::ptr::from_ref(line).cast()) };
+        }
     }
 
     /// A fold's key pair (`low` for each lane's low half, `high` for its high half) in all
@@ -247,10 +260,9 @@ mod x86 {
 mod x86_256 {
     use std::arch::x86_64 as arch;
 
-    use super::x86::{K_256_HI, K_256_LO, K_2048_HIGH, K_2048_LOW, K3, K4, STEP};
-
-    /// How far ahead of the loads the loop asks for source lines (as the AVX-512 kernel).
-    const PREFETCH_AHEAD: usize = 4096;
+    use super::x86::{
+        K_256_HI, K_256_LO, K_2048_HIGH, K_2048_LOW, K3, K4, STEP, finish, prefetch_block,
+    };
 
     /// Registers per block, 32 bytes each.
     const REGS: usize = STEP / 32;
@@ -271,25 +283,20 @@ mod x86_256 {
     pub(super) unsafe fn copy_and_crc32(crc: u32, from: &[u8], to: &mut [u8]) -> u32 {
         assert!(from.len() == to.len() && from.len() >= STEP);
         // SAFETY: `to` is as long as `from`: writable wherever the fold stores.
-        let (remainder, body) = unsafe { fold(crc, from, to.as_mut_ptr()) };
-        to[body..].copy_from_slice(&from[body..]);
-        let mut hasher = crc32fast::Hasher::new_with_initial(!0);
-        hasher.update(&remainder);
-        hasher.update(&to[body..]);
-        hasher.finalize()
+        let (x, body) = unsafe { fold(crc, from, to.as_mut_ptr()) };
+        finish(x, from, to, body)
     }
 
     /// Folds the whole 256-byte blocks of `from` (the CRC so far, `crc`, folded in), storing
-    /// each block at `dst` as it is loaded; returns the 16 bytes the blocks
-    /// come down to (whose CRC from crc32fast's initial register is theirs) and the blocks'
-    /// length. Needs `from.len() >= STEP`.
+    /// each block at `dst` as it is loaded; returns the 128 bits the blocks come down to
+    /// (see [`finish`]) and the blocks' length. Needs `from.len() >= STEP`.
     ///
     /// # Safety
     ///
     /// `dst` must be writable for `from.len()` bytes. The CPU must have the
     /// features in the `target_feature` list ([`supported`]).
     #[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq")]
-    unsafe fn fold(crc: u32, from: &[u8], dst: *mut u8) -> ([u8; 16], usize) {
+    unsafe fn fold(crc: u32, from: &[u8], dst: *mut u8) -> (arch::__m128i, usize) {
         assert!(from.len() >= STEP);
         let body = from.len() / STEP * STEP;
         let src = from.as_ptr();
@@ -320,17 +327,7 @@ mod x86_256 {
         let k = keys(K_2048_LOW, K_2048_HIGH);
         let mut at = STEP;
         while at < body {
-            if at + PREFETCH_AHEAD + STEP <= body {
-                for line in (0..STEP).step_by(64) {
-                    // SAFETY: the address is inside `from` (checked just above); a prefetch
-                    // never faults and reads nothing into the program.
-                    unsafe {
-                        arch::_mm_prefetch::<{ arch::_MM_HINT_T0 }>(
-                            src.add(at + PREFETCH_AHEAD + line).cast(),
-                        )
-                    };
-                }
-            }
+            prefetch_block(&from[..body], at);
             for (i, acc) in v.iter_mut().enumerate() {
                 let x = load(at + i * 32);
                 store(at + i * 32, x);
@@ -352,10 +349,7 @@ mod x86_256 {
         x = arch::_mm_xor_si128(x, arch::_mm_clmulepi64_si128::<0x11>(first, k_128));
         // `x` now stands for the whole body with the incoming CRC already folded in: its CRC
         // from a zero register (crc32fast's initial value !0) is the body's CRC.
-        let mut remainder = [0u8; 16];
-        // SAFETY: `remainder` is 16 writable bytes; the store needs no alignment.
-        unsafe { arch::_mm_storeu_si128(remainder.as_mut_ptr().cast(), x) };
-        (remainder, body)
+        (x, body)
     }
 
     /// A fold's key pair (`low` for each lane's low half, `high` for its high half) in both
