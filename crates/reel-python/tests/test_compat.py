@@ -430,7 +430,15 @@ def test_granular_bag_reader_takes_idx_source_as_reference(tmp_path):
 
 import gulpio2  # noqa: E402  (in tests/requirements.txt: missing, this fails)
 
-GULP_CASES = ["normal", "many_chunks", "one_video_one_frame", "zero_frame_video", "empty_chunk"]
+GULP_CASES = [
+    "normal",
+    "many_chunks",
+    "one_video_one_frame",
+    "zero_frame_video",
+    "empty_chunk",
+    "empty_directory",
+    "same_id_appended_twice",
+]
 
 
 @pytest.mark.parametrize("case", GULP_CASES)
