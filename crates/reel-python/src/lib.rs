@@ -9,6 +9,7 @@ mod arrow;
 mod buffer;
 mod dataset;
 mod errors;
+mod ffrecord;
 mod fork;
 mod fspath;
 mod gulp;
@@ -52,5 +53,6 @@ fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(writer::verify, m)?)?;
     m.add_function(wrap_pyfunction!(writer::generate, m)?)?;
     m.add_function(wrap_pyfunction!(gulp::gulp_index, m)?)?;
+    m.add_function(wrap_pyfunction!(ffrecord::ffrecord_tables, m)?)?;
     Ok(())
 }

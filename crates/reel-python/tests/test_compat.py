@@ -8,6 +8,7 @@ on every golden case in test_compat_golden.py.
 
 from __future__ import annotations
 
+import os
 import pickle
 import shutil
 
@@ -36,6 +37,44 @@ def test_ffrecord_reader_matches_manifests():
             check_bytes(a.tobytes(), e["content"], f"{case} {e['index']}")
         if r.n:
             assert r.read_one(r.n - 1).tobytes() == got[-1].tobytes()
+
+
+def test_ffrecord_tables_are_the_stored_ones():
+    """get_offsets / get_checksums: as the reference, n + 1 int64 offsets ending at the
+    file's size and n uint32 checksums, per file, equal to the manifests' tables."""
+    for case in ["normal", "one_record", "empty_records", "empty"]:
+        m = manifest("ffrecord", case)
+        path = golden_root() / "ffrecord" / case / "data.ffr"
+        r = cffrecord.FileReader(path)
+        offsets, checksums = r.get_offsets(0), r.get_checksums(0)
+        assert offsets.dtype == np.int64 and checksums.dtype == np.uint32
+        want = [e["offset"] for e in m["records"]] + [path.stat().st_size]
+        assert offsets.tolist() == want, case
+        assert checksums.tolist() == [e["crc32"] for e in m["records"]], case
+        assert np.diff(offsets).tolist() == [e["len"] for e in m["records"]], case
+        assert not offsets.flags.writeable and not checksums.flags.writeable
+        for bad in (1, -1):
+            with pytest.raises(IndexError):
+                r.get_offsets(bad)
+        with pytest.raises(TypeError):
+            r.get_checksums(0.0)
+        r.close()
+        with pytest.raises(RuntimeError, match="FileReader has been closed."):
+            r.get_offsets(0)
+    # The reference's worked example of zero records: get_offsets(0) == [12].
+    empty = cffrecord.FileReader(golden_root() / "ffrecord/empty/data.ffr")
+    assert empty.get_offsets(0).tolist() == [12]
+    # Several files: each file's own tables, in the order of fnames.
+    parts = cffrecord.FileReader(golden_root() / "ffrecord/multi_file/parts")
+    for k, f in enumerate(parts.fnames):
+        alone = reel.open(f)
+        offsets = parts.get_offsets(k)
+        assert len(offsets) == len(alone) + 1 and offsets[-1] == os.path.getsize(f)
+        assert len(parts.get_checksums(k)) == len(alone)
+    # The metadata checksum is checked as the reader checks it (check_data).
+    flipped = golden_root() / "ffrecord/corrupt/header_meta_checksum_flip/data.ffr"
+    lax = cffrecord.FileReader(flipped, check_data=False)
+    assert len(lax.get_offsets(0)) == lax.n + 1
 
 
 def test_ffrecord_reader_multi_file_and_directory():

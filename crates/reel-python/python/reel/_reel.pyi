@@ -167,6 +167,13 @@ def gulp_index(
 ) -> tuple[list[int], list[tuple[str, int, list[tuple[int, int, int]], str]]]:
     """Chunk numbers and (id, chunk, frame_info, meta_data JSON) of every video."""
 
+def ffrecord_tables(
+    path: FsPath, check_data: bool = True
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
+    """One FFRecord file's tables as stored: ``n + 1`` int64 offsets (the last is the
+    file's size) and ``n`` uint32 CRC-32 checksums; the metadata checksum is checked when
+    ``check_data``."""
+
 class Info:
     """What a dataset is: format, version, schema, files, warnings and format-specific facts."""
 

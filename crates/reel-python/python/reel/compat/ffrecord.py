@@ -1,7 +1,8 @@
 """``ffrecord`` (HFAiLab) reader and writer classes, backed by reel.
 
 Covered: ``FileReader(fnames, check_data=True)`` with ``n``, ``fnames``, ``check_data``,
-``read(indices)``, ``read_one(index)``, ``validate()``, ``close()`` (after which reads raise
+``read(indices)``, ``read_one(index)``, ``get_offsets(file_idx)``,
+``get_checksums(file_idx)`` (read-only arrays), ``validate()``, ``close()`` (after which reads raise
 ``RuntimeError("FileReader has been closed.")``, as the reference's do), context-manager
 use, pickling (reopened from ``fnames`` and ``check_data``); ``FileWriter(fname,
 n)`` with ``write_one(data)``, ``n``, ``count``, ``close()``. As in ffrecord 1.4, samples come
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 import reel
+from reel._reel import ffrecord_tables
 
 __all__ = ["FileReader", "FileWriter"]
 
@@ -45,6 +47,8 @@ class FileReader:
         self._parts = [reel.open(f, format="ffrecord", verify=check_data) for f in self.fnames]
         self._starts = np.cumsum([0] + [len(p) for p in self._parts])
         self.n = int(self._starts[-1])
+        # Each file's (offsets, checksums), read when first asked for.
+        self._file_tables: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(self.fnames)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -85,6 +89,27 @@ class FileReader:
         self._check_open()
         part, local = self._locate(operator.index(index))
         return np.frombuffer(self._parts[part][local]["data"], np.uint8).copy()
+
+    def _tables(self, file_idx: int) -> tuple[np.ndarray, np.ndarray]:
+        self._check_open()
+        file_idx = operator.index(file_idx)
+        if not 0 <= file_idx < len(self.fnames):
+            raise IndexError(f"file {file_idx} is out of range ({len(self.fnames)} files)")
+        if self._file_tables[file_idx] is None:
+            offsets, checksums = ffrecord_tables(self.fnames[file_idx], self.check_data)
+            # Read-only, as the reference's are views of the reader's own tables.
+            offsets.flags.writeable = False
+            checksums.flags.writeable = False
+            self._file_tables[file_idx] = (offsets, checksums)
+        return self._file_tables[file_idx]  # type: ignore[return-value]
+
+    def get_offsets(self, file_idx: int) -> np.ndarray:
+        """File ``file_idx``'s record offsets and its size: ``n + 1`` int64 values."""
+        return self._tables(file_idx)[0]
+
+    def get_checksums(self, file_idx: int) -> np.ndarray:
+        """File ``file_idx``'s stored record checksums: ``n`` uint32 CRC-32 values."""
+        return self._tables(file_idx)[1]
 
     def validate(self) -> None:
         """Checks every file's metadata and every sample's checksum (reel.verify)."""
