@@ -274,13 +274,14 @@ pub fn dest_slice<'a>(dest: &'a mut [u8], r: &ReadReq) -> Result<&'a mut [u8]> {
 
 /// How many requests ahead of the copy [`WarmSources`] announces sources: far enough that
 /// a source's misses (cache and TLB) are over by the time it is copied, near enough that the
-/// announced lines do not outnumber the CPU's outstanding-miss slots (a prefetch that finds
-/// them all busy waits for one).
-const WARM_AHEAD: usize = 6;
+/// announced lines (one per request, [`WARM_BYTES`]) do not outnumber the CPU's
+/// outstanding-miss slots (24 on AMD Zen 3; a prefetch that finds them all busy waits).
+const WARM_AHEAD: usize = 24;
 
-/// How much of each request's source [`WarmSources`] announces: all of a small record; the
-/// hardware prefetcher streams the rest of a large one once the copy is under way.
-const WARM_BYTES: usize = 2048;
+/// How much of each request's source [`WarmSources`] announces: its first cache line. That
+/// line's miss is also the page's TLB miss, the costly part of a random record; once the
+/// copy reaches the line, the hardware prefetcher streams the rest of the page.
+const WARM_BYTES: usize = 64;
 
 /// For backends that hold the files in memory, announces each request's source to the CPU
 /// a few requests before it is copied ([`prefetch_lines`](mmap::prefetch_lines)): random
@@ -288,9 +289,15 @@ const WARM_BYTES: usize = 2048;
 /// a time, where announced ones overlap the copies before them.
 ///
 /// Measured with `reel bench --mode warm --sizes 1k --backends mmap` (FFRecord, 1 GB on
-/// tmpfs, 2026-11-27), against the bare mmap+copy loop: touching the first byte of every
-/// request of the batch up front with plain loads, as before, gave 0.74×; prefetching first
-/// bytes 16 requests ahead 0.84–0.91×; whole 1 KiB records 3–6 requests ahead 0.91–1.07×.
+/// tmpfs), against the bare mmap+copy loop. 2026-11-27, Intel with AVX-512: touching the
+/// first byte of every request of the batch up front with plain loads gave 0.74×;
+/// prefetching first bytes 16 requests ahead 0.84–0.91×; whole 1 KiB records 3–6 requests
+/// ahead 0.91–1.07×. 2026-12-07, AMD Zen 3, eight alternating runs each: no prefetch
+/// 0.73–0.87× (median 0.75), whole records 6 ahead 0.68–0.87× (0.77), first lines 8 ahead
+/// 0.80–1.07×, 16 ahead 0.80–0.97×, 24 ahead 0.70–1.15× (0.97), 32 ahead 0.87–1.00×; also
+/// announcing the line where a record crosses into the next page 0.83–0.93×. At 16 KiB,
+/// first lines 24 ahead 1.07–1.17× against whole 2 KiB 6 ahead 0.94–1.03×; 256 KiB the same.
+/// Fewer prefetch instructions also cost less where the data is already in the CPU cache.
 struct WarmSources<'a, F: ReadAt + ?Sized> {
     files: &'a F,
     reqs: &'a [ReadReq],
