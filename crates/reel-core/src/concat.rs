@@ -141,6 +141,22 @@ impl RecordSource for ConcatSource {
         self.read_batch_with(indices, out, |part, local, out| part.read_batch_borrowed(local, out))
     }
 
+    /// Hands each part the hinted records it holds, as its own indices, in the order given
+    /// (a part reading asynchronously then reads its share ahead). Indices past the end are
+    /// left out: a hint fails never.
+    fn will_read(&self, indices: &[u64]) {
+        let mut by_part: Vec<(usize, u64)> =
+            indices.iter().filter_map(|&i| self.locate_part(i).ok()).collect();
+        // Stable: each part's share keeps the order of the hint.
+        by_part.sort_by_key(|&(p, _)| p);
+        let mut local = Vec::new();
+        for group in by_part.chunk_by(|a, b| a.0 == b.0) {
+            local.clear();
+            local.extend(group.iter().map(|&(_, i)| i));
+            self.parts[group[0].0].will_read(&local);
+        }
+    }
+
     fn backend_name(&self) -> &'static str {
         self.parts.first().map_or("none", |p| p.backend_name())
     }
@@ -174,10 +190,16 @@ mod tests {
 
     /// Records held in memory, for these tests: record `k` has one bytes field naming
     /// `first + k`, its index in the whole; a record named in `bad` fails to read.
+    type Hints = std::sync::Arc<std::sync::Mutex<Vec<(usize, Vec<u64>)>>>;
+
     struct Held {
         info: SourceInfo,
         records: Vec<Record>,
         bad: Option<u64>,
+        /// This part's number, for `hints`.
+        part: usize,
+        /// The hints given to every part ([`RecordSource::will_read`]): (part, indices).
+        hints: Hints,
     }
 
     impl Held {
@@ -219,12 +241,21 @@ mod tests {
             }
             Ok(())
         }
+        fn will_read(&self, indices: &[u64]) {
+            self.hints.lock().unwrap().push((self.part, indices.to_vec()));
+        }
     }
 
     fn whole_with(sizes: &[u64], bad: Option<u64>) -> ConcatSource {
+        whole_hinted(sizes, bad).0
+    }
+
+    /// [`whole_with`], and the log of the hints its parts are given.
+    fn whole_hinted(sizes: &[u64], bad: Option<u64>) -> (ConcatSource, Hints) {
+        let hints = Hints::default();
         let mut start = 0;
         let mut parts: Vec<Box<dyn RecordSource>> = Vec::new();
-        for &n in sizes {
+        for (part, &n) in sizes.iter().enumerate() {
             let records = (start..start + n)
                 .map(|i| {
                     let mut r = Record::new();
@@ -233,10 +264,16 @@ mod tests {
                 })
                 .collect();
             let local_bad = bad.filter(|b| (start..start + n).contains(b)).map(|b| b - start);
-            parts.push(Box::new(Held { info: SourceInfo::new("test"), records, bad: local_bad }));
+            parts.push(Box::new(Held {
+                info: SourceInfo::new("test"),
+                records,
+                bad: local_bad,
+                part,
+                hints: hints.clone(),
+            }));
             start += n;
         }
-        ConcatSource::new(SourceInfo::new("test"), parts).unwrap()
+        (ConcatSource::new(SourceInfo::new("test"), parts).unwrap(), hints)
     }
 
     fn names(batch: &RecordBatch) -> Vec<(u64, String)> {
@@ -246,6 +283,18 @@ mod tests {
 
     fn want(indices: &[u64]) -> Vec<(u64, String)> {
         indices.iter().map(|&i| (i, format!("record {i}"))).collect()
+    }
+
+    #[test]
+    fn a_hint_reaches_each_part_as_its_own_indices_in_the_order_given() {
+        let (source, hints) = whole_hinted(&[3, 0, 5, 1], None);
+        source.will_read(&[8, 4, 0, 3, 99, 2, 7]);
+        let given = std::mem::take(&mut *hints.lock().unwrap());
+        assert_eq!(given, vec![(0, vec![0, 2]), (2, vec![1, 0, 4]), (3, vec![0])]);
+        // Nothing to hint, or only indices past the end: no part is bothered.
+        source.will_read(&[]);
+        source.will_read(&[9, u64::MAX]);
+        assert!(hints.lock().unwrap().is_empty());
     }
 
     #[test]

@@ -474,6 +474,15 @@ impl<F: ReadAt> RecordSource for GranularReader<F> {
         self.source.read_batch_into(indices, out)
     }
 
+    /// Passes the hint on while the bags' index entries are all in memory, where the
+    /// records are planned as the read will plan them. Entries left on disk would have to
+    /// be read before anything could be hinted: no hint then.
+    fn will_read(&self, indices: &[u64]) {
+        if !self.source.layout().needs_disk(self.source.layout().all()) {
+            self.source.will_read(indices)
+        }
+    }
+
     fn backend_name(&self) -> &'static str {
         self.source.backend_name()
     }

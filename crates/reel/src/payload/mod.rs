@@ -356,6 +356,11 @@ impl RecordSource for PayloadSource {
         result
     }
 
+    /// The decoded records are the inner source's, one for one: its hint is this one.
+    fn will_read(&self, indices: &[u64]) {
+        self.inner.will_read(indices)
+    }
+
     fn backend_name(&self) -> &'static str {
         self.inner.backend_name()
     }
@@ -384,4 +389,50 @@ pub(crate) fn wrap(
         return source;
     }
     Box::new(PayloadSource::new(source, payload, field.map(str::to_string), limits.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A source of `n` empty records that logs the hints it is given.
+    struct Hinted {
+        info: SourceInfo,
+        n: u64,
+        hints: Arc<Mutex<Vec<Vec<u64>>>>,
+    }
+
+    impl RecordSource for Hinted {
+        fn info(&self) -> &SourceInfo {
+            &self.info
+        }
+        fn len(&self) -> u64 {
+            self.n
+        }
+        fn read_into(&self, index: u64, out: &mut Record) -> Result<()> {
+            out.clear();
+            out.set_index(index);
+            Ok(())
+        }
+        fn read_batch_into(&self, indices: &[u64], out: &mut RecordBatch) -> Result<()> {
+            out.clear();
+            for &index in indices {
+                out.push_with(index, |_| Ok(()))?;
+            }
+            Ok(())
+        }
+        fn will_read(&self, indices: &[u64]) {
+            self.hints.lock().unwrap().push(indices.to_vec());
+        }
+    }
+
+    #[test]
+    fn a_hint_reaches_the_source_whose_payloads_are_decoded() {
+        let hints = Arc::new(Mutex::new(Vec::new()));
+        let inner = Hinted { info: SourceInfo::new("test"), n: 10, hints: hints.clone() };
+        let decoded = wrap(Box::new(inner), Payload::Json, None, &Limits::default());
+        decoded.will_read(&[4, 1, 9]);
+        assert_eq!(*hints.lock().unwrap(), vec![vec![4, 1, 9]]);
+    }
 }
