@@ -275,7 +275,7 @@ pub fn dest_slice<'a>(dest: &'a mut [u8], r: &ReadReq) -> Result<&'a mut [u8]> {
 /// How many requests ahead of the copy [`WarmSources`] announces sources: far enough that
 /// a source's misses (cache and TLB) are over by the time it is copied, near enough that the
 /// announced lines (one per request, [`WARM_BYTES`]) do not outnumber the CPU's
-/// outstanding-miss slots (24 on AMD Zen 3; a prefetch that finds them all busy waits).
+/// outstanding-miss slots (a few dozen; a prefetch that finds them all busy waits).
 const WARM_AHEAD: usize = 24;
 
 /// How much of each request's source [`WarmSources`] announces: its first cache line. That
