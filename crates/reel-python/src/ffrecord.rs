@@ -1,5 +1,6 @@
-//! What `reel.compat.ffrecord` needs beyond records: a file's offset and checksum tables,
-//! as reel-ffrecord reads them (ffrecord's `get_offsets` / `get_checksums`).
+//! What `reel.compat.ffrecord` needs beyond records: a file's offset and checksum tables
+//! (ffrecord's `get_offsets` / `get_checksums`) and its metadata check (`validate`), as
+//! reel-ffrecord reads and checks them.
 
 use std::path::PathBuf;
 
@@ -44,4 +45,19 @@ pub(crate) fn ffrecord_tables<'py>(
     })
     .py_err(py)?;
     Ok((offsets.into_pyarray(py), checksums.into_pyarray(py)))
+}
+
+/// Checks the metadata checksum of the FFRecord file at `path` (ffrecord's `validate()`:
+/// the header and its tables, not the records). A legacy file, whose stored checksum is
+/// 0, passes.
+#[pyfunction]
+pub(crate) fn ffrecord_validate(
+    py: Python<'_>,
+    #[pyo3(from_py_with = fs_path)] path: PathBuf,
+) -> PyResult<()> {
+    crate::shutdown::detach(py, || {
+        let options = FfrecordOptions::default().check_data(false);
+        FfrecordReader::open_with(&path, &options)?.validate()
+    })
+    .py_err(py)
 }

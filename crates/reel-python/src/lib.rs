@@ -54,5 +54,6 @@ fn _reel(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(writer::generate, m)?)?;
     m.add_function(wrap_pyfunction!(gulp::gulp_index, m)?)?;
     m.add_function(wrap_pyfunction!(ffrecord::ffrecord_tables, m)?)?;
+    m.add_function(wrap_pyfunction!(ffrecord::ffrecord_validate, m)?)?;
     Ok(())
 }

@@ -109,8 +109,22 @@ def test_ffrecord_reader_follows_reference_on_corruption():
     want = behaviour["read_batch_all_check_data_false"]["result"]["items"]
     for a, w in zip(lax.read(list(range(lax.n))), want):
         check_bytes(a.tobytes(), w, "check_data=False")
-    with pytest.raises(reel.ChecksumError):
-        checked.validate()
+    # validate() checks the metadata checksum alone, as the reference's: this file's
+    # header is intact, its damage is in a record.
+    checked.validate()
+    lax.validate()
+    # A damaged header: opened without checks, as the reference opens it, then validate()
+    # finds the metadata checksum wrong, whatever check_data said.
+    flipped = golden_root() / "ffrecord/corrupt/header_meta_checksum_flip/data.ffr"
+    unchecked = cffrecord.FileReader(flipped, check_data=False)
+    assert unchecked.n == manifest("ffrecord", "corrupt/header_meta_checksum_flip")[
+        "reference_reader_behaviour"
+    ]["open_check_data_false"]["result"]["value"]
+    with pytest.raises(reel.ChecksumError, match="metadata checksum"):
+        unchecked.validate()
+    # A legacy file (stored metadata checksum 0) passes, as in the reference.
+    legacy = golden_root() / "ffrecord/corrupt/legacy_zero_meta_checksum/data.ffr"
+    cffrecord.FileReader(legacy).validate()
 
 
 def test_ffrecord_writer(tmp_path):

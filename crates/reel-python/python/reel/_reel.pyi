@@ -174,6 +174,10 @@ def ffrecord_tables(
     file's size) and ``n`` uint32 CRC-32 checksums; the metadata checksum is checked when
     ``check_data``."""
 
+def ffrecord_validate(path: FsPath) -> None:
+    """Checks one FFRecord file's metadata checksum (not its records), as ffrecord's
+    ``validate()``; a legacy file (stored checksum 0) passes."""
+
 class Info:
     """What a dataset is: format, version, schema, files, warnings and format-specific facts."""
 
