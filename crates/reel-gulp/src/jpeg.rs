@@ -181,39 +181,51 @@ fn as_libjpeg_reads_it(jpeg: &[u8], accepted: &crate::jpeg_strict::Accepted) -> 
     Some(out)
 }
 
-/// How to decode one frame: its size, the output colour space and channel count for a
-/// mode, and the bytes to decode when they differ from the frame's
-/// (see `as_libjpeg_reads_it`).
+/// How to decode one frame: its size, and the output colour space and channel count for
+/// a mode.
 struct Plan {
     width: u32,
     height: u32,
     space: ColorSpace,
     channels: u8,
-    with_tables: Option<Vec<u8>>,
 }
 
-fn plan_decode(
+/// A decoder over a frame's bytes whose headers are read (its Huffman tables built, the
+/// costly part of a small frame's decode), set up for one output colour space. Boxed: the
+/// decoder holds its tables inline (tens of KiB), and moving it by value between functions
+/// cost several copies of them.
+type HeadersRead<'a> = Box<JpegDecoder<ZCursor<&'a [u8]>>>;
+
+/// Checks `jpeg` (strictly, like the reference, or leniently) and returns the bytes to
+/// decode when they differ from the frame's (see `as_libjpeg_reads_it`).
+fn check_frame(
     jpeg: &[u8],
-    mode: FrameDecode,
     strictness: JpegStrictness,
     max_decoded_bytes: u64,
-) -> Result<Plan> {
-    let with_tables = match strictness {
+) -> Result<Option<Vec<u8>>> {
+    match strictness {
         JpegStrictness::Strict => {
-            as_libjpeg_reads_it(jpeg, &strict_check(jpeg, max_decoded_bytes)?)
+            Ok(as_libjpeg_reads_it(jpeg, &strict_check(jpeg, max_decoded_bytes)?))
         }
-        JpegStrictness::Lenient => None,
-    };
-    let source = with_tables.as_deref().unwrap_or(jpeg);
-    let (width, height, space, channels) = guarded(|| {
-        let mut d = JpegDecoder::new_with_options(
-            ZCursor::new(source),
-            decoder_options(ColorSpace::RGB, strictness),
-        );
+        JpegStrictness::Lenient => check_complete(jpeg).map(|()| None),
+    }
+}
+
+/// Reads the headers of `source` (the bytes to decode, checked by [`check_frame`]) and
+/// plans the decode: the size, and the colour space and channels `mode` gives this frame.
+/// Also returns the decoder, ready to decode when it was set up for that colour space (a
+/// mode's usual one: RGB, or grayscale for [`FrameDecode::Gray`]), so the headers are read
+/// once; `None` when the frame needs another (a grayscale JPEG in [`FrameDecode::Auto`]).
+fn read_headers(
+    source: &[u8],
+    mode: FrameDecode,
+    strictness: JpegStrictness,
+) -> Result<(Plan, Option<HeadersRead<'_>>)> {
+    let asked = if mode == FrameDecode::Gray { ColorSpace::Luma } else { ColorSpace::RGB };
+    guarded(|| {
+        let options = decoder_options(asked, strictness);
+        let mut d = Box::new(JpegDecoder::new_with_options(ZCursor::new(source), options));
         d.decode_headers().map_err(jpeg_error)?;
-        if strictness == JpegStrictness::Lenient {
-            check_complete(jpeg)?;
-        }
         let info = d.info().ok_or_else(|| jpeg_error("no image header"))?;
         let gray_input = matches!(d.input_colorspace(), Some(ColorSpace::Luma));
         let (space, channels) = match mode {
@@ -221,22 +233,32 @@ fn plan_decode(
             FrameDecode::Auto | FrameDecode::Raw if gray_input => (ColorSpace::Luma, 1),
             _ => (ColorSpace::RGB, 3),
         };
-        Ok((u32::from(info.width), u32::from(info.height), space, channels))
-    })?;
-    Ok(Plan { width, height, space, channels, with_tables })
+        let plan =
+            Plan { width: u32::from(info.width), height: u32::from(info.height), space, channels };
+        Ok((plan, (space == asked).then_some(d)))
+    })
 }
 
-fn decode_to(
-    jpeg: &[u8],
+/// Decodes `source` into `dest` (`height × width × channels` bytes) with `decoder` when
+/// [`read_headers`] gave one, else with a new one set up for `space`.
+fn decode_to<'a>(
+    source: &'a [u8],
+    decoder: Option<HeadersRead<'a>>,
     space: ColorSpace,
     channels: u8,
     strictness: JpegStrictness,
     dest: &mut [u8],
 ) -> Result<()> {
     guarded(|| {
-        let mut d =
-            JpegDecoder::new_with_options(ZCursor::new(jpeg), decoder_options(space, strictness));
-        d.decode_headers().map_err(jpeg_error)?;
+        let mut d = match decoder {
+            Some(d) => d,
+            None => {
+                let options = decoder_options(space, strictness);
+                let mut d = Box::new(JpegDecoder::new_with_options(ZCursor::new(source), options));
+                d.decode_headers().map_err(jpeg_error)?;
+                d
+            }
+        };
         if d.output_colorspace().map(|c| c.num_components()) != Some(usize::from(channels)) {
             return Err(Error::unsupported(format!(
                 "cannot decode this JPEG ({:?}) to {channels} channel(s)",
@@ -270,11 +292,12 @@ pub fn decode_jpeg_with(
     strictness: JpegStrictness,
 ) -> Result<DecodedFrame> {
     let max = Limits::default().max_decoded_bytes;
-    let plan = plan_decode(jpeg, mode, strictness, max)?;
+    let with_tables = check_frame(jpeg, strictness, max)?;
+    let source = with_tables.as_deref().unwrap_or(jpeg);
+    let (plan, decoder) = read_headers(source, mode, strictness)?;
     let len = decoded_len(plan.width, plan.height, plan.channels, max)?;
     let mut pixels = vec![0; len];
-    let source = plan.with_tables.as_deref().unwrap_or(jpeg);
-    decode_to(source, plan.space, plan.channels, strictness, &mut pixels)?;
+    decode_to(source, decoder, plan.space, plan.channels, strictness, &mut pixels)?;
     Ok(DecodedFrame { width: plan.width, height: plan.height, channels: plan.channels, pixels })
 }
 
@@ -287,12 +310,16 @@ pub(crate) fn decode_into_record(
     strictness: JpegStrictness,
     max_decoded_bytes: u64,
 ) -> Result<Value> {
-    let plan = plan_decode(out.bytes(jpeg), mode, strictness, max_decoded_bytes)?;
-    let (width, height, channels) = (plan.width, plan.height, plan.channels);
+    let with_tables = check_frame(out.bytes(jpeg), strictness, max_decoded_bytes)?;
+    // The decoder reads the frame while its pixels are appended to `out`'s buffer, which
+    // may move: it reads a copy (a frame's JPEG is small next to its pixels, and reading
+    // the headers once saves far more than the copy costs).
+    let source = with_tables.unwrap_or_else(|| out.bytes(jpeg).to_vec());
+    let (plan, decoder) = read_headers(&source, mode, strictness)?;
+    let Plan { width, height, space, channels } = plan;
     let len = decoded_len(width, height, channels, max_decoded_bytes)?;
-    let data = out.append_with(len, |before, dest| {
-        let source = plan.with_tables.as_deref().unwrap_or_else(|| jpeg.get(before));
-        decode_to(source, plan.space, channels, strictness, dest)
+    let data = out.append_with(len, |_, dest| {
+        decode_to(&source, decoder, space, channels, strictness, dest)
     })?;
     out.array_value(DType::U8, Shape::new(&shape_of(height, width, channels)), data)
 }
