@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reel_core::stream::{PassRecords, WholePass};
+use reel_core::testing::HintLog;
 use reel_core::{
     BatchPlan, BatchStream, ErrorKind, Limits, Record, RecordBatch, RecordSource, Result,
     SourceInfo, StreamOptions,
@@ -360,53 +361,27 @@ fn a_panicking_plan_is_reported_not_waited_for() {
     }
 }
 
-/// Files in memory that read like an asynchronous backend and record the hints they get.
-struct HintRecorder {
-    files: reel_core::MemFiles,
-    hints: Mutex<Vec<Vec<u64>>>,
-}
-
-impl reel_core::ReadAt for HintRecorder {
-    fn backend_name(&self) -> &'static str {
-        "hint recorder"
-    }
-    fn file_count(&self) -> usize {
-        self.files.file_count()
-    }
-    fn file_len(&self, file: u32) -> u64 {
-        self.files.file_len(file)
-    }
-    fn file_path(&self, file: u32) -> &std::path::Path {
-        self.files.file_path(file)
-    }
-    fn read_exact_at(&self, file: u32, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.files.read_exact_at(file, offset, buf)
-    }
-    fn will_read(&self, reqs: &[reel_core::ReadReq]) {
-        // Each request is one record of `fixed`, named here by its record number.
-        let records = reqs.iter().map(|r| r.offset / fixed::RECORD as u64).collect();
-        self.hints.lock().unwrap().push(records);
-    }
-}
-
 #[test]
 fn one_helper_tells_the_source_the_batch_after_the_one_it_reads() {
-    let files = HintRecorder {
-        files: reel_core::MemFiles::single("fixed.bin", fixed::bytes(100)),
-        hints: Mutex::new(Vec::new()),
-    };
-    let source = fixed::source_over(files, 100);
+    let files = Arc::new(HintLog::new(reel_core::MemFiles::single("fixed.bin", fixed::bytes(100))));
+    let source = fixed::source_over(files.clone(), 100);
     let order: Vec<u64> = (0..100).rev().collect();
     let batches: Vec<Vec<u64>> = order.chunks(16).map(<[u64]>::to_vec).collect();
     let hints = |options: &StreamOptions| {
-        source.files().hints.lock().unwrap().clear();
+        files.take_hints();
         let dyn_source: Arc<dyn RecordSource> = source.clone();
         let stream =
             BatchStream::new(dyn_source, BatchPlan::chunks(order.clone(), 16), options).unwrap();
         let read: Vec<Vec<u64>> =
             stream.map(|b| b.unwrap().iter().map(|r| r.index()).collect()).collect();
         assert_eq!(read, batches, "{options:?}");
-        source.files().hints.lock().unwrap().clone()
+        // Each request is one record of `fixed`, named here by its record number.
+        let record = |r: &reel_core::ReadRange| r.offset / fixed::RECORD as u64;
+        files
+            .take_hints()
+            .iter()
+            .map(|hint| hint.iter().map(record).collect())
+            .collect::<Vec<Vec<u64>>>()
     };
     // One helper reads every batch in turn: before each it names the next, the last
     // excepted, whichever thread (helper or consumer) reads a batch (the two may name

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use proptest::prelude::*;
+use reel_core::testing::HintLog;
 use reel_core::{
     DType, ErrorKind, MemFiles, Record, RecordOut, RecordSource, RecordSourceExt, Result, Span,
     Value, ValueRef, WarningKind,
@@ -552,67 +553,25 @@ fn a_key_left_out_need_not_have_its_files() {
     assert!(e.to_string().contains("k.idx"), "{e}");
 }
 
-/// The requests a reader hinted ([`ReadAt::will_read`]) and read, as (file, offset, len).
-type Requests = Arc<std::sync::Mutex<Vec<(u32, u64, usize)>>>;
-
-/// Files in memory that log the requests hinted and read, and read "asynchronously" as
-/// far as a source can tell (a source hints only such backends).
-struct Recorder {
-    files: MemFiles,
-    hinted: Requests,
-    read: Requests,
-}
-
-impl reel_core::ReadAt for Recorder {
-    fn backend_name(&self) -> &'static str {
-        "recorder"
-    }
-    fn file_count(&self) -> usize {
-        self.files.file_count()
-    }
-    fn file_len(&self, file: u32) -> u64 {
-        self.files.file_len(file)
-    }
-    fn file_path(&self, file: u32) -> &Path {
-        self.files.file_path(file)
-    }
-    fn read_exact_at(&self, file: u32, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.files.read_exact_at(file, offset, buf)
-    }
-    fn read_many(&self, reqs: &[reel_core::ReadReq], dest: &mut [u8]) -> Result<()> {
-        self.read.lock().unwrap().extend(reqs.iter().map(|r| (r.file, r.offset, r.len)));
-        self.files.read_many(reqs, dest)
-    }
-    fn will_read(&self, reqs: &[reel_core::ReadReq]) {
-        self.hinted.lock().unwrap().extend(reqs.iter().map(|r| (r.file, r.offset, r.len)));
-    }
-    fn is_synchronous(&self) -> bool {
-        false
-    }
-}
-
 #[test]
 fn a_hint_names_the_reads_of_the_batch_it_announces() {
     let dir = tempfile::tempdir().unwrap();
     current_dataset(dir.path(), 50);
     let (desc, files) = dataset_bytes(dir.path());
     for cache_index in [true, false] {
-        let (hinted, read) = (Requests::default(), Requests::default());
-        let recorder = Recorder {
-            files: MemFiles::new(files.iter().map(|(p, b)| (p.clone(), Arc::<[u8]>::from(&b[..])))),
-            hinted: hinted.clone(),
-            read: read.clone(),
-        };
+        let memory =
+            MemFiles::new(files.iter().map(|(p, b)| (p.clone(), Arc::<[u8]>::from(&b[..]))));
+        let log = Arc::new(HintLog::new(memory));
         let options = GranularOptions { cache_index, ..GranularOptions::default() };
-        let reader = GranularReader::from_files(desc.clone(), recorder, &options).unwrap();
-        read.lock().unwrap().clear(); // what opening read
+        let reader = GranularReader::from_files(desc.clone(), log.clone(), &options).unwrap();
+        log.take_reads(); // what opening read
         let batch = [7u64, 3, 42, 3, 49];
         reader.will_read(&batch);
         let records = reader.read_batch(&batch).unwrap();
         // Record i's `s` is i times "x".
         let lens: Vec<usize> = records.iter().map(|r| r.str("s").unwrap().len()).collect();
         assert_eq!(lens, [7, 3, 42, 3, 49]);
-        let (hinted, read) = (hinted.lock().unwrap().clone(), read.lock().unwrap().clone());
+        let (hinted, read) = (log.take_hints().concat(), log.take_reads());
         if cache_index {
             // Planned as the read plans them: the same requests, each record's bags.
             assert!(!hinted.is_empty());

@@ -4,6 +4,7 @@
 //!   every backend: same records, same errors, batch equals one-by-one, threads agree.
 //! * [`golden`]: finding the golden corpus and comparing values with manifest descriptors.
 //! * [`truncation`]: cutting a dataset at many lengths and reading what is left.
+//! * [`HintLog`]: files that log the read-ahead hints and batched reads a source gives them.
 //! * [`names_in`]: what a directory holds, for tests that a failed or cancelled writer
 //!   left nothing (its staged output is hidden, so the listing includes hidden names).
 //!
@@ -14,7 +15,10 @@
 
 pub mod conformance;
 pub mod golden;
+mod hints;
 pub mod truncation;
+
+pub use hints::HintLog;
 
 /// The names in `dir`, hidden ones (a writer's staged output) included, sorted.
 pub fn names_in(dir: &std::path::Path) -> Vec<String> {
