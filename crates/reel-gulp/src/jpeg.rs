@@ -211,6 +211,18 @@ fn check_frame(
     }
 }
 
+/// A decoder over `source` set up for `space`, its headers read. Call inside [`guarded`].
+fn headers_read(
+    source: &[u8],
+    space: ColorSpace,
+    strictness: JpegStrictness,
+) -> Result<HeadersRead<'_>> {
+    let options = decoder_options(space, strictness);
+    let mut d = Box::new(JpegDecoder::new_with_options(ZCursor::new(source), options));
+    d.decode_headers().map_err(jpeg_error)?;
+    Ok(d)
+}
+
 /// Reads the headers of `source` (the bytes to decode, checked by [`check_frame`]) and
 /// plans the decode: the size, and the colour space and channels `mode` gives this frame.
 /// Also returns the decoder, ready to decode when it was set up for that colour space (a
@@ -223,9 +235,7 @@ fn read_headers(
 ) -> Result<(Plan, Option<HeadersRead<'_>>)> {
     let asked = if mode == FrameDecode::Gray { ColorSpace::Luma } else { ColorSpace::RGB };
     guarded(|| {
-        let options = decoder_options(asked, strictness);
-        let mut d = Box::new(JpegDecoder::new_with_options(ZCursor::new(source), options));
-        d.decode_headers().map_err(jpeg_error)?;
+        let d = headers_read(source, asked, strictness)?;
         let info = d.info().ok_or_else(|| jpeg_error("no image header"))?;
         let gray_input = matches!(d.input_colorspace(), Some(ColorSpace::Luma));
         let (space, channels) = match mode {
@@ -252,12 +262,7 @@ fn decode_to<'a>(
     guarded(|| {
         let mut d = match decoder {
             Some(d) => d,
-            None => {
-                let options = decoder_options(space, strictness);
-                let mut d = Box::new(JpegDecoder::new_with_options(ZCursor::new(source), options));
-                d.decode_headers().map_err(jpeg_error)?;
-                d
-            }
+            None => headers_read(source, space, strictness)?,
         };
         if d.output_colorspace().map(|c| c.num_components()) != Some(usize::from(channels)) {
             return Err(Error::unsupported(format!(
