@@ -138,6 +138,11 @@ fn block_span(block: &Block) -> (u64, u64, u64) {
     (offset, meta, offset + meta + block.bodyLength() as u64)
 }
 
+/// Bytes of record batch headers [`ipc_layout`] reads at once at most (a header larger
+/// than this is read alone): memory for the group, and few enough groups that a file of
+/// thousands of batches opens in a few batched reads.
+const HEADERS_AT_ONCE: u64 = 4 << 20;
+
 /// Reads the footer of the IPC file `file` and the header of each record batch message it
 /// lists, without their bodies: the schema and every batch's row count (the record batch
 /// header's `length`). Every offset and length read from the file is checked against its
@@ -230,20 +235,36 @@ pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
     }
     let mut batch_rows = Vec::with_capacity(batches.len());
     let mut compression = None;
-    let mut meta_bytes = Vec::new();
-    for (k, block) in batches.iter().enumerate() {
-        let bad = |why: &str| ipc_corrupt(path, &format!("record batch {k}: {why}"));
-        let (offset, meta, _) = block_span(block);
-        meta_bytes.resize(meta as usize, 0);
-        file.read_exact_at(offset, &mut meta_bytes, path)?;
-        let message = parse_message(&meta_bytes, &bad)?;
-        let header = message
-            .header_as_record_batch()
-            .ok_or_else(|| bad("the block holds no record batch message"))?;
-        let rows = u64::try_from(header.length())
-            .map_err(|_| bad(&format!("negative row count {}", header.length())))?;
-        batch_rows.push(rows);
-        compression = compression.or(codec_of(&header));
+    // The headers are read a group at a time, as one batched read: from object storage,
+    // a file of many batches opens with its requests in flight together rather than one
+    // round trip per batch (500 batches at 20 ms were 10 s).
+    let mut first = 0;
+    while first < batches.len() {
+        let mut spans = Vec::new();
+        let mut group_bytes = 0u64;
+        for block in &batches[first..] {
+            let (offset, meta, _) = block_span(block);
+            if !spans.is_empty() && group_bytes + meta > HEADERS_AT_ONCE {
+                break;
+            }
+            spans.push((offset, meta as usize));
+            group_bytes += meta;
+        }
+        let bytes = file.read_spans(&spans, path)?;
+        let mut at = 0;
+        for (k, &(_, meta)) in (first..).zip(&spans) {
+            let bad = |why: &str| ipc_corrupt(path, &format!("record batch {k}: {why}"));
+            let message = parse_message(&bytes[at..at + meta], &bad)?;
+            at += meta;
+            let header = message
+                .header_as_record_batch()
+                .ok_or_else(|| bad("the block holds no record batch message"))?;
+            let rows = u64::try_from(header.length())
+                .map_err(|_| bad(&format!("negative row count {}", header.length())))?;
+            batch_rows.push(rows);
+            compression = compression.or(codec_of(&header));
+        }
+        first += spans.len();
     }
     Ok(IpcLayout {
         schema,

@@ -1,0 +1,144 @@
+//! How many reads opening an Arrow IPC file costs when it lies in a store, where each
+//! read is a request: the batches' headers come in batched reads, not one request each.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use reel_arrow::{ArrowFileSource, ArrowOptions, FileKind, ReadOptions, WriteOptions, write_ipc};
+use reel_core::paths::InputKind;
+use reel_core::{
+    Backend, Entry, LocalStore, ReadAt, ReadReq, Record, RecordBatch as ReelBatch, RecordSource,
+    RecordSourceExt, Result, SourceInfo, Store, StoreRef,
+};
+
+/// What a store was asked: single range reads, and batched reads with their requests.
+#[derive(Debug, Default)]
+struct Asked {
+    ranges: AtomicUsize,
+    batched_reads: AtomicUsize,
+    batched_requests: AtomicUsize,
+}
+
+/// The local file system under another name, counting what it is asked.
+#[derive(Debug, Default)]
+struct Counting {
+    asked: Arc<Asked>,
+}
+
+/// The files a [`Counting`] store opened, counting their batched reads.
+struct CountingFiles {
+    inner: Box<dyn ReadAt>,
+    asked: Arc<Asked>,
+}
+
+impl ReadAt for CountingFiles {
+    fn backend_name(&self) -> &'static str {
+        "counting"
+    }
+    fn file_count(&self) -> usize {
+        self.inner.file_count()
+    }
+    fn file_len(&self, file: u32) -> u64 {
+        self.inner.file_len(file)
+    }
+    fn file_path(&self, file: u32) -> &Path {
+        self.inner.file_path(file)
+    }
+    fn read_exact_at(&self, file: u32, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.asked.batched_reads.fetch_add(1, Ordering::Relaxed);
+        self.asked.batched_requests.fetch_add(1, Ordering::Relaxed);
+        self.inner.read_exact_at(file, offset, buf)
+    }
+    fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
+        self.asked.batched_reads.fetch_add(1, Ordering::Relaxed);
+        self.asked.batched_requests.fetch_add(reqs.len(), Ordering::Relaxed);
+        self.inner.read_many(reqs, dest)
+    }
+}
+
+impl Store for Counting {
+    fn name(&self) -> &'static str {
+        "counting"
+    }
+    fn stat(&self, path: &Path) -> Result<InputKind> {
+        LocalStore.stat(path)
+    }
+    fn list(&self, dir: &Path) -> Result<Vec<Entry>> {
+        LocalStore.list(dir)
+    }
+    fn read_range(&self, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.asked.ranges.fetch_add(1, Ordering::Relaxed);
+        LocalStore.read_range(path, offset, len)
+    }
+    fn read_whole(&self, path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
+        LocalStore.read_whole(path, limit, what)
+    }
+    fn read_sequential(&self, path: &Path) -> Result<(Box<dyn std::io::Read + Send>, u64)> {
+        LocalStore.read_sequential(path)
+    }
+    fn open_files(&self, paths: &[PathBuf], backend: &Backend) -> Result<Box<dyn ReadAt>> {
+        let inner = LocalStore.open_files(paths, backend)?;
+        Ok(Box::new(CountingFiles { inner, asked: Arc::clone(&self.asked) }))
+    }
+}
+
+/// `RECORDS` records of 100 bytes, the first byte their index mod 251.
+struct Numbered;
+
+const RECORDS: u64 = 3000;
+
+impl RecordSource for Numbered {
+    fn info(&self) -> &SourceInfo {
+        static INFO: std::sync::OnceLock<SourceInfo> = std::sync::OnceLock::new();
+        INFO.get_or_init(|| SourceInfo::new("generated"))
+    }
+    fn len(&self) -> u64 {
+        RECORDS
+    }
+    fn read_into(&self, index: u64, out: &mut Record) -> Result<()> {
+        out.clear();
+        out.push_bytes("data", &[(index % 251) as u8; 100]);
+        out.set_index(index);
+        Ok(())
+    }
+    fn read_batch_into(&self, indices: &[u64], out: &mut ReelBatch) -> Result<()> {
+        out.clear();
+        let mut r = Record::new();
+        for &i in indices {
+            self.read_into(i, &mut r)?;
+            out.push_copy(r.view());
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn an_ipc_file_in_a_store_reads_its_batch_headers_in_one_batched_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("t.arrow");
+    // 10 rows a batch: 300 record batches.
+    let arrow = ArrowOptions { batch_rows: 10, ..Default::default() };
+    write_ipc(&Numbered, &path, &WriteOptions { arrow, ..Default::default() }).unwrap();
+    let counting = Arc::new(Counting::default());
+    let store: StoreRef = counting.clone();
+
+    let options = ReadOptions { map: false, ..Default::default() };
+    let source = ArrowFileSource::open_in(&store, &path, FileKind::ArrowIpc, &options).unwrap();
+    assert_eq!(source.len(), RECORDS);
+    let asked = &counting.asked;
+    let (ranges, batched) =
+        (asked.ranges.load(Ordering::Relaxed), asked.batched_reads.load(Ordering::Relaxed));
+    // Before: one range request per batch's header (300 and more). Now: the file's head,
+    // tail and footer, and one batched read of the 300 headers.
+    assert!(ranges < 10, "{ranges} single range reads to open 300 batches");
+    assert_eq!(batched, 1, "the headers took {batched} batched reads");
+    assert_eq!(asked.batched_requests.load(Ordering::Relaxed), 300);
+
+    // The rows are those written, at both ends and in between.
+    for i in [0, 9, 10, 1234, RECORDS - 1] {
+        let record = source.read(i).unwrap();
+        assert_eq!(record.bytes("data").unwrap(), &[(i % 251) as u8; 100][..], "record {i}");
+    }
+}
