@@ -20,7 +20,7 @@ use reel_core::{
 
 use crate::decode::{Column, catch_panics, columns_of, decode_row};
 use crate::input::FileInput;
-use crate::ipc_file::{IpcFile, ipc_corrupt, ipc_layout};
+use crate::ipc_file::{BatchesAhead, IpcFile, ipc_corrupt, ipc_layout};
 use crate::write::FileKind;
 
 /// How to read a Parquet or Arrow IPC file.
@@ -226,6 +226,8 @@ enum Cursor {
     Ipc {
         file: Box<IpcFile>,
         batch_starts: Vec<u64>,
+        /// The batches the batched read under way decodes next (in object storage).
+        ahead: BatchesAhead,
     },
 }
 
@@ -499,7 +501,11 @@ impl ArrowFileSource {
                 }
                 let schema = ipc.schema();
                 let n = schema.fields().len();
-                let cursor = Cursor::Ipc { file: Box::new(ipc), batch_starts };
+                let cursor = Cursor::Ipc {
+                    file: Box::new(ipc),
+                    batch_starts,
+                    ahead: BatchesAhead::default(),
+                };
                 (cursor, schema, total, (0..n).collect(), partition, (narrowed, missing))
             }
         };
@@ -610,11 +616,12 @@ impl ArrowFileSource {
                     }
                 }
             }
-            Cursor::Ipc { file, batch_starts } => {
+            Cursor::Ipc { file, batch_starts, ahead } => {
                 // Only the batch holding the row is read (its message and whole body, every
-                // column's buffers): memory per read is bounded by that batch.
+                // column's buffers): memory per read is bounded by that batch, and by
+                // AHEAD_BYTES more when a batched read fetches batches together.
                 let b = batch_starts.partition_point(|&s| s <= index).saturating_sub(1);
-                let batch = file.read_batch(b, path)?;
+                let batch = file.read_batch_ahead(b, ahead, path)?;
                 // The length the header gave at open is the one the decoder builds the
                 // batch with; a difference means the file changed since it was opened.
                 let end = batch_starts.get(b + 1).copied().unwrap_or(self.len);
@@ -708,18 +715,31 @@ impl RecordSource for ArrowFileSource {
             by_position.sort_by_key(|&k| indices[k]);
             by_position
         };
+        let in_file_order = |j: usize| indices[if in_order { j } else { by_position[j] }];
         let mut state = self.lock()?;
+        if let Cursor::Ipc { file, batch_starts, ahead } = &mut state.cursor
+            && file.fetches_ahead()
+        {
+            let batch_of = |i: u64| batch_starts.partition_point(|&s| s <= i).saturating_sub(1);
+            ahead.plan((0..indices.len()).map(|j| batch_of(in_file_order(j))));
+        }
+        let mut result = Ok(());
         for j in 0..indices.len() {
-            let index = indices[if in_order { j } else { by_position[j] }];
+            let index = in_file_order(j);
             let r = self.seek(&mut state, index).and_then(|()| {
                 let window = state.window.as_ref().ok_or_else(|| Error::corrupt("no window"))?;
                 out.push_with(index, |o| self.decode(window, index, o))
             });
             if let Err(e) = r {
                 out.clear();
-                return Err(e.with_record(index).with_path(&self.path));
+                result = Err(e.with_record(index).with_path(&self.path));
+                break;
             }
         }
+        if let Cursor::Ipc { ahead, .. } = &mut state.cursor {
+            ahead.clear();
+        }
+        result?;
         if !in_order {
             // Record `j` of the batch is `indices[by_position[j]]`: the `k`-th asked for is
             // the `j` with `by_position[j] == k`.

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bytes::Bytes;
 use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, Length};
-use reel_core::{Backend, Error, ErrorKind, ReadReq, Result, StoreRef};
+use reel_core::{Backend, Error, ReadReq, Result, StoreRef};
 
 /// Bytes a buffered reader of an object asks for at once: large enough that a Parquet
 /// page scan costs a few requests rather than one per 8 KiB. (IPC batches are read one
@@ -116,35 +116,35 @@ impl FileInput {
         }
     }
 
-    /// Reads the byte ranges `spans` (offset and length, in the file, in any order) into
-    /// one buffer, span after span. A local file reads them one positioned read at a
-    /// time; an object reads them as one batched read of the store
-    /// ([`Store::open_files`](reel_core::Store::open_files)), with the store's requests
-    /// in flight at once and neighbouring ranges merged, instead of one round trip after
-    /// another. The caller bounds the spans' total length.
-    pub(crate) fn read_spans(&self, spans: &[(u64, usize)], path: &Path) -> Result<Vec<u8>> {
-        let mut reqs = Vec::with_capacity(spans.len());
-        let mut total = 0usize;
-        for &(offset, len) in spans {
-            reqs.push(ReadReq { file: 0, offset, len, dest: total });
-            total = total.checked_add(len).ok_or_else(|| {
-                Error::new(ErrorKind::Limit, "the ranges to read overflow the address space")
-                    .with_path(path)
-            })?;
-        }
-        let mut dest = vec![0u8; total];
+    /// Performs the reads `reqs` (of file 0: this file) into `dest`. A local file reads
+    /// them one positioned read at a time; an object reads them as one batched read of the
+    /// store ([`Store::open_files`](reel_core::Store::open_files)), with the store's
+    /// requests in flight at once and neighbouring ranges merged, instead of one round
+    /// trip after another. The caller bounds what `dest` holds.
+    pub(crate) fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8], path: &Path) -> Result<()> {
         match &self.place {
             Place::Local(_) => {
-                for r in &reqs {
-                    self.read_exact_at(r.offset, &mut dest[r.dest..r.dest + r.len], path)?;
+                for r in reqs {
+                    let buf = r
+                        .dest
+                        .checked_add(r.len)
+                        .and_then(|end| dest.get_mut(r.dest..end))
+                        .ok_or_else(|| Error::invalid_input("a read outside its buffer"))?;
+                    self.read_exact_at(r.offset, buf, path)?;
                 }
+                Ok(())
             }
             Place::Store { store, path: object, .. } => {
                 let files = store.open_files(std::slice::from_ref(object), &Backend::default())?;
-                files.read_many(&reqs, &mut dest)?;
+                files.read_many(reqs, dest)
             }
         }
-        Ok(dest)
+    }
+
+    /// Whether each read is a request to a store, whose round trip is worth sparing by
+    /// reading together what will be needed together.
+    pub(crate) fn reads_are_requests(&self) -> bool {
+        matches!(self.place, Place::Store { .. })
     }
 
     /// A buffered reader of the file, sized for where it lies.

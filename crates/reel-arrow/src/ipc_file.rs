@@ -21,7 +21,7 @@ use arrow_buffer::{Buffer, MutableBuffer};
 use arrow_ipc::Block;
 use arrow_ipc::reader::FileDecoder;
 use arrow_schema::SchemaRef;
-use reel_core::{Error, ErrorKind, Result};
+use reel_core::{Error, ErrorKind, ReadReq, Result};
 
 use crate::input::FileInput;
 
@@ -141,7 +141,7 @@ fn block_span(block: &Block) -> (u64, u64, u64) {
 /// Bytes of record batch headers [`ipc_layout`] reads at once at most (a header larger
 /// than this is read alone): memory for the group, and few enough groups that a file of
 /// thousands of batches opens in a few batched reads.
-const HEADERS_AT_ONCE: u64 = 4 << 20;
+const HEADERS_AT_ONCE: usize = 4 << 20;
 
 /// Reads the footer of the IPC file `file` and the header of each record batch message it
 /// lists, without their bodies: the schema and every batch's row count (the record batch
@@ -240,22 +240,22 @@ pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
     // round trip per batch (500 batches at 20 ms were 10 s).
     let mut first = 0;
     while first < batches.len() {
-        let mut spans = Vec::new();
-        let mut group_bytes = 0u64;
+        let mut reqs = Vec::new();
+        let mut group_bytes = 0usize;
         for block in &batches[first..] {
             let (offset, meta, _) = block_span(block);
-            if !spans.is_empty() && group_bytes + meta > HEADERS_AT_ONCE {
+            let len = meta as usize;
+            if !reqs.is_empty() && group_bytes + len > HEADERS_AT_ONCE {
                 break;
             }
-            spans.push((offset, meta as usize));
-            group_bytes += meta;
+            reqs.push(ReadReq { file: 0, offset, len, dest: group_bytes });
+            group_bytes += len;
         }
-        let bytes = file.read_spans(&spans, path)?;
-        let mut at = 0;
-        for (k, &(_, meta)) in (first..).zip(&spans) {
+        let mut bytes = vec![0u8; group_bytes];
+        file.read_many(&reqs, &mut bytes, path)?;
+        for (k, r) in (first..).zip(&reqs) {
             let bad = |why: &str| ipc_corrupt(path, &format!("record batch {k}: {why}"));
-            let message = parse_message(&bytes[at..at + meta], &bad)?;
-            at += meta;
+            let message = parse_message(&bytes[r.dest..r.dest + r.len], &bad)?;
             let header = message
                 .header_as_record_batch()
                 .ok_or_else(|| bad("the block holds no record batch message"))?;
@@ -264,7 +264,7 @@ pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
             batch_rows.push(rows);
             compression = compression.or(codec_of(&header));
         }
-        first += spans.len();
+        first += reqs.len();
     }
     Ok(IpcLayout {
         schema,
@@ -535,10 +535,129 @@ impl IpcFile {
         let bad = |why: &str| ipc_corrupt(path, &format!("record batch {b}: {why}"));
         let block = self.batches.get(b).ok_or_else(|| bad("no such batch"))?;
         let bytes = block_bytes(&self.file, self.mapped.as_ref(), block, path, &bad)?;
+        self.decode_block(b, block, &bytes, path)
+    }
+
+    /// Record batch `b` as [`read_batch`](Self::read_batch) reads it, but taken from
+    /// `ahead` when a batched read planned it there: in object storage the blocks of the
+    /// batches planned next are then fetched together, as one batched read of the store
+    /// of at most [`AHEAD_BYTES`], rather than one round trip each.
+    pub(crate) fn read_batch_ahead(
+        &self,
+        b: usize,
+        ahead: &mut BatchesAhead,
+        path: &Path,
+    ) -> Result<RecordBatch> {
+        let bad = |why: &str| ipc_corrupt(path, &format!("record batch {b}: {why}"));
+        let block = self.batches.get(b).ok_or_else(|| bad("no such batch"))?;
+        // Batches planned before `b` were not asked for after all (their rows were in the
+        // window already).
+        while ahead.upcoming.front().is_some_and(|&u| u < b) {
+            ahead.upcoming.pop_front();
+        }
+        if !ahead.fetched.contains_key(&b)
+            && self.fetches_ahead()
+            && ahead.upcoming.front() == Some(&b)
+        {
+            self.fetch_ahead(ahead, path)?;
+        }
+        match ahead.fetched.remove(&b) {
+            Some(bytes) => {
+                // Checked now rather than when fetched, so that damage is reported by the
+                // read of a record of this batch.
+                check_buffers(bytes.as_slice(), block_span(block).1 as usize, &bad)?;
+                self.decode_block(b, block, &bytes, path)
+            }
+            None => self.read_batch(b, path),
+        }
+    }
+
+    /// Whether batched reads fetch their batches' blocks together
+    /// ([`read_batch_ahead`](Self::read_batch_ahead)): when each read is a request to a
+    /// store.
+    pub(crate) fn fetches_ahead(&self) -> bool {
+        self.mapped.is_none() && self.file.reads_are_requests()
+    }
+
+    /// Fetches the blocks of the batches at the front of `ahead.upcoming`, as many as fit
+    /// in [`AHEAD_BYTES`] (at least one), in one batched read, each block placed at a
+    /// 64-byte boundary as arrow's buffers want.
+    fn fetch_ahead(&self, ahead: &mut BatchesAhead, path: &Path) -> Result<()> {
+        let mut group = Vec::new();
+        let mut reqs = Vec::new();
+        let mut total = 0usize;
+        while let Some(&b) = ahead.upcoming.front() {
+            let Some(block) = self.batches.get(b) else { break };
+            let (offset, _, end) = block_span(block);
+            let len = usize::try_from(end - offset).map_err(|_| {
+                ipc_corrupt(path, &format!("record batch {b}: the block is too large"))
+            })?;
+            let dest = total.next_multiple_of(64);
+            if !group.is_empty() && dest.saturating_add(len) > AHEAD_BYTES {
+                break;
+            }
+            ahead.upcoming.pop_front();
+            group.push(b);
+            reqs.push(ReadReq { file: 0, offset, len, dest });
+            total = dest.saturating_add(len);
+        }
+        let mut bytes = MutableBuffer::try_from_len_zeroed(total).map_err(|e| {
+            ipc_corrupt(path, &format!("cannot allocate {total} bytes for the batches ({e})"))
+        })?;
+        self.file.read_many(&reqs, bytes.as_slice_mut(), path)?;
+        let bytes: Buffer = bytes.into();
+        for (&b, r) in group.iter().zip(&reqs) {
+            ahead.fetched.insert(b, bytes.slice_with_length(r.dest, r.len));
+        }
+        Ok(())
+    }
+
+    /// Decodes record batch `b` from its block's bytes (buffers checked).
+    fn decode_block(
+        &self,
+        b: usize,
+        block: &Block,
+        bytes: &Buffer,
+        path: &Path,
+    ) -> Result<RecordBatch> {
+        let bad = |why: &str| ipc_corrupt(path, &format!("record batch {b}: {why}"));
         self.decoder
-            .read_record_batch(block, &bytes)
+            .read_record_batch(block, bytes)
             .map_err(|e| bad(&e.to_string()))?
             .ok_or_else(|| bad("the block holds no record batch message"))
+    }
+}
+
+/// Bytes of record batches [`IpcFile::read_batch_ahead`] fetches at once at most (a
+/// larger batch is fetched alone): what memory holds beyond the batch being decoded, for
+/// round trips shared by every batch that fits.
+pub(crate) const AHEAD_BYTES: usize = 64 << 20;
+
+/// The record batches a batched read of an IPC file will decode, in the order it decodes
+/// them, and the blocks fetched for them and not decoded yet (see
+/// [`IpcFile::read_batch_ahead`]).
+#[derive(Default)]
+pub(crate) struct BatchesAhead {
+    upcoming: std::collections::VecDeque<usize>,
+    fetched: std::collections::HashMap<usize, Buffer>,
+}
+
+impl BatchesAhead {
+    /// Plans the batches `batches` (ascending; repeats are merged), forgetting any plan
+    /// before.
+    pub(crate) fn plan(&mut self, batches: impl IntoIterator<Item = usize>) {
+        self.clear();
+        for b in batches {
+            if self.upcoming.back() != Some(&b) {
+                self.upcoming.push_back(b);
+            }
+        }
+    }
+
+    /// Forgets the plan and frees the blocks fetched for it.
+    pub(crate) fn clear(&mut self) {
+        self.upcoming.clear();
+        self.fetched.clear();
     }
 }
 

@@ -142,3 +142,44 @@ fn an_ipc_file_in_a_store_reads_its_batch_headers_in_one_batched_read() {
         assert_eq!(record.bytes("data").unwrap(), &[(i % 251) as u8; 100][..], "record {i}");
     }
 }
+
+#[test]
+fn a_batched_read_fetches_the_record_batches_it_touches_together() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("t.arrow");
+    let arrow = ArrowOptions { batch_rows: 10, ..Default::default() };
+    write_ipc(&Numbered, &path, &WriteOptions { arrow, ..Default::default() }).unwrap();
+    let counting = Arc::new(Counting::default());
+    let store: StoreRef = counting.clone();
+    let source =
+        ArrowFileSource::open_in(&store, &path, FileKind::ArrowIpc, &ReadOptions::default())
+            .unwrap();
+    let asked = &counting.asked;
+    let (ranges, batched) =
+        (asked.ranges.load(Ordering::Relaxed), asked.batched_reads.load(Ordering::Relaxed));
+
+    // 64 records in 50 different batches, out of order, one asked twice, and two from
+    // one batch.
+    let mut indices: Vec<u64> = (0..50).map(|k| (k * 97 + 13) % 300 * 10 + k % 10).collect();
+    indices.extend([2999, 0, 1, 1234, 1235, 2999]);
+    indices.extend((0..8).map(|k| 1500 + k * 10));
+    let batch = source.read_batch(&indices).unwrap();
+    assert_eq!(batch.len(), indices.len());
+    for (k, &i) in indices.iter().enumerate() {
+        assert_eq!(batch.get(k).unwrap().bytes("data").unwrap()[0], (i % 251) as u8, "{i}");
+    }
+    let distinct = {
+        let mut b: Vec<u64> = indices.iter().map(|i| i / 10).collect();
+        b.sort_unstable();
+        b.dedup();
+        b.len()
+    };
+    // One request per batch touched before; now one batched read of all of them.
+    assert_eq!(asked.ranges.load(Ordering::Relaxed), ranges, "single range reads");
+    assert_eq!(asked.batched_reads.load(Ordering::Relaxed), batched + 1);
+    assert_eq!(asked.batched_requests.load(Ordering::Relaxed), 300 + distinct);
+
+    // A record at a time, each batch is read as it is needed.
+    assert_eq!(source.read(777).unwrap().bytes("data").unwrap()[0], (777 % 251) as u8);
+    assert_eq!(asked.ranges.load(Ordering::Relaxed), ranges + 1);
+}

@@ -1,7 +1,8 @@
 //! What opening an Arrow IPC file of many record batches costs over HTTP with 20 ms of
-//! latency per answer: `reel inspect URL`'s time and requests, twice. Opening reads every
-//! batch's header (for its row count); the program shows whether those reads go out
-//! together or one round trip after another.
+//! latency per answer: `reel inspect URL`'s time and requests, twice, then random batches
+//! of 256 records (`reel bench URL`). Opening reads every batch's header (for its row
+//! count), and a batched read reads every batch it touches; the program shows whether
+//! those reads go out together or one round trip after another.
 //!
 //! ```sh
 //! cargo build --release -p reel-cli --bin reel --example ipc_open_latency
@@ -71,6 +72,14 @@ fn main() -> reel::Result<()> {
             start.elapsed().as_secs_f64(),
             proxy.requests() - before
         );
+    }
+    // Random batches of 256 (`reel bench URL`), beside one request per record.
+    let status = Command::new(&reel_bin)
+        .args(["bench", &url, "--batch", "256", "--secs", "3"])
+        .status()
+        .map_err(|e| reel::Error::io(e, format!("cannot run {}", reel_bin.display())))?;
+    if !status.success() {
+        return Err(reel::Error::invalid_input(format!("reel bench failed: {status}")));
     }
     Ok(())
 }
