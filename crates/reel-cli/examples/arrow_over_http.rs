@@ -1,18 +1,19 @@
-//! What opening an Arrow IPC file of many record batches costs over HTTP with 20 ms of
+//! What reading an Arrow IPC (or Parquet) file of many record batches costs over HTTP with 20 ms of
 //! latency per answer: `reel inspect URL`'s time and requests, twice, then random batches
 //! of 256 records (`reel bench URL`). Opening reads every batch's header (for its row
 //! count), and a batched read reads every batch it touches; the program shows whether
 //! those reads go out together or one round trip after another.
 //!
 //! ```sh
-//! cargo build --release -p reel-cli --bin reel --example ipc_open_latency
-//! target/release/examples/ipc_open_latency [RECORDS [BATCH_BYTES]]
+//! cargo build --release -p reel-cli --bin reel --example arrow_over_http
+//! target/release/examples/arrow_over_http [RECORDS [BATCH_BYTES [arrow|parquet]]]
 //! ```
 //!
 //! It writes RECORDS (default 30,000) records of up to 200 bytes with
 //! `target/release/reel` (or `$REEL_BIN`) and converts them to an IPC file of batches of
-//! BATCH_BYTES (default `10K`: about 300 batches), serves it from the loopback HTTP test
-//! server behind `FaultProxy`, and stops both when it ends.
+//! BATCH_BYTES (default `10K`: about 300 batches; `parquet` writes a Parquet file of row
+//! groups of that size instead), serves it from the loopback HTTP test server behind
+//! `FaultProxy`, and stops both when it ends.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 #[path = "../../../tests/common/http_server.rs"]
@@ -27,14 +28,16 @@ use reel_store::testing::{FaultProxy, Faults};
 fn main() -> reel::Result<()> {
     let records = std::env::args().nth(1).unwrap_or_else(|| "30000".into());
     let batch_bytes = std::env::args().nth(2).unwrap_or_else(|| "10K".into());
+    let to = std::env::args().nth(3).unwrap_or_else(|| "arrow".into());
     let reel_bin = std::env::var_os("REEL_BIN").map(PathBuf::from).unwrap_or_else(|| {
-        // target/release/examples/ipc_open_latency → target/release/reel
+        // target/release/examples/arrow_over_http → target/release/reel
         let exe = std::env::current_exe().unwrap_or_default();
         exe.parent().and_then(|d| d.parent()).map(|d| d.join("reel")).unwrap_or_default()
     });
     let dir = tempfile::tempdir().map_err(|e| reel::Error::io(e, "no temporary directory"))?;
     let ffr = dir.path().join("d.ffr");
-    let arrow = dir.path().join("t.arrow");
+    let name = if to == "parquet" { "t.parquet" } else { "t.arrow" };
+    let arrow = dir.path().join(name);
     run(
         &reel_bin,
         &[
@@ -62,7 +65,7 @@ fn main() -> reel::Result<()> {
     let http = http_server::HttpServer::start(dir.path());
     let proxy = FaultProxy::start(&http.url())?;
     proxy.set_faults(Faults { latency: Duration::from_millis(20), ..Faults::default() });
-    let url = format!("{}/t.arrow", proxy.endpoint());
+    let url = format!("{}/{name}", proxy.endpoint());
     for _ in 0..2 {
         let before = proxy.requests();
         let start = Instant::now();
