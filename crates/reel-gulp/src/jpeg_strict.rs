@@ -139,6 +139,7 @@ impl HuffTable {
 }
 
 /// The decoding form of a table (libjpeg's `d_derived_tbl`).
+#[derive(Clone)]
 struct Derived {
     maxcode: [i64; 18],
     valoffset: [i64; 18],
@@ -157,15 +158,21 @@ impl Derived {
 /// `jpeg_make_d_derived_tbl`, with its errors.
 fn derive(table: &HuffTable, is_dc: bool) -> Check<Derived> {
     let bad = || "Bogus Huffman table definition".to_string();
-    let mut huffsize = Vec::with_capacity(257);
+    // On the stack: a frame derives four tables or more, and two heap buffers each were a
+    // visible share of a small frame's check.
+    let mut sizes = [0usize; 256];
+    let mut n = 0;
     for l in 1..=16 {
         let count = usize::from(table.bits[l]);
-        if huffsize.len() + count > 256 {
+        if n + count > 256 {
             return Err(bad());
         }
-        huffsize.extend(std::iter::repeat_n(l, count));
+        sizes[n..n + count].fill(l);
+        n += count;
     }
-    let mut huffcode = vec![0i64; huffsize.len()];
+    let huffsize = &sizes[..n];
+    let mut codes = [0i64; 256];
+    let huffcode = &mut codes[..n];
     let mut code: i64 = 0;
     let mut p = 0;
     if let Some(&first) = huffsize.first() {
@@ -523,8 +530,10 @@ struct Scan {
 struct Checker<'a> {
     r: Reader<'a>,
     frame: Option<Frame>,
-    dc: [Option<HuffTable>; 4],
-    ac: [Option<HuffTable>; 4],
+    /// The DC and AC tables defined, each in its decoding form (or why it has none),
+    /// derived once at its definition rather than for every scan component using it.
+    dc: [Option<Check<Derived>>; 4],
+    ac: [Option<Check<Derived>>; 4],
     quant: [bool; 4],
     restart_interval: u16,
     next_restart: u8,
@@ -743,16 +752,16 @@ impl<'a> Checker<'a> {
             if table >= 4 {
                 return Err(format!("Bogus DHT index {table}"));
             }
-            let t = HuffTable { bits, vals };
-            if derive(&t, !is_ac).is_ok() {
+            let derived = derive(&HuffTable { bits, vals }, !is_ac);
+            if derived.is_ok() {
                 valid_tables.extend_from_slice(&self.r.data[table_start..self.r.pos]);
             } else {
                 any_invalid = true;
             }
             if is_ac {
-                self.ac[slot] = Some(t);
+                self.ac[slot] = Some(derived);
             } else {
-                self.dc[slot] = Some(t);
+                self.dc[slot] = Some(derived);
             }
         }
         if length != 0 {
@@ -912,13 +921,16 @@ impl<'a> Checker<'a> {
             }
         }
         let used_standard = std::cell::Cell::new(false);
-        let table = |slots: &[Option<HuffTable>; 4], no: u8, std: [([u8; 17], &[u8]); 2]| {
+        let table = |slots: &[Option<Check<Derived>>; 4],
+                     no: u8,
+                     std: [([u8; 17], &[u8]); 2],
+                     is_dc: bool| {
             let no = usize::from(no);
             match slots.get(no) {
-                Some(Some(t)) => Ok(t.clone()),
+                Some(Some(derived)) => derived.clone(),
                 Some(None) if no < 2 => {
                     used_standard.set(true);
-                    Ok(HuffTable::standard(std[no]))
+                    derive(&HuffTable::standard(std[no]), is_dc)
                 }
                 _ => Err(format!("Huffman table 0x{no:02x} was not defined")),
             }
@@ -930,14 +942,12 @@ impl<'a> Checker<'a> {
             let want_dc = !progressive || scan.ss == 0 && scan.ah == 0;
             let want_ac = !progressive || scan.ss != 0;
             dcs.push(if want_dc {
-                let t = table(&self.dc, scan.dc_tables[i], [STD_DC_LUMA, STD_DC_CHROMA])?;
-                Some(derive(&t, true)?)
+                Some(table(&self.dc, scan.dc_tables[i], [STD_DC_LUMA, STD_DC_CHROMA], true)?)
             } else {
                 None
             });
             acs.push(if want_ac {
-                let t = table(&self.ac, scan.ac_tables[i], [STD_AC_LUMA, STD_AC_CHROMA])?;
-                Some(derive(&t, false)?)
+                Some(table(&self.ac, scan.ac_tables[i], [STD_AC_LUMA, STD_AC_CHROMA], false)?)
             } else {
                 None
             });
