@@ -8,39 +8,16 @@ mod tracking_alloc;
 #[global_allocator]
 static GLOBAL: tracking_alloc::TrackingAllocator = tracking_alloc::TrackingAllocator;
 
+mod common;
+
+use common::Numbered;
 use reel_arrow::{ArrowFileSource, ReadOptions, WriteOptions, write_parquet};
-use reel_core::{
-    Record, RecordBatch as ReelBatch, RecordSource, RecordSourceExt, Result, SourceInfo,
-};
+use reel_core::{RecordBatch as ReelBatch, RecordSource, RecordSourceExt};
 
 /// 96 MiB of records go through with a fraction of that in memory.
 #[test]
 fn converting_streams_in_bounded_memory() {
-    struct Big;
-    impl RecordSource for Big {
-        fn info(&self) -> &SourceInfo {
-            static INFO: std::sync::OnceLock<SourceInfo> = std::sync::OnceLock::new();
-            INFO.get_or_init(|| SourceInfo::new("generated"))
-        }
-        fn len(&self) -> u64 {
-            1536
-        }
-        fn read_into(&self, index: u64, out: &mut Record) -> Result<()> {
-            out.clear();
-            out.push_bytes("data", &vec![(index % 251) as u8; 64 << 10]);
-            out.set_index(index);
-            Ok(())
-        }
-        fn read_batch_into(&self, indices: &[u64], out: &mut ReelBatch) -> Result<()> {
-            out.clear();
-            let mut r = Record::new();
-            for &i in indices {
-                self.read_into(i, &mut r)?;
-                out.push_copy(r.view());
-            }
-            Ok(())
-        }
-    }
+    let big = Numbered { records: 1536, size: 64 << 10 };
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("big.parquet");
     let mut options = WriteOptions { row_group_bytes: 8 << 20, ..Default::default() };
@@ -49,7 +26,7 @@ fn converting_streams_in_bounded_memory() {
     options.compression = reel_arrow::Compression::None;
     tracking_alloc::reset_peak();
     let before = tracking_alloc::live_bytes();
-    write_parquet(&Big, &path, &options).unwrap();
+    write_parquet(&big, &path, &options).unwrap();
     let peak = tracking_alloc::peak_bytes() - before;
     let size = std::fs::metadata(&path).unwrap().len();
     assert!(size > 96 << 20, "{size}");

@@ -1,16 +1,24 @@
-//! How many reads opening an Arrow IPC file costs when it lies in a store, where each
-//! read is a request: the batches' headers come in batched reads, not one request each.
+//! A Parquet or Arrow IPC file in a store, where each read is a request that may fail:
+//! a failed read is the error, with its kind, not a damaged file (arrow-rs and parquet
+//! carry such failures as text; a verify that took them for damage reported healthy files
+//! as corrupt whenever a store did not answer), and reads that are needed together go out
+//! together, not one round trip after another.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use reel_arrow::{ArrowFileSource, ArrowOptions, FileKind, ReadOptions, WriteOptions, write_ipc};
+use common::Numbered;
+use reel_arrow::{
+    ArrowFileSource, ArrowOptions, FileKind, ReadOptions, WriteOptions, write_ipc, write_parquet,
+};
 use reel_core::paths::InputKind;
 use reel_core::{
-    Backend, Entry, LocalStore, ReadAt, ReadReq, Record, RecordBatch as ReelBatch, RecordSource,
-    RecordSourceExt, Result, SourceInfo, Store, StoreRef,
+    Backend, Entry, Error, ErrorKind, LocalStore, ReadAt, ReadReq, RecordSource, RecordSourceExt,
+    Result, Store, StoreRef,
 };
 
 /// What a store was asked: single range reads, and batched reads with their requests.
@@ -21,13 +29,15 @@ struct Asked {
     batched_requests: AtomicUsize,
 }
 
-/// The local file system under another name, counting what it is asked.
+/// The local file system under another name, counting what it is asked, whose range
+/// reads fail while `failing` is set, as an object store's do when it stops answering.
 #[derive(Debug, Default)]
-struct Counting {
+struct Observed {
+    failing: AtomicBool,
     asked: Arc<Asked>,
 }
 
-/// The files a [`Counting`] store opened, counting their batched reads.
+/// The files an [`Observed`] store opened, counting their batched reads.
 struct CountingFiles {
     inner: Box<dyn ReadAt>,
     asked: Arc<Asked>,
@@ -58,9 +68,9 @@ impl ReadAt for CountingFiles {
     }
 }
 
-impl Store for Counting {
+impl Store for Observed {
     fn name(&self) -> &'static str {
-        "counting"
+        "observed"
     }
     fn stat(&self, path: &Path) -> Result<InputKind> {
         LocalStore.stat(path)
@@ -69,6 +79,10 @@ impl Store for Counting {
         LocalStore.list(dir)
     }
     fn read_range(&self, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
+        if self.failing.load(Ordering::Relaxed) {
+            let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+            return Err(Error::io(refused, "the store did not answer").with_path(path));
+        }
         self.asked.ranges.fetch_add(1, Ordering::Relaxed);
         LocalStore.read_range(path, offset, len)
     }
@@ -84,34 +98,52 @@ impl Store for Counting {
     }
 }
 
-/// `RECORDS` records of 100 bytes, the first byte their index mod 251.
-struct Numbered;
+/// 4,000 records of 1 KiB.
+const KIBS: Numbered = Numbered { records: 4000, size: 1024 };
 
-const RECORDS: u64 = 3000;
+/// 3,000 records of 100 bytes.
+const SMALL: Numbered = Numbered { records: 3000, size: 100 };
 
-impl RecordSource for Numbered {
-    fn info(&self) -> &SourceInfo {
-        static INFO: std::sync::OnceLock<SourceInfo> = std::sync::OnceLock::new();
-        INFO.get_or_init(|| SourceInfo::new("generated"))
-    }
-    fn len(&self) -> u64 {
-        RECORDS
-    }
-    fn read_into(&self, index: u64, out: &mut Record) -> Result<()> {
-        out.clear();
-        out.push_bytes("data", &[(index % 251) as u8; 100]);
-        out.set_index(index);
-        Ok(())
-    }
-    fn read_batch_into(&self, indices: &[u64], out: &mut ReelBatch) -> Result<()> {
-        out.clear();
-        let mut r = Record::new();
-        for &i in indices {
-            self.read_into(i, &mut r)?;
-            out.push_copy(r.view());
-        }
-        Ok(())
-    }
+#[test]
+fn a_store_that_stops_answering_is_an_io_error_not_a_damaged_parquet_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("t.parquet");
+    let options = WriteOptions { row_group_bytes: 256 << 10, ..Default::default() };
+    write_parquet(&KIBS, &path, &options).unwrap();
+    let flaky = Arc::new(Observed::default());
+    let store: StoreRef = flaky.clone();
+
+    // While reading rows: the rows of a row group not read yet.
+    let source =
+        ArrowFileSource::open_in(&store, &path, FileKind::Parquet, &ReadOptions::default())
+            .unwrap();
+    assert_eq!(source.read(0).unwrap().bytes("data").unwrap()[0], 0);
+    flaky.failing.store(true, Ordering::Relaxed);
+    let e = source.read(3999).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert!(e.to_string().contains("the store did not answer"), "{e}");
+    // Once the store answers again, so does the source: nothing was taken for damage.
+    flaky.failing.store(false, Ordering::Relaxed);
+    assert_eq!(source.read(3999).unwrap().bytes("data").unwrap()[0], (3999 % 251) as u8);
+
+    // While opening: the footer.
+    flaky.failing.store(true, Ordering::Relaxed);
+    let e = ArrowFileSource::open_in(&store, &path, FileKind::Parquet, &ReadOptions::default())
+        .err()
+        .expect("opened without reading its footer");
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert!(e.to_string().contains("the store did not answer"), "{e}");
+
+    // Damage is still damage.
+    flaky.failing.store(false, Ordering::Relaxed);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let footer = bytes.len() - 8;
+    bytes[footer - 16..footer].fill(0xff);
+    std::fs::write(&path, &bytes).unwrap();
+    let e = ArrowFileSource::open_in(&store, &path, FileKind::Parquet, &ReadOptions::default())
+        .err()
+        .expect("a damaged footer opened");
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
 }
 
 #[test]
@@ -120,13 +152,13 @@ fn an_ipc_file_in_a_store_reads_its_batch_headers_in_one_batched_read() {
     let path = tmp.path().join("t.arrow");
     // 10 rows a batch: 300 record batches.
     let arrow = ArrowOptions { batch_rows: 10, ..Default::default() };
-    write_ipc(&Numbered, &path, &WriteOptions { arrow, ..Default::default() }).unwrap();
-    let counting = Arc::new(Counting::default());
+    write_ipc(&SMALL, &path, &WriteOptions { arrow, ..Default::default() }).unwrap();
+    let counting = Arc::new(Observed::default());
     let store: StoreRef = counting.clone();
 
     let options = ReadOptions { map: false, ..Default::default() };
     let source = ArrowFileSource::open_in(&store, &path, FileKind::ArrowIpc, &options).unwrap();
-    assert_eq!(source.len(), RECORDS);
+    assert_eq!(source.len(), SMALL.records);
     let asked = &counting.asked;
     let (ranges, batched) =
         (asked.ranges.load(Ordering::Relaxed), asked.batched_reads.load(Ordering::Relaxed));
@@ -137,9 +169,9 @@ fn an_ipc_file_in_a_store_reads_its_batch_headers_in_one_batched_read() {
     assert_eq!(asked.batched_requests.load(Ordering::Relaxed), 300);
 
     // The rows are those written, at both ends and in between.
-    for i in [0, 9, 10, 1234, RECORDS - 1] {
+    for i in [0, 9, 10, 1234, SMALL.records - 1] {
         let record = source.read(i).unwrap();
-        assert_eq!(record.bytes("data").unwrap(), &[(i % 251) as u8; 100][..], "record {i}");
+        assert_eq!(record.bytes("data").unwrap(), &SMALL.data(i)[..], "record {i}");
     }
 }
 
@@ -148,8 +180,8 @@ fn a_batched_read_fetches_the_record_batches_it_touches_together() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("t.arrow");
     let arrow = ArrowOptions { batch_rows: 10, ..Default::default() };
-    write_ipc(&Numbered, &path, &WriteOptions { arrow, ..Default::default() }).unwrap();
-    let counting = Arc::new(Counting::default());
+    write_ipc(&SMALL, &path, &WriteOptions { arrow, ..Default::default() }).unwrap();
+    let counting = Arc::new(Observed::default());
     let store: StoreRef = counting.clone();
     let source =
         ArrowFileSource::open_in(&store, &path, FileKind::ArrowIpc, &ReadOptions::default())
