@@ -146,18 +146,24 @@ fn a_store_that_stops_answering_is_an_io_error_not_a_damaged_parquet_file() {
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
 }
 
+/// [`SMALL`] written to an Arrow IPC file in `dir` in batches of 10 rows (300 batches),
+/// and the file opened from an [`Observed`] store.
+fn small_batches_in_a_store(dir: &Path) -> (Arc<Observed>, ArrowFileSource) {
+    let path = dir.join("t.arrow");
+    let arrow = ArrowOptions { batch_rows: 10, ..Default::default() };
+    write_ipc(&SMALL, &path, &WriteOptions { arrow, ..Default::default() }).unwrap();
+    let observed = Arc::new(Observed::default());
+    let store: StoreRef = observed.clone();
+    let source =
+        ArrowFileSource::open_in(&store, &path, FileKind::ArrowIpc, &ReadOptions::default())
+            .unwrap();
+    (observed, source)
+}
+
 #[test]
 fn an_ipc_file_in_a_store_reads_its_batch_headers_in_one_batched_read() {
     let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path().join("t.arrow");
-    // 10 rows a batch: 300 record batches.
-    let arrow = ArrowOptions { batch_rows: 10, ..Default::default() };
-    write_ipc(&SMALL, &path, &WriteOptions { arrow, ..Default::default() }).unwrap();
-    let counting = Arc::new(Observed::default());
-    let store: StoreRef = counting.clone();
-
-    let options = ReadOptions { map: false, ..Default::default() };
-    let source = ArrowFileSource::open_in(&store, &path, FileKind::ArrowIpc, &options).unwrap();
+    let (counting, source) = small_batches_in_a_store(tmp.path());
     assert_eq!(source.len(), SMALL.records);
     let asked = &counting.asked;
     let (ranges, batched) =
@@ -178,14 +184,7 @@ fn an_ipc_file_in_a_store_reads_its_batch_headers_in_one_batched_read() {
 #[test]
 fn a_batched_read_fetches_the_record_batches_it_touches_together() {
     let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path().join("t.arrow");
-    let arrow = ArrowOptions { batch_rows: 10, ..Default::default() };
-    write_ipc(&SMALL, &path, &WriteOptions { arrow, ..Default::default() }).unwrap();
-    let counting = Arc::new(Observed::default());
-    let store: StoreRef = counting.clone();
-    let source =
-        ArrowFileSource::open_in(&store, &path, FileKind::ArrowIpc, &ReadOptions::default())
-            .unwrap();
+    let (counting, source) = small_batches_in_a_store(tmp.path());
     let asked = &counting.asked;
     let (ranges, batched) =
         (asked.ranges.load(Ordering::Relaxed), asked.batched_reads.load(Ordering::Relaxed));
