@@ -323,7 +323,7 @@ fn ipc_stream_layout(file: &FileInput, path: &Path, size: u64) -> Result<IpcLayo
     let (mut dictionaries, mut batches, mut batch_rows) = (Vec::new(), Vec::new(), Vec::new());
     let mut dictionary_ids = std::collections::HashSet::new();
     let mut compression = None;
-    let mut window = ReadWindow::default();
+    let mut window = ReadWindow::new(file);
     let mut at = 0u64;
     // The end of the file without an end-of-stream marker ends the stream too, as pyarrow
     // reads it.
@@ -415,17 +415,40 @@ fn ipc_stream_layout(file: &FileInput, path: &Path, size: u64) -> Result<IpcLayo
 
 /// The bytes of a file last read while walking an IPC stream's headers: each read takes a
 /// few KiB from the header asked for, so the next headers of small messages (and a
-/// header's own flatbuffer after its length) come without another read, which matters
-/// most for a stream in object storage, where each read is a request.
-#[derive(Default)]
+/// header's own flatbuffer after its length) come without another read.
+///
+/// In object storage, where each read is a request, a read takes more while the bodies
+/// skipped between headers are small: when the header asked for lies at most
+/// [`ReadWindow::SKIP_GAP`] past the bytes read last (a body that would have cost less to
+/// read through than a round trip, the gap the store's own requests are merged under),
+/// the next read takes twice as much, up to [`ReadWindow::MOST`], and back to
+/// [`ReadWindow::READ`] after a larger gap. A stream of small batches (a Hugging Face
+/// `datasets` file of 1,000-row batches) then opens in a few requests, not one a batch.
 struct ReadWindow {
     start: u64,
     bytes: Vec<u8>,
+    /// Bytes the next read takes at the least.
+    take: u64,
+    /// Whether reads are requests to a store (see above).
+    remote: bool,
 }
 
 impl ReadWindow {
     /// Bytes a read takes at the least.
     const READ: u64 = 4096;
+    /// Bytes a read of an object takes at most, unless a header is longer.
+    const MOST: u64 = 16 << 20;
+    /// The largest skipped body after which reads of an object grow.
+    const SKIP_GAP: u64 = 1 << 20;
+
+    fn new(file: &FileInput) -> Self {
+        ReadWindow {
+            start: 0,
+            bytes: Vec::new(),
+            take: Self::READ,
+            remote: file.reads_are_requests(),
+        }
+    }
 
     /// Bytes `at..at + len` of `file` (of `size` bytes; the range lies within it).
     fn get(
@@ -437,8 +460,15 @@ impl ReadWindow {
         size: u64,
     ) -> Result<&[u8]> {
         let end = at + len;
-        if at < self.start || end > self.start + self.bytes.len() as u64 {
-            let take = len.max(Self::READ).min(size - at);
+        let held_end = self.start + self.bytes.len() as u64;
+        if at < self.start || end > held_end {
+            if self.remote && !self.bytes.is_empty() {
+                // Forward (the walk never goes back) past at most a small body, or into
+                // a header that straddles the end of the bytes held.
+                let near = at >= self.start && at.saturating_sub(held_end) <= Self::SKIP_GAP;
+                self.take = if near { (self.take * 2).min(Self::MOST) } else { Self::READ };
+            }
+            let take = len.max(self.take).min(size - at);
             self.bytes.resize(take as usize, 0);
             file.read_exact_at(at, &mut self.bytes, path)?;
             self.start = at;

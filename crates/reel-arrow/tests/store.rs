@@ -214,3 +214,42 @@ fn a_batched_read_fetches_the_record_batches_it_touches_together() {
     assert_eq!(source.read(777).unwrap().bytes("data").unwrap()[0], (777 % 251) as u8);
     assert_eq!(asked.ranges.load(Ordering::Relaxed), ranges + 1);
 }
+
+#[test]
+fn an_ipc_stream_of_small_batches_in_a_store_opens_in_a_few_requests() {
+    use arrow_array::{BinaryArray, RecordBatch};
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("t.arrows");
+    // An IPC stream (no footer: its messages are walked at open) of 300 batches of 10
+    // rows of 100 bytes, as Hugging Face `datasets` writes its files of 1,000-row batches.
+    let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+        "data",
+        arrow_schema::DataType::Binary,
+        false,
+    )]));
+    let mut writer =
+        arrow_ipc::writer::StreamWriter::try_new(std::fs::File::create(&path).unwrap(), &schema)
+            .unwrap();
+    for b in 0..300u64 {
+        let rows: Vec<Vec<u8>> = (b * 10..b * 10 + 10).map(|i| SMALL.data(i)).collect();
+        let column = BinaryArray::from_iter_values(rows.iter());
+        writer
+            .write(&RecordBatch::try_new(schema.clone(), vec![Arc::new(column)]).unwrap())
+            .unwrap();
+    }
+    writer.finish().unwrap();
+
+    let observed = Arc::new(Observed::default());
+    let store: StoreRef = observed.clone();
+    let source =
+        ArrowFileSource::open_in(&store, &path, FileKind::ArrowIpc, &ReadOptions::default())
+            .unwrap();
+    assert_eq!(source.len(), 3000);
+    // One request a message when each read took 4 KiB (the 1.3 KiB messages of 300
+    // batches: about 100 requests); now the reads grow while the bodies skipped are small.
+    let ranges = observed.asked.ranges.load(Ordering::Relaxed);
+    assert!(ranges <= 12, "{ranges} range requests to open a stream of 300 batches");
+    for i in [0, 9, 10, 1234, 2999] {
+        assert_eq!(source.read(i).unwrap().bytes("data").unwrap(), &SMALL.data(i)[..], "{i}");
+    }
+}

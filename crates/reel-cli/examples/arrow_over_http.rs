@@ -6,14 +6,14 @@
 //!
 //! ```sh
 //! cargo build --release -p reel-cli --bin reel --example arrow_over_http
-//! target/release/examples/arrow_over_http [RECORDS [BATCH_BYTES [arrow|parquet]]]
+//! target/release/examples/arrow_over_http [RECORDS [BATCH_BYTES [arrow|parquet|FILE]]]
 //! ```
 //!
 //! It writes RECORDS (default 30,000) records of up to 200 bytes with
 //! `target/release/reel` (or `$REEL_BIN`) and converts them to an IPC file of batches of
 //! BATCH_BYTES (default `10K`: about 300 batches; `parquet` writes a Parquet file of row
-//! groups of that size instead), serves it from the loopback HTTP test server behind
-//! `FaultProxy`, and stops both when it ends.
+//! groups of that size instead; a FILE is served as it is), serves it from the loopback
+//! HTTP test server behind `FaultProxy`, and stops both when it ends.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 #[path = "../../../tests/common/http_server.rs"]
@@ -35,33 +35,33 @@ fn main() -> reel::Result<()> {
         exe.parent().and_then(|d| d.parent()).map(|d| d.join("reel")).unwrap_or_default()
     });
     let dir = tempfile::tempdir().map_err(|e| reel::Error::io(e, "no temporary directory"))?;
-    let ffr = dir.path().join("d.ffr");
-    let name = if to == "parquet" { "t.parquet" } else { "t.arrow" };
-    let arrow = dir.path().join(name);
-    run(
-        &reel_bin,
-        &[
-            "generate".as_ref(),
-            ffr.as_ref(),
-            "--records".as_ref(),
-            records.as_ref(),
-            "--max-record".as_ref(),
-            "200".as_ref(),
-            "--quiet".as_ref(),
-        ],
-    )?;
-    run(
-        &reel_bin,
-        &[
-            "convert".as_ref(),
-            ffr.as_ref(),
-            arrow.as_ref(),
-            "--to".as_ref(),
-            "arrow".as_ref(),
-            "--batch-bytes".as_ref(),
-            batch_bytes.as_ref(),
-        ],
-    )?;
+    let name = match to.as_str() {
+        "arrow" => "t.arrow".to_string(),
+        "parquet" => "t.parquet".to_string(),
+        // A file of the user's (an IPC stream, a Hugging Face `datasets` file …), served as
+        // it is.
+        file => {
+            let name = Path::new(file)
+                .file_name()
+                .ok_or_else(|| reel::Error::invalid_input(format!("{file}: not a file")))?
+                .to_string_lossy()
+                .into_owned();
+            std::fs::copy(file, dir.path().join(&name))
+                .map_err(|e| reel::Error::io(e, format!("cannot copy {file}")))?;
+            name
+        }
+    };
+    if to == "arrow" || to == "parquet" {
+        let ffr = dir.path().join("d.ffr");
+        let generate = ["generate".as_ref(), ffr.as_os_str(), "--records".as_ref()];
+        let sizes = ["--max-record".as_ref(), "200".as_ref(), "--quiet".as_ref()];
+        run(&reel_bin, &[&generate[..], &[records.as_ref()], &sizes[..]].concat())?;
+        let out = dir.path().join(&name);
+        let convert = ["convert".as_ref(), ffr.as_os_str(), out.as_os_str(), "--to".as_ref()];
+        let bytes = [to.as_ref(), "--batch-bytes".as_ref(), batch_bytes.as_ref()];
+        let groups = ["--row-group-bytes".as_ref(), batch_bytes.as_ref()];
+        run(&reel_bin, &[&convert[..], &bytes[..], &groups[..]].concat())?;
+    }
     let http = http_server::HttpServer::start(dir.path());
     let proxy = FaultProxy::start(&http.url())?;
     proxy.set_faults(Faults { latency: Duration::from_millis(20), ..Faults::default() });
