@@ -21,20 +21,28 @@ use reel_core::{
     Result, Store, StoreRef,
 };
 
-/// What a store was asked: single range reads, and batched reads with their requests.
+/// What a store was asked (single range reads, and batched reads with their requests),
+/// and whether it answers.
 #[derive(Debug, Default)]
 struct Asked {
+    /// While set, every read fails, as an object store's do when it stops answering.
+    failing: AtomicBool,
     ranges: AtomicUsize,
     batched_reads: AtomicUsize,
     batched_requests: AtomicUsize,
 }
 
-/// The local file system under another name, counting what it is asked, whose range
-/// reads fail while `failing` is set, as an object store's do when it stops answering.
+/// The local file system under another name, counting what it is asked, whose reads fail
+/// while `asked.failing` is set.
 #[derive(Debug, Default)]
 struct Observed {
-    failing: AtomicBool,
     asked: Arc<Asked>,
+}
+
+/// The error of a store that does not answer.
+fn refused(path: &Path) -> Error {
+    let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    Error::io(refused, "the store did not answer").with_path(path)
 }
 
 /// The files an [`Observed`] store opened, counting their batched reads.
@@ -62,6 +70,9 @@ impl ReadAt for CountingFiles {
         self.inner.read_exact_at(file, offset, buf)
     }
     fn read_many(&self, reqs: &[ReadReq], dest: &mut [u8]) -> Result<()> {
+        if self.asked.failing.load(Ordering::Relaxed) {
+            return Err(refused(self.inner.file_path(0)));
+        }
         self.asked.batched_reads.fetch_add(1, Ordering::Relaxed);
         self.asked.batched_requests.fetch_add(reqs.len(), Ordering::Relaxed);
         self.inner.read_many(reqs, dest)
@@ -79,9 +90,8 @@ impl Store for Observed {
         LocalStore.list(dir)
     }
     fn read_range(&self, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
-        if self.failing.load(Ordering::Relaxed) {
-            let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
-            return Err(Error::io(refused, "the store did not answer").with_path(path));
+        if self.asked.failing.load(Ordering::Relaxed) {
+            return Err(refused(path));
         }
         self.asked.ranges.fetch_add(1, Ordering::Relaxed);
         LocalStore.read_range(path, offset, len)
@@ -118,16 +128,16 @@ fn a_store_that_stops_answering_is_an_io_error_not_a_damaged_parquet_file() {
         ArrowFileSource::open_in(&store, &path, FileKind::Parquet, &ReadOptions::default())
             .unwrap();
     assert_eq!(source.read(0).unwrap().bytes("data").unwrap()[0], 0);
-    flaky.failing.store(true, Ordering::Relaxed);
+    flaky.asked.failing.store(true, Ordering::Relaxed);
     let e = source.read(3999).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Io, "{e}");
     assert!(e.to_string().contains("the store did not answer"), "{e}");
     // Once the store answers again, so does the source: nothing was taken for damage.
-    flaky.failing.store(false, Ordering::Relaxed);
+    flaky.asked.failing.store(false, Ordering::Relaxed);
     assert_eq!(source.read(3999).unwrap().bytes("data").unwrap()[0], (3999 % 251) as u8);
 
     // While opening: the footer.
-    flaky.failing.store(true, Ordering::Relaxed);
+    flaky.asked.failing.store(true, Ordering::Relaxed);
     let e = ArrowFileSource::open_in(&store, &path, FileKind::Parquet, &ReadOptions::default())
         .err()
         .expect("opened without reading its footer");
@@ -135,7 +145,7 @@ fn a_store_that_stops_answering_is_an_io_error_not_a_damaged_parquet_file() {
     assert!(e.to_string().contains("the store did not answer"), "{e}");
 
     // Damage is still damage.
-    flaky.failing.store(false, Ordering::Relaxed);
+    flaky.asked.failing.store(false, Ordering::Relaxed);
     let mut bytes = std::fs::read(&path).unwrap();
     let footer = bytes.len() - 8;
     bytes[footer - 16..footer].fill(0xff);
@@ -213,6 +223,17 @@ fn a_batched_read_fetches_the_record_batches_it_touches_together() {
     // A record at a time, each batch is read as it is needed.
     assert_eq!(source.read(777).unwrap().bytes("data").unwrap()[0], (777 % 251) as u8);
     assert_eq!(asked.ranges.load(Ordering::Relaxed), ranges + 1);
+
+    // A store that stops answering fails the batched read with its own error, naming a
+    // record of the read; once it answers again, so does the source.
+    asked.failing.store(true, Ordering::Relaxed);
+    let e = source.read_batch(&indices).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    assert!(e.to_string().contains("the store did not answer"), "{e}");
+    assert!(e.record().is_some_and(|r| indices.contains(&r)), "{e}");
+    asked.failing.store(false, Ordering::Relaxed);
+    let again = source.read_batch(&indices).unwrap();
+    assert_eq!(again.get(3).unwrap().bytes("data").unwrap(), &SMALL.data(indices[3])[..]);
 }
 
 #[test]
