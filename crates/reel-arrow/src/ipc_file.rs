@@ -237,7 +237,7 @@ pub(crate) fn ipc_layout(file: &FileInput, path: &Path) -> Result<IpcLayout> {
     let mut compression = None;
     // The headers are read a group at a time, as one batched read: from object storage,
     // a file of many batches opens with its requests in flight together rather than one
-    // round trip per batch (500 batches at 20 ms were 10 s).
+    // round trip per batch (about 300 batches over HTTP at 20 ms took 6.6 s).
     let mut first = 0;
     while first < batches.len() {
         let mut reqs = Vec::new();
