@@ -62,6 +62,16 @@ pub struct ReadOptions {
     /// selection names the table's columns, and a part without one gives records without
     /// that field.
     pub allow_missing_columns: bool,
+    /// An Arrow IPC file in object storage: a batched read reads the rows it wants of a
+    /// record batch alone, without the rest of the batch (in three batched reads of the
+    /// store: the batches' headers, then each row's offsets, then its values), when it
+    /// wants at most one row in 8 of the batch and those rows lie at least this many bytes
+    /// apart on average (default 2 MiB); otherwise it fetches the batch whole. Closer rows
+    /// would be read through their batch anyway, since a store merges ranges that lie
+    /// closer than its coalescing gap (1 MiB by default) into one request. Only for
+    /// uncompressed batches whose selected columns are bytes, text, integers or floats.
+    /// `u64::MAX` always fetches whole batches.
+    pub row_read_spacing: u64,
 }
 
 impl Default for ReadOptions {
@@ -73,6 +83,7 @@ impl Default for ReadOptions {
             map: true,
             partition: None,
             allow_missing_columns: false,
+            row_read_spacing: 2 << 20,
         }
     }
 }
@@ -207,6 +218,20 @@ fn kind_of_head(head: &[u8]) -> Option<FileKind> {
 struct Window {
     start: u64,
     batch: RecordBatch,
+    /// When the batch holds only some rows of its window (an IPC batch read a few rows at
+    /// a time from object storage), those rows, counted from `start`, ascending.
+    rows: Option<Vec<usize>>,
+}
+
+impl Window {
+    /// The window's row of record `index`, if it holds it.
+    fn row(&self, index: u64) -> Option<usize> {
+        let row = usize::try_from(index.checked_sub(self.start)?).ok()?;
+        match &self.rows {
+            Some(rows) => rows.binary_search(&row).ok(),
+            None => (row < self.batch.num_rows()).then_some(row),
+        }
+    }
 }
 
 // One cursor per source: the size of the larger variant costs nothing worth a box.
@@ -475,7 +500,7 @@ impl ArrowFileSource {
                 let (partition, options) =
                     Partition::split(&narrowed, |n| layout.schema.index_of(n).is_ok(), path)?;
                 let order = projection(&layout.schema, &options, &keys, path)?;
-                let ipc = IpcFile::open(file, path, &layout, order, options.map)?;
+                let ipc = IpcFile::open(file, path, &layout, order, &options)?;
                 let mut batch_starts = Vec::with_capacity(layout.batch_rows.len());
                 let mut total = 0u64;
                 for &rows in &layout.batch_rows {
@@ -561,10 +586,7 @@ impl ArrowFileSource {
     }
 
     fn seek_unguarded(&self, state: &mut State, index: u64) -> Result<()> {
-        if let Some(w) = &state.window
-            && index >= w.start
-            && index < w.start + w.batch.num_rows() as u64
-        {
+        if state.window.as_ref().is_some_and(|w| w.row(index).is_some()) {
             return Ok(());
         }
         let path = &self.path;
@@ -611,7 +633,7 @@ impl ArrowFileSource {
                     let start = *next;
                     *next += batch.num_rows() as u64;
                     if index < *next {
-                        state.window = Some(Window { start, batch });
+                        state.window = Some(Window { start, batch, rows: None });
                         return Ok(());
                     }
                 }
@@ -621,6 +643,10 @@ impl ArrowFileSource {
                 // column's buffers): memory per read is bounded by that batch, and by
                 // AHEAD_BYTES more when a batched read fetches batches together.
                 let b = batch_starts.partition_point(|&s| s <= index).saturating_sub(1);
+                if let Some((rows, batch)) = ahead.take_rows(b) {
+                    state.window = Some(Window { start: batch_starts[b], batch, rows: Some(rows) });
+                    return Ok(());
+                }
                 let batch = file.read_batch_ahead(b, ahead, path)?;
                 // The length the header gave at open is the one the decoder builds the
                 // batch with; a difference means the file changed since it was opened.
@@ -636,7 +662,7 @@ impl ArrowFileSource {
                         ),
                     ));
                 }
-                state.window = Some(Window { start: batch_starts[b], batch });
+                state.window = Some(Window { start: batch_starts[b], batch, rows: None });
                 Ok(())
             }
         }
@@ -644,7 +670,7 @@ impl ArrowFileSource {
 
     /// Decodes row `index` (which the window holds) into `out`.
     fn decode(&self, window: &Window, index: u64, out: &mut RecordOut<'_>) -> Result<()> {
-        let row = (index - window.start) as usize;
+        let row = window.row(index).ok_or_else(|| Error::corrupt("the window lacks the row"))?;
         guarded(&self.path, || {
             if let (Some(from), Some(p)) = (&self.interleaved, &self.partition) {
                 for f in from {
@@ -721,7 +747,18 @@ impl RecordSource for ArrowFileSource {
             && file.fetches_ahead()
         {
             let batch_of = |i: u64| batch_starts.partition_point(|&s| s <= i).saturating_sub(1);
-            ahead.plan((0..indices.len()).map(|j| batch_of(in_file_order(j))));
+            ahead.plan((0..indices.len()).map(|j| {
+                let (i, b) = (in_file_order(j), batch_of(in_file_order(j)));
+                (b, (i - batch_starts[b]) as usize)
+            }));
+            let (len, starts) = (self.len, &*batch_starts);
+            let rows_of =
+                |b: usize| starts.get(b + 1).copied().unwrap_or(len).saturating_sub(starts[b]);
+            if let Err(e) = file.read_sparse(ahead, rows_of, &self.path) {
+                ahead.clear();
+                out.clear();
+                return Err(e.with_path(&self.path));
+            }
         }
         let mut result = Ok(());
         for j in 0..indices.len() {

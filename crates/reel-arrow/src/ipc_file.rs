@@ -24,6 +24,7 @@ use arrow_schema::SchemaRef;
 use reel_core::{Error, ErrorKind, ReadReq, Result};
 
 use crate::input::FileInput;
+use crate::ipc_rows::{RowReader, WantedRows};
 
 /// An error of arrow-rs about the IPC file at `path`.
 pub(crate) fn ipc_err(e: arrow_schema::ArrowError, path: &Path) -> Error {
@@ -489,7 +490,7 @@ fn codec_of(header: &arrow_ipc::RecordBatch<'_>) -> Option<&'static str> {
 
 /// Parses the header of the encapsulated message at the start of `bytes` (a block's
 /// metadata).
-fn parse_message<'b>(
+pub(crate) fn parse_message<'b>(
     bytes: &'b [u8],
     bad: &dyn Fn(&str) -> Error,
 ) -> Result<arrow_ipc::Message<'b>> {
@@ -520,6 +521,11 @@ pub(crate) struct IpcFile {
     batches: Vec<Block>,
     /// The schema of the batches read: the selected columns, in the order selected.
     schema: SchemaRef,
+    /// Reads chosen rows of a batch without the rest of it, for a file in object storage
+    /// whose selected columns are flat (see [`crate::ipc_rows`]).
+    rows: Option<RowReader>,
+    /// [`ReadOptions::row_read_spacing`](crate::ReadOptions::row_read_spacing).
+    row_read_spacing: u64,
 }
 
 impl IpcFile {
@@ -532,8 +538,9 @@ impl IpcFile {
         path: &Path,
         layout: &IpcLayout,
         projection: Vec<usize>,
-        map: bool,
+        options: &crate::ReadOptions,
     ) -> Result<Self> {
+        let map = options.map;
         if !layout.native_byte_order {
             return Err(Error::new(
                 ErrorKind::Unsupported,
@@ -543,6 +550,11 @@ impl IpcFile {
             .with_path(path));
         }
         let schema = Arc::new(layout.schema.project(&projection).map_err(|e| ipc_err(e, path))?);
+        let rows = if file.reads_are_requests() {
+            RowReader::new(&layout.schema, &projection, schema.clone())
+        } else {
+            None
+        };
         let mut decoder = FileDecoder::new(Arc::new(layout.schema.clone()), layout.version)
             .with_projection(projection);
         let mapped = if map && file.is_local() { mapping(path)? } else { None };
@@ -551,7 +563,15 @@ impl IpcFile {
             let bytes = block_bytes(&file, mapped.as_ref(), block, path, &bad)?;
             decoder.read_dictionary(block, &bytes).map_err(|e| bad(&e.to_string()))?;
         }
-        Ok(IpcFile { file, mapped, decoder, batches: layout.batches.clone(), schema })
+        Ok(IpcFile {
+            file,
+            mapped,
+            decoder,
+            batches: layout.batches.clone(),
+            schema,
+            rows,
+            row_read_spacing: options.row_read_spacing,
+        })
     }
 
     /// The schema of the batches [`read_batch`](Self::read_batch) returns.
@@ -600,6 +620,46 @@ impl IpcFile {
             }
             None => self.read_batch(b, path),
         }
+    }
+
+    /// Reads the rows of the planned batches of which `ahead` wants few (at most one in
+    /// [`SPARSE`], lying [`ReadOptions::row_read_spacing`](crate::ReadOptions) apart on
+    /// average) without the rest of those batches, when the file can be read so
+    /// ([`crate::ipc_rows`]): they are then taken by [`take_rows`](BatchesAhead::take_rows)
+    /// and no longer fetched whole. `batch_rows` is each batch's row count.
+    pub(crate) fn read_sparse(
+        &self,
+        ahead: &mut BatchesAhead,
+        batch_rows: impl Fn(usize) -> u64,
+        path: &Path,
+    ) -> Result<()> {
+        let Some(reader) = &self.rows else { return Ok(()) };
+        let sparse: Vec<&(usize, Vec<usize>)> = ahead
+            .wanted
+            .iter()
+            .filter(|(b, rows)| {
+                let wanted = rows.len() as u64;
+                let body = self.batches.get(*b).map_or(0, |k| k.bodyLength().max(0) as u64);
+                wanted.saturating_mul(SPARSE) <= batch_rows(*b)
+                    && body / wanted.max(1) >= self.row_read_spacing
+            })
+            .collect();
+        let wanted: Vec<WantedRows<'_>> = sparse
+            .iter()
+            .filter_map(|(b, rows)| {
+                Some(WantedRows { batch: *b, block: *self.batches.get(*b)?, rows })
+            })
+            .collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let Some(read) = reader.read(&self.file, path, &wanted)? else { return Ok(()) };
+        for (w, batch) in wanted.iter().zip(read) {
+            ahead.rows.insert(w.batch, (w.rows.to_vec(), batch));
+        }
+        let done: std::collections::HashSet<usize> = wanted.iter().map(|w| w.batch).collect();
+        ahead.upcoming.retain(|b| !done.contains(b));
+        Ok(())
     }
 
     /// Whether batched reads fetch their batches' blocks together
@@ -663,31 +723,55 @@ impl IpcFile {
 /// round trips shared by every batch that fits.
 pub(crate) const AHEAD_BYTES: usize = 64 << 20;
 
+/// A batched read reads a batch's rows alone ([`IpcFile::read_sparse`]) when it wants at
+/// most one row in this many of the batch; denser, the batch is fetched whole.
+const SPARSE: u64 = 8;
+
 /// The record batches a batched read of an IPC file will decode, in the order it decodes
-/// them, and the blocks fetched for them and not decoded yet (see
-/// [`IpcFile::read_batch_ahead`]).
+/// them, the rows it wants of each, and what was fetched for them and not decoded yet (see
+/// [`IpcFile::read_batch_ahead`] and [`IpcFile::read_sparse`]).
 #[derive(Default)]
 pub(crate) struct BatchesAhead {
     upcoming: std::collections::VecDeque<usize>,
+    /// Each planned batch and its rows wanted (within the batch, ascending, distinct).
+    wanted: Vec<(usize, Vec<usize>)>,
     fetched: std::collections::HashMap<usize, Buffer>,
+    /// Batches of only the rows wanted, with those rows' indices in the file.
+    rows: std::collections::HashMap<usize, (Vec<usize>, RecordBatch)>,
 }
 
 impl BatchesAhead {
-    /// Plans the batches `batches` (ascending; repeats are merged), forgetting any plan
-    /// before.
-    pub(crate) fn plan(&mut self, batches: impl IntoIterator<Item = usize>) {
+    /// Plans the rows `rows` (batch number and row within the batch, in file order;
+    /// repeats are merged), forgetting any plan before.
+    pub(crate) fn plan(&mut self, rows: impl IntoIterator<Item = (usize, usize)>) {
         self.clear();
-        for b in batches {
-            if self.upcoming.back() != Some(&b) {
-                self.upcoming.push_back(b);
+        for (b, row) in rows {
+            match self.wanted.last_mut() {
+                Some((last, rows)) if *last == b => {
+                    if rows.last() != Some(&row) {
+                        rows.push(row);
+                    }
+                }
+                _ => {
+                    self.upcoming.push_back(b);
+                    self.wanted.push((b, vec![row]));
+                }
             }
         }
     }
 
-    /// Forgets the plan and frees the blocks fetched for it.
+    /// The rows of batch `b` read alone by [`IpcFile::read_sparse`] (their rows within the
+    /// batch, and the batch of them), if they were.
+    pub(crate) fn take_rows(&mut self, b: usize) -> Option<(Vec<usize>, RecordBatch)> {
+        self.rows.remove(&b)
+    }
+
+    /// Forgets the plan and frees what was fetched for it.
     pub(crate) fn clear(&mut self) {
         self.upcoming.clear();
+        self.wanted.clear();
         self.fetched.clear();
+        self.rows.clear();
     }
 }
 

@@ -55,6 +55,7 @@ mod encode;
 mod file_source;
 mod input;
 mod ipc_file;
+mod ipc_rows;
 mod kind;
 mod losses;
 mod partition;

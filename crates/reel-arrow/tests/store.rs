@@ -199,11 +199,14 @@ fn a_batched_read_fetches_the_record_batches_it_touches_together() {
     let (ranges, batched) =
         (asked.ranges.load(Ordering::Relaxed), asked.batched_reads.load(Ordering::Relaxed));
 
-    // 64 records in 50 different batches, out of order, one asked twice, and two from
-    // one batch.
-    let mut indices: Vec<u64> = (0..50).map(|k| (k * 97 + 13) % 300 * 10 + k % 10).collect();
-    indices.extend([2999, 0, 1, 1234, 1235, 2999]);
-    indices.extend((0..8).map(|k| 1500 + k * 10));
+    // 106 records in 50 different batches of 10, out of order, repeats among them.
+    let mut indices: Vec<u64> = (0..50)
+        .flat_map(|k| {
+            let b = (k * 97 + 13) % 300 * 10;
+            [b + k % 10, b + (k + 5) % 10]
+        })
+        .collect();
+    indices.extend([2999, 2998, 0, 1, 1234, 1235, 2999]);
     let batch = source.read_batch(&indices).unwrap();
     assert_eq!(batch.len(), indices.len());
     for (k, &i) in indices.iter().enumerate() {
@@ -273,4 +276,164 @@ fn an_ipc_stream_of_small_batches_in_a_store_opens_in_a_few_requests() {
     for i in [0, 9, 10, 1234, 2999] {
         assert_eq!(source.read(i).unwrap().bytes("data").unwrap(), &SMALL.data(i)[..], "{i}");
     }
+}
+
+/// An IPC file of 300 batches of 100 rows with bytes, text, integers, floats (nulls in
+/// some) and a list column, and its rows' indices to read.
+fn mixed_batches(path: &Path) {
+    use arrow_array::{
+        ArrayRef, BinaryArray, Float64Array, Int64Array, LargeStringArray, ListArray, RecordBatch,
+        StringArray, types::Int32Type,
+    };
+    use arrow_schema::{DataType, Field, Schema};
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("image", DataType::Binary, true),
+        Field::new("tags", DataType::new_list(DataType::Int32, true), true),
+        Field::new("caption", DataType::Utf8, false),
+        Field::new("label", DataType::Int64, true),
+        Field::new("score", DataType::Float64, false),
+        Field::new("note", DataType::LargeUtf8, true),
+    ]));
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer = arrow_ipc::writer::FileWriter::try_new(file, &schema).unwrap();
+    for b in 0..300i64 {
+        let rows = b * 100..b * 100 + 100;
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(BinaryArray::from_iter(
+                rows.clone()
+                    .map(|i| (i % 7 != 0).then(|| vec![(i % 251) as u8; (i % 50) as usize])),
+            )),
+            Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(
+                rows.clone().map(|i| Some(vec![Some(i as i32), None])),
+            )),
+            Arc::new(StringArray::from_iter_values(rows.clone().map(|i| format!("row {i}")))),
+            Arc::new(Int64Array::from_iter(rows.clone().map(|i| (i % 3 != 0).then_some(-i)))),
+            Arc::new(Float64Array::from_iter_values(rows.clone().map(|i| i as f64 / 4.0))),
+            Arc::new(LargeStringArray::from_iter(
+                rows.map(|i| (i % 5 == 0).then(|| format!("é{i}"))),
+            )),
+        ];
+        writer.write(&RecordBatch::try_new(schema.clone(), columns).unwrap()).unwrap();
+    }
+    writer.finish().unwrap();
+}
+
+/// 256 rows spread over the file (at most a few per batch of 100), out of order, with
+/// repeats.
+fn spread_rows() -> Vec<u64> {
+    let mut rows: Vec<u64> = (0..250u64).map(|k| (k * 7919 + 11) % 30_000).collect();
+    rows.extend([0, 99, 100, 29_999, 0, 12_345]);
+    rows
+}
+
+#[test]
+fn a_few_rows_of_each_batch_are_read_without_their_batches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("mixed.arrow");
+    mixed_batches(&path);
+    let local = ArrowFileSource::open(&path, &ReadOptions::default()).unwrap();
+    let observed = Arc::new(Observed::default());
+    let store: StoreRef = observed.clone();
+    let flat = ReadOptions { skip_columns: vec!["tags".into()], ..Default::default() };
+    // These batches are small (a few KiB): rows are read alone only when told that rows
+    // this close are worth it, as rows megabytes apart in large batches are by default.
+    let rows_alone = ReadOptions { row_read_spacing: 0, ..flat.clone() };
+    let remote = ArrowFileSource::open_in(&store, &path, FileKind::ArrowIpc, &rows_alone).unwrap();
+    let local_flat = ArrowFileSource::open(&path, &flat).unwrap();
+    let asked = &observed.asked;
+    let (batched, requests, ranges) = (
+        asked.batched_reads.load(Ordering::Relaxed),
+        asked.batched_requests.load(Ordering::Relaxed),
+        asked.ranges.load(Ordering::Relaxed),
+    );
+
+    let rows = spread_rows();
+    let got = remote.read_batch(&rows).unwrap();
+    let want = local_flat.read_batch(&rows).unwrap();
+    assert_eq!(got.len(), rows.len());
+    for (k, &i) in rows.iter().enumerate() {
+        assert_eq!(got.get(k).unwrap(), want.get(k).unwrap(), "row {i}");
+        assert_eq!(got.get(k).unwrap().index(), i);
+    }
+    // Rows without a value of their own are absent fields, as read locally.
+    let row7 = got.get(rows.iter().position(|&i| i == 0).unwrap()).unwrap();
+    assert!(row7.get("image").is_none() && row7.get("label").is_none());
+    assert_eq!(row7.get("note").unwrap().as_str(), Some("é0"));
+    // Three batched reads (headers, offsets and fixed values, the values), not the
+    // batches: a few kilobytes per batch touched instead of its 100 rows.
+    assert_eq!(asked.batched_reads.load(Ordering::Relaxed), batched + 3);
+    assert!(asked.batched_requests.load(Ordering::Relaxed) > requests + rows.len());
+    assert_eq!(asked.ranges.load(Ordering::Relaxed), ranges, "single range reads");
+
+    // With the list column selected, rows cannot be read alone: the batches are fetched
+    // whole, in one batched read, and read the same as locally.
+    let all = ReadOptions { row_read_spacing: 0, ..Default::default() };
+    let all = ArrowFileSource::open_in(&store, &path, FileKind::ArrowIpc, &all).unwrap();
+    let before = asked.batched_reads.load(Ordering::Relaxed);
+    let got = all.read_batch(&rows).unwrap();
+    let want = local.read_batch(&rows).unwrap();
+    for k in 0..rows.len() {
+        assert_eq!(got.get(k).unwrap(), want.get(k).unwrap());
+    }
+    assert_eq!(asked.batched_reads.load(Ordering::Relaxed), before + 1);
+
+    // By default rows a few hundred bytes apart are not read alone: whole batches, once.
+    let default = ArrowFileSource::open_in(&store, &path, FileKind::ArrowIpc, &flat).unwrap();
+    let before = asked.batched_reads.load(Ordering::Relaxed);
+    let got = default.read_batch(&rows).unwrap();
+    let want = local_flat.read_batch(&rows).unwrap();
+    for k in 0..rows.len() {
+        assert_eq!(got.get(k).unwrap(), want.get(k).unwrap());
+    }
+    assert_eq!(asked.batched_reads.load(Ordering::Relaxed), before + 1);
+}
+
+/// Damaged bytes anywhere in a file whose rows are read alone: each read either succeeds
+/// or fails with an error, never a panic; where it succeeds with the whole-batch read
+/// succeeding too, both agree on what the damaged file holds.
+#[test]
+fn damaged_batches_read_a_row_at_a_time_fail_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("mixed.arrow");
+    mixed_batches(&path);
+    let intact = std::fs::read(&path).unwrap();
+    let observed = Arc::new(Observed::default());
+    let store: StoreRef = observed.clone();
+    let flat = ReadOptions { skip_columns: vec!["tags".into()], ..Default::default() };
+    let rows_alone = ReadOptions { row_read_spacing: 0, ..flat.clone() };
+    let rows = spread_rows();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut failed = 0;
+    for _ in 0..60 {
+        let mut bytes = intact.clone();
+        for _ in 0..4 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let at = 8 + (seed as usize) % (bytes.len() - 16);
+            bytes[at] ^= (seed >> 40) as u8 | 1;
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        let Ok(remote) = ArrowFileSource::open_in(&store, &path, FileKind::ArrowIpc, &rows_alone)
+        else {
+            failed += 1;
+            continue;
+        };
+        match remote.read_batch(&rows) {
+            Ok(got) => {
+                if let Ok(want) =
+                    ArrowFileSource::open(&path, &flat).and_then(|s| s.read_batch(&rows))
+                {
+                    for k in 0..rows.len() {
+                        assert_eq!(got.get(k).unwrap(), want.get(k).unwrap());
+                    }
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                assert_ne!(e.kind(), ErrorKind::Io, "{e}");
+            }
+        }
+    }
+    assert!(failed > 0, "no damage was noticed in 60 damaged files");
 }
