@@ -278,11 +278,18 @@ impl RowReader {
             };
             // Every row asked for lies in its buffers.
             let last = w.rows.last().copied().unwrap_or(0) as u64;
+            // (A row count the header inflates makes no position past the buffer: checked
+            // arithmetic, and the buffer's length, bound them.)
             let need = match c.kind {
-                Kind::Var { width } => (last + 2) * width as u64,
-                Kind::Fixed { width } => (last + 1) * width as u64,
+                Kind::Var { width } => {
+                    last.checked_add(2).and_then(|n| n.checked_mul(width as u64))
+                }
+                Kind::Fixed { width } => {
+                    last.checked_add(1).and_then(|n| n.checked_mul(width as u64))
+                }
             };
-            if last >= rows || second.len < need || validity.is_some_and(|v| v.len <= last / 8) {
+            let outside = need.is_none_or(|need| second.len < need);
+            if last >= rows || outside || validity.is_some_and(|v| v.len <= last / 8) {
                 return Err(bad(&format!(
                     "row {last} lies outside its column's buffers ({} bytes)",
                     second.len
