@@ -125,12 +125,7 @@ impl FileInput {
         match &self.place {
             Place::Local(_) => {
                 for r in reqs {
-                    let buf = r
-                        .dest
-                        .checked_add(r.len)
-                        .and_then(|end| dest.get_mut(r.dest..end))
-                        .ok_or_else(|| Error::invalid_input("a read outside its buffer"))?;
-                    self.read_exact_at(r.offset, buf, path)?;
+                    self.read_exact_at(r.offset, reel_core::io::dest_slice(dest, r)?, path)?;
                 }
                 Ok(())
             }
