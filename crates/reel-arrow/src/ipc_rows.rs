@@ -28,7 +28,7 @@ use arrow_schema::{DataType, Schema, SchemaRef};
 use reel_core::{ReadReq, Result};
 
 use crate::input::FileInput;
-use crate::ipc_file::ipc_corrupt;
+use crate::ipc_file::{block_span, each_batch_header, ipc_corrupt};
 
 /// The rows of one record batch to read: the batch's number, its block and row count, and
 /// the rows (ascending, distinct, within the batch).
@@ -107,26 +107,17 @@ impl RowReader {
         path: &Path,
         wanted: &[WantedRows<'_>],
     ) -> Result<Option<Vec<RecordBatch>>> {
-        // The headers.
-        let mut reqs = Vec::with_capacity(wanted.len());
-        let mut total = 0usize;
-        for w in wanted {
-            let len = meta_len(&w.block);
-            reqs.push(ReadReq { file: 0, offset: w.block.offset() as u64, len, dest: total });
-            total += len;
-        }
-        let mut headers = vec![0u8; total];
-        file.read_many(&reqs, &mut headers, path)?;
+        // The headers: where each column's buffers lie.
+        let blocks: Vec<(usize, Block)> = wanted.iter().map(|w| (w.batch, w.block)).collect();
         let mut layouts = Vec::with_capacity(wanted.len());
-        let mut bodies = 0u64;
-        for (w, r) in wanted.iter().zip(&reqs) {
-            let bad = |why: &str| ipc_corrupt(path, &format!("record batch {}: {why}", w.batch));
-            let Some(layout) = self.layout(&headers[r.dest..r.dest + r.len], w, &bad)? else {
-                return Ok(None);
-            };
-            bodies += w.block.bodyLength() as u64;
-            layouts.push(layout);
-        }
+        each_batch_header(file, path, &blocks, |i, header, bad| {
+            layouts.push(self.layout(header, &wanted[i], bad)?);
+            Ok(())
+        })?;
+        let Some(layouts) = layouts.into_iter().collect::<Option<Vec<_>>>() else {
+            return Ok(None);
+        };
+        let bodies: u64 = wanted.iter().map(|w| w.block.bodyLength().max(0) as u64).sum();
         // Each row's validity byte and offsets (or value).
         let mut reqs = Vec::new();
         let mut total = 0usize;
@@ -223,24 +214,21 @@ impl RowReader {
             .map(Some)
     }
 
-    /// Where the selected columns' buffers lie in the body of the batch whose header is
-    /// `meta`; `None` when the batch is compressed.
+    /// Where the selected columns' buffers lie in the body of the batch `header`
+    /// describes; `None` when the batch is compressed.
     fn layout(
         &self,
-        meta: &[u8],
+        header: arrow_ipc::RecordBatch<'_>,
         w: &WantedRows<'_>,
         bad: &dyn Fn(&str) -> reel_core::Error,
     ) -> Result<Option<BatchLayout>> {
-        let message = crate::ipc_file::parse_message(meta, bad)?;
-        let header =
-            message.header_as_record_batch().ok_or_else(|| bad("no record batch message"))?;
         if header.compression().is_some() {
             return Ok(None);
         }
         let nodes = header.nodes().ok_or_else(|| bad("the header lists no field nodes"))?;
         let buffers = header.buffers().ok_or_else(|| bad("the header lists no buffers"))?;
-        let body_start = (w.block.offset() as u64).saturating_add(meta.len() as u64);
-        let body_len = w.block.bodyLength() as u64;
+        let (offset, meta, end) = block_span(&w.block);
+        let (body_start, body_len) = (offset + meta, end - offset - meta);
         let rows = u64::try_from(header.length()).map_err(|_| bad("a negative row count"))?;
         let buffer = |k: usize| -> Result<Span> {
             let b = (k < buffers.len())
@@ -335,11 +323,6 @@ enum Cell {
     Null,
     Fixed(Vec<u8>),
     Value(usize),
-}
-
-/// The length of a block's header (checked positive at open).
-fn meta_len(block: &Block) -> usize {
-    block.metaDataLength().max(0) as usize
 }
 
 /// An offset of 4 or 8 little-endian bytes, if it is not negative.
