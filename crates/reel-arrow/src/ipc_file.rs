@@ -619,12 +619,12 @@ impl IpcFile {
         let block = self.batches.get(b).ok_or_else(|| bad("no such batch"))?;
         // Batches planned before `b` were not asked for after all (their rows were in the
         // window already).
-        while ahead.upcoming.front().is_some_and(|&u| u < b) {
-            ahead.upcoming.pop_front();
+        while ahead.wanted.get(ahead.next).is_some_and(|&(u, _)| u < b) {
+            ahead.next += 1;
         }
         if !ahead.fetched.contains_key(&b)
             && self.fetches_ahead()
-            && ahead.upcoming.front() == Some(&b)
+            && ahead.wanted.get(ahead.next).is_some_and(|&(u, _)| u == b)
         {
             self.fetch_ahead(ahead, path)?;
         }
@@ -651,20 +651,15 @@ impl IpcFile {
         path: &Path,
     ) -> Result<()> {
         let Some(reader) = &self.rows else { return Ok(()) };
-        let sparse: Vec<&(usize, Vec<usize>)> = ahead
+        let wanted: Vec<WantedRows<'_>> = ahead
             .wanted
             .iter()
-            .filter(|(b, rows)| {
-                let wanted = rows.len() as u64;
-                let body = self.batches.get(*b).map_or(0, |k| k.bodyLength().max(0) as u64);
-                wanted.saturating_mul(SPARSE) <= batch_rows(*b)
-                    && body / wanted.max(1) >= self.row_read_spacing
-            })
-            .collect();
-        let wanted: Vec<WantedRows<'_>> = sparse
-            .iter()
             .filter_map(|(b, rows)| {
-                Some(WantedRows { batch: *b, block: *self.batches.get(*b)?, rows })
+                let block = *self.batches.get(*b)?;
+                let (n, body) = (rows.len() as u64, block.bodyLength().max(0) as u64);
+                let sparse = n.saturating_mul(SPARSE) <= batch_rows(*b)
+                    && body / n.max(1) >= self.row_read_spacing;
+                sparse.then_some(WantedRows { batch: *b, block, rows })
             })
             .collect();
         if wanted.is_empty() {
@@ -674,8 +669,6 @@ impl IpcFile {
         for (w, batch) in wanted.iter().zip(read) {
             ahead.rows.insert(w.batch, (w.rows.to_vec(), batch));
         }
-        let done: std::collections::HashSet<usize> = wanted.iter().map(|w| w.batch).collect();
-        ahead.upcoming.retain(|b| !done.contains(b));
         Ok(())
     }
 
@@ -686,14 +679,18 @@ impl IpcFile {
         self.mapped.is_none() && self.file.reads_are_requests()
     }
 
-    /// Fetches the blocks of the batches at the front of `ahead.upcoming`, as many as fit
-    /// in [`AHEAD_BYTES`] (at least one), in one batched read, each block placed at a
-    /// 64-byte boundary as arrow's buffers want.
+    /// Fetches the blocks of the next batches `ahead` plans (but those whose rows were
+    /// read alone), as many as fit in [`AHEAD_BYTES`] (at least one), in one batched read,
+    /// each block placed at a 64-byte boundary as arrow's buffers want.
     fn fetch_ahead(&self, ahead: &mut BatchesAhead, path: &Path) -> Result<()> {
         let mut group = Vec::new();
         let mut reqs = Vec::new();
         let mut total = 0usize;
-        while let Some(&b) = ahead.upcoming.front() {
+        while let Some(&(b, _)) = ahead.wanted.get(ahead.next) {
+            if ahead.rows.contains_key(&b) {
+                ahead.next += 1;
+                continue;
+            }
             let Some(block) = self.batches.get(b) else { break };
             let (offset, _, end) = block_span(block);
             let len = usize::try_from(end - offset).map_err(|_| {
@@ -703,7 +700,7 @@ impl IpcFile {
             if !group.is_empty() && dest.saturating_add(len) > AHEAD_BYTES {
                 break;
             }
-            ahead.upcoming.pop_front();
+            ahead.next += 1;
             group.push(b);
             reqs.push(ReadReq { file: 0, offset, len, dest });
             total = dest.saturating_add(len);
@@ -749,11 +746,13 @@ const SPARSE: u64 = 8;
 /// [`IpcFile::read_batch_ahead`] and [`IpcFile::read_sparse`]).
 #[derive(Default)]
 pub(crate) struct BatchesAhead {
-    upcoming: std::collections::VecDeque<usize>,
-    /// Each planned batch and its rows wanted (within the batch, ascending, distinct).
+    /// Each planned batch and its rows wanted (within the batch, ascending, distinct), in
+    /// file order.
     wanted: Vec<(usize, Vec<usize>)>,
+    /// The first entry of `wanted` neither fetched nor passed yet.
+    next: usize,
     fetched: std::collections::HashMap<usize, Buffer>,
-    /// Batches of only the rows wanted, with those rows' indices in the file.
+    /// Batches of only the rows wanted, with those rows (within the batch).
     rows: std::collections::HashMap<usize, (Vec<usize>, RecordBatch)>,
 }
 
@@ -769,10 +768,7 @@ impl BatchesAhead {
                         rows.push(row);
                     }
                 }
-                _ => {
-                    self.upcoming.push_back(b);
-                    self.wanted.push((b, vec![row]));
-                }
+                _ => self.wanted.push((b, vec![row])),
             }
         }
     }
@@ -785,7 +781,7 @@ impl BatchesAhead {
 
     /// Forgets the plan and frees what was fetched for it.
     pub(crate) fn clear(&mut self) {
-        self.upcoming.clear();
+        self.next = 0;
         self.wanted.clear();
         self.fetched.clear();
         self.rows.clear();
