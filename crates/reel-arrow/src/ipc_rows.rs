@@ -141,7 +141,7 @@ impl RowReader {
         file.read_many(&reqs, &mut fixed, path)?;
         // The values the offsets point at, checked against their buffer.
         let mut pieces = reqs.iter().map(|r| &fixed[r.dest..r.dest + r.len]);
-        let mut cells: Vec<Vec<Vec<Cell>>> = Vec::with_capacity(wanted.len());
+        let mut cells: Vec<Vec<Vec<Cell<'_>>>> = Vec::with_capacity(wanted.len());
         let mut value_reqs = Vec::new();
         let mut value_bytes = 0usize;
         for (w, layout) in wanted.iter().zip(&layouts) {
@@ -160,7 +160,7 @@ impl RowReader {
                     let piece = pieces.next().ok_or_else(|| bad("a read is missing"))?;
                     column_cells.push(match (c.kind, valid) {
                         (_, false) => Cell::Null,
-                        (Kind::Fixed { .. }, true) => Cell::Fixed(piece.to_vec()),
+                        (Kind::Fixed { .. }, true) => Cell::Fixed(piece),
                         (Kind::Var { width }, true) => {
                             let (start, end) = piece
                                 .split_at_checked(width)
@@ -318,10 +318,11 @@ struct BatchLayout {
     columns: Vec<ColumnLayout>,
 }
 
-/// A row's value as read: null, a number's bytes, or the number of a read of values.
-enum Cell {
+/// A row's value as read: null, a number's bytes (where they were read), or the number of
+/// a read of values.
+enum Cell<'f> {
     Null,
-    Fixed(Vec<u8>),
+    Fixed(&'f [u8]),
     Value(usize),
 }
 
@@ -370,7 +371,7 @@ fn count(data_type: &DataType, nodes: &mut usize, buffers: &mut usize) -> Option
 /// The array of `data_type` holding `cells`.
 fn array<'v>(
     data_type: &DataType,
-    cells: &[Cell],
+    cells: &[Cell<'_>],
     value: &dyn Fn(usize) -> &'v [u8],
     bad: &dyn Fn(&str) -> reel_core::Error,
 ) -> Result<ArrayRef> {
@@ -413,7 +414,7 @@ fn array<'v>(
 
 /// The numbers of type `T` whose bytes (the machine's order, checked at open) `cells`
 /// hold, gathered in an aligned buffer.
-fn numbers<T: ArrowPrimitiveType>(cells: &[Cell]) -> ArrayRef {
+fn numbers<T: ArrowPrimitiveType>(cells: &[Cell<'_>]) -> ArrayRef {
     let width = std::mem::size_of::<T::Native>();
     let mut bytes = arrow_buffer::MutableBuffer::with_capacity(cells.len() * width);
     let mut valid = Vec::with_capacity(cells.len());
