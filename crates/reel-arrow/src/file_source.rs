@@ -650,15 +650,14 @@ impl ArrowFileSource {
                 let batch = file.read_batch_ahead(b, ahead, path)?;
                 // The length the header gave at open is the one the decoder builds the
                 // batch with; a difference means the file changed since it was opened.
-                let end = batch_starts.get(b + 1).copied().unwrap_or(self.len);
-                if batch.num_rows() as u64 != end - batch_starts[b] {
+                let rows = batch_len(batch_starts, self.len, b);
+                if batch.num_rows() as u64 != rows {
                     return Err(ipc_corrupt(
                         path,
                         &format!(
-                            "record batch {b} has {} rows, but its header said {} when the \
-                             file was opened",
+                            "record batch {b} has {} rows, but its header said {rows} when \
+                             the file was opened",
                             batch.num_rows(),
-                            end - batch_starts[b]
                         ),
                     ));
                 }
@@ -694,6 +693,13 @@ impl ArrowFileSource {
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, State>> {
         self.state.lock().map_err(|_| Error::new(ErrorKind::Closed, "an earlier read panicked"))
     }
+}
+
+/// The rows of record batch `b` of an IPC file whose batches start at `batch_starts` and
+/// which has `len` rows in all.
+fn batch_len(batch_starts: &[u64], len: u64, b: usize) -> u64 {
+    let start = batch_starts.get(b).copied().unwrap_or(len);
+    batch_starts.get(b + 1).copied().unwrap_or(len).saturating_sub(start)
 }
 
 impl RecordSource for ArrowFileSource {
@@ -748,13 +754,12 @@ impl RecordSource for ArrowFileSource {
         {
             let batch_of = |i: u64| batch_starts.partition_point(|&s| s <= i).saturating_sub(1);
             ahead.plan((0..indices.len()).map(|j| {
-                let (i, b) = (in_file_order(j), batch_of(in_file_order(j)));
+                let i = in_file_order(j);
+                let b = batch_of(i);
                 (b, (i - batch_starts[b]) as usize)
             }));
             let (len, starts) = (self.len, &*batch_starts);
-            let rows_of =
-                |b: usize| starts.get(b + 1).copied().unwrap_or(len).saturating_sub(starts[b]);
-            if let Err(e) = file.read_sparse(ahead, rows_of, &self.path) {
+            if let Err(e) = file.read_sparse(ahead, |b| batch_len(starts, len, b), &self.path) {
                 ahead.clear();
                 out.clear();
                 return Err(e.with_path(&self.path));
